@@ -1,0 +1,360 @@
+package driver
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+)
+
+// ExpansionMode is the plugin's VolumeExpansion capability.
+type ExpansionMode int
+
+const (
+	// ExpansionAuto advertises ONLINE expansion when the controller or node backend can expand,
+	// and nothing otherwise.
+	ExpansionAuto ExpansionMode = iota
+	// ExpansionOnline: volumes may be expanded while published.
+	ExpansionOnline
+	// ExpansionOffline: published volumes are not expanded by ControllerExpandVolume.
+	ExpansionOffline
+	// ExpansionNone advertises no expansion capability even if a backend could expand.
+	ExpansionNone
+)
+
+// Features are the capabilities that are promises about behaviour rather than RPCs, so they cannot
+// be derived from the interfaces a backend implements. The library enforces them on requests: a CO
+// that uses a feature the plugin does not advertise gets INVALID_ARGUMENT.
+type Features struct {
+	// CloneVolume: CreateVolume accepts another volume as source (CLONE_VOLUME).
+	CloneVolume bool
+	// PublishReadonly: ControllerPublishVolume honours readonly=true (PUBLISH_READONLY).
+	PublishReadonly bool
+	// ListVolumesPublishedNodes: ListVolumes and ControllerGetVolume report the nodes a volume is
+	// published on (LIST_VOLUMES_PUBLISHED_NODES; needs a ControllerPublisher).
+	ListVolumesPublishedNodes bool
+	// SingleNodeMultiWriter: the SINGLE_NODE_SINGLE_WRITER and SINGLE_NODE_MULTI_WRITER access
+	// modes are understood (controller and node SINGLE_NODE_MULTI_WRITER).
+	SingleNodeMultiWriter bool
+	// VolumeMountGroup: NodeStage/NodePublish apply VolumeCapability.MountGroup (node
+	// VOLUME_MOUNT_GROUP).
+	VolumeMountGroup bool
+	// VolumeAccessibilityConstraints: volumes are not equally accessible from every node; topology
+	// is accepted in CreateVolume/GetCapacity and reported by NodeGetInfo.
+	VolumeAccessibilityConstraints bool
+	// SnapshotAccessibilityConstraints: snapshots are not usable from every topology.
+	SnapshotAccessibilityConstraints bool
+	// Expansion is the VolumeExpansion plugin capability.
+	Expansion ExpansionMode
+}
+
+// CapabilityOverrides replace the derived capability lists. The library checks them at start-up: a
+// listed capability whose RPC the backend does not implement is an error; an RPC the backend
+// implements but the list leaves out is answered UNIMPLEMENTED. Feature-like entries in the lists
+// (CLONE_VOLUME, PUBLISH_READONLY, ...) replace the matching Features.
+type CapabilityOverrides struct {
+	// Controller, when non-nil, is the exact ControllerGetCapabilities answer.
+	Controller []csi.ControllerServiceCapability_RPC_Type
+	// Node, when non-nil, is the exact NodeGetCapabilities answer.
+	Node []csi.NodeServiceCapability_RPC_Type
+}
+
+// capSet is the resolved capability state, indexed by the spec's enum values.
+type capSet struct {
+	plugin     [8]bool
+	expansion  csi.PluginCapability_VolumeExpansion_Type
+	controller [32]bool
+	node       [16]bool
+	group      bool
+	features   Features
+}
+
+// backendSet is what the configured backends implement, found once by type assertion.
+type backendSet struct {
+	controller Controller
+	publisher  ControllerPublisher
+	lister     VolumeLister
+	pager      VolumePageLister
+	capacity   CapacityReporter
+	snapshots  Snapshotter
+	snapLister SnapshotLister
+	snapPager  SnapshotPageLister
+	snapGetter SnapshotGetter
+	expander   VolumeExpander
+	getter     VolumeGetter
+	modifier   VolumeModifier
+	health     VolumeHealthGetter
+	healthList VolumeHealthLister
+
+	node          Node
+	stager        NodeStager
+	stats         VolumeStatsReporter
+	nodeExpander  NodeExpander
+	nodeHealth    NodeVolumeHealthGetter
+	storageHealth StorageHealthReporter
+
+	group    GroupController
+	metadata SnapshotMetadata
+	probers  []Prober
+}
+
+func discover(cfg *Config) backendSet {
+	var b backendSet
+	if c := cfg.Controller; c != nil {
+		b.controller = c
+		b.publisher, _ = c.(ControllerPublisher)
+		b.lister, _ = c.(VolumeLister)
+		b.pager, _ = c.(VolumePageLister)
+		b.capacity, _ = c.(CapacityReporter)
+		b.snapshots, _ = c.(Snapshotter)
+		b.snapLister, _ = c.(SnapshotLister)
+		b.snapPager, _ = c.(SnapshotPageLister)
+		b.snapGetter, _ = c.(SnapshotGetter)
+		b.expander, _ = c.(VolumeExpander)
+		b.getter, _ = c.(VolumeGetter)
+		b.modifier, _ = c.(VolumeModifier)
+		b.health, _ = c.(VolumeHealthGetter)
+		b.healthList, _ = c.(VolumeHealthLister)
+	}
+	if n := cfg.Node; n != nil {
+		b.node = n
+		b.stager, _ = n.(NodeStager)
+		b.stats, _ = n.(VolumeStatsReporter)
+		b.nodeExpander, _ = n.(NodeExpander)
+		b.nodeHealth, _ = n.(NodeVolumeHealthGetter)
+		b.storageHealth, _ = n.(StorageHealthReporter)
+	}
+	b.group = cfg.GroupController
+	b.metadata = cfg.SnapshotMetadata
+	seen := map[any]bool{}
+	for _, v := range []any{cfg.Controller, cfg.Node, cfg.GroupController, cfg.SnapshotMetadata, cfg.Prober} {
+		if v == nil || seen[v] {
+			continue
+		}
+		seen[v] = true
+		if p, ok := v.(Prober); ok {
+			b.probers = append(b.probers, p)
+		}
+	}
+	return b
+}
+
+// deriveCapabilities resolves what the plugin advertises and checks it for consistency.
+func deriveCapabilities(b *backendSet, f Features, o CapabilityOverrides) (capSet, error) {
+	var c capSet
+	var problems []string
+	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+
+	// served lists what the backends could serve, independent of any override.
+	type ctrlCap = csi.ControllerServiceCapability_RPC_Type
+	servedCtrl := map[ctrlCap]string{}
+	if b.controller != nil {
+		servedCtrl[csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME] = "Controller"
+		add := func(ok bool, cp ctrlCap, iface string) {
+			if ok {
+				servedCtrl[cp] = iface
+			}
+		}
+		add(b.publisher != nil, csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME, "ControllerPublisher")
+		add(b.lister != nil || b.pager != nil, csi.ControllerServiceCapability_RPC_LIST_VOLUMES, "VolumeLister")
+		add(b.capacity != nil, csi.ControllerServiceCapability_RPC_GET_CAPACITY, "CapacityReporter")
+		add(b.snapshots != nil, csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT, "Snapshotter")
+		add(b.snapLister != nil || b.snapPager != nil, csi.ControllerServiceCapability_RPC_LIST_SNAPSHOTS, "SnapshotLister")
+		add(b.snapGetter != nil, csi.ControllerServiceCapability_RPC_GET_SNAPSHOT, "SnapshotGetter")
+		add(b.expander != nil, csi.ControllerServiceCapability_RPC_EXPAND_VOLUME, "VolumeExpander")
+		add(b.getter != nil, csi.ControllerServiceCapability_RPC_GET_VOLUME, "VolumeGetter")
+		add(b.modifier != nil, csi.ControllerServiceCapability_RPC_MODIFY_VOLUME, "VolumeModifier")
+		add(b.health != nil, csi.ControllerServiceCapability_RPC_GET_VOLUME_HEALTH, "VolumeHealthGetter")
+		add(b.healthList != nil, csi.ControllerServiceCapability_RPC_LIST_VOLUME_HEALTH, "VolumeHealthLister")
+	}
+	featureCtrl := map[ctrlCap]bool{
+		csi.ControllerServiceCapability_RPC_CLONE_VOLUME:                 true,
+		csi.ControllerServiceCapability_RPC_PUBLISH_READONLY:             true,
+		csi.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES: true,
+		csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER:     true,
+	}
+
+	if b.controller != nil {
+		if o.Controller == nil {
+			for cp := range servedCtrl {
+				c.controller[cp] = true
+			}
+			c.controller[csi.ControllerServiceCapability_RPC_CLONE_VOLUME] = f.CloneVolume
+			c.controller[csi.ControllerServiceCapability_RPC_PUBLISH_READONLY] = f.PublishReadonly
+			c.controller[csi.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES] = f.ListVolumesPublishedNodes
+			c.controller[csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER] = f.SingleNodeMultiWriter
+		} else {
+			for _, cp := range o.Controller {
+				if int(cp) <= 0 || int(cp) >= len(c.controller) || csi.ControllerServiceCapability_RPC_Type_name[int32(cp)] == "" {
+					bad("controller capability override %d is not a known capability", cp)
+					continue
+				}
+				if _, ok := servedCtrl[cp]; !ok && !featureCtrl[cp] {
+					bad("controller capability %s is listed but the backend does not implement the interface that serves it", cp)
+					continue
+				}
+				c.controller[cp] = true
+			}
+			f.CloneVolume = c.controller[csi.ControllerServiceCapability_RPC_CLONE_VOLUME]
+			f.PublishReadonly = c.controller[csi.ControllerServiceCapability_RPC_PUBLISH_READONLY]
+			f.ListVolumesPublishedNodes = c.controller[csi.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES]
+			f.SingleNodeMultiWriter = f.SingleNodeMultiWriter || c.controller[csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER]
+			if !c.controller[csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME] {
+				bad("controller capability override must include CREATE_DELETE_VOLUME: a Controller backend always serves CreateVolume and DeleteVolume")
+			}
+		}
+		if c.controller[csi.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES] &&
+			!c.controller[csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME] {
+			bad("LIST_VOLUMES_PUBLISHED_NODES needs PUBLISH_UNPUBLISH_VOLUME (implement driver.ControllerPublisher)")
+		}
+		if c.controller[csi.ControllerServiceCapability_RPC_LIST_VOLUME_HEALTH] &&
+			!c.controller[csi.ControllerServiceCapability_RPC_GET_VOLUME_HEALTH] {
+			bad("LIST_VOLUME_HEALTH needs GET_VOLUME_HEALTH (implement driver.VolumeHealthGetter)")
+		}
+	} else {
+		if o.Controller != nil {
+			bad("controller capability overrides given but no Controller backend is configured")
+		}
+		if f.CloneVolume || f.PublishReadonly || f.ListVolumesPublishedNodes {
+			// Controller-only features are meaningless without a controller; ignore them quietly
+			// because the same Features value is often shared by controller-only and node-only
+			// processes of one plugin.
+			f.CloneVolume, f.PublishReadonly, f.ListVolumesPublishedNodes = false, false, false
+		}
+	}
+
+	type nodeCap = csi.NodeServiceCapability_RPC_Type
+	servedNode := map[nodeCap]bool{}
+	if b.node != nil {
+		servedNode[csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME] = b.stager != nil
+		servedNode[csi.NodeServiceCapability_RPC_GET_VOLUME_STATS] = b.stats != nil
+		servedNode[csi.NodeServiceCapability_RPC_EXPAND_VOLUME] = b.nodeExpander != nil
+		servedNode[csi.NodeServiceCapability_RPC_GET_VOLUME_HEALTH] = b.nodeHealth != nil
+		servedNode[csi.NodeServiceCapability_RPC_GET_STORAGE_HEALTH] = b.storageHealth != nil
+		if o.Node == nil {
+			for cp, ok := range servedNode {
+				c.node[cp] = ok
+			}
+			c.node[csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER] = f.SingleNodeMultiWriter
+			c.node[csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP] = f.VolumeMountGroup
+		} else {
+			for _, cp := range o.Node {
+				if int(cp) <= 0 || int(cp) >= len(c.node) || csi.NodeServiceCapability_RPC_Type_name[int32(cp)] == "" {
+					bad("node capability override %d is not a known capability", cp)
+					continue
+				}
+				feature := cp == csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER || cp == csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP
+				if !feature && !servedNode[cp] {
+					bad("node capability %s is listed but the backend does not implement the interface that serves it", cp)
+					continue
+				}
+				c.node[cp] = true
+			}
+			f.SingleNodeMultiWriter = f.SingleNodeMultiWriter || c.node[csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER]
+			f.VolumeMountGroup = c.node[csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP]
+		}
+	} else if o.Node != nil {
+		bad("node capability overrides given but no Node backend is configured")
+	}
+
+	if b.controller != nil {
+		c.plugin[csi.PluginCapability_Service_CONTROLLER_SERVICE] = true
+	}
+	if b.group != nil {
+		c.plugin[csi.PluginCapability_Service_GROUP_CONTROLLER_SERVICE] = true
+		c.group = true
+	}
+	if b.metadata != nil {
+		c.plugin[csi.PluginCapability_Service_SNAPSHOT_METADATA_SERVICE] = true
+	}
+	c.plugin[csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS] = f.VolumeAccessibilityConstraints
+	c.plugin[csi.PluginCapability_Service_SNAPSHOT_ACCESSIBILITY_CONSTRAINTS] = f.SnapshotAccessibilityConstraints
+	if f.SnapshotAccessibilityConstraints && b.controller != nil && b.snapshots == nil {
+		bad("SnapshotAccessibilityConstraints needs snapshots (implement driver.Snapshotter)")
+	}
+
+	ctrlExpand := c.controller[csi.ControllerServiceCapability_RPC_EXPAND_VOLUME]
+	nodeExpand := c.node[csi.NodeServiceCapability_RPC_EXPAND_VOLUME]
+	switch f.Expansion {
+	case ExpansionAuto:
+		if ctrlExpand || nodeExpand {
+			c.expansion = csi.PluginCapability_VolumeExpansion_ONLINE
+		}
+	case ExpansionOnline:
+		if b.controller != nil && b.node != nil && !ctrlExpand && !nodeExpand {
+			bad("ONLINE expansion needs driver.VolumeExpander or driver.NodeExpander")
+		}
+		c.expansion = csi.PluginCapability_VolumeExpansion_ONLINE
+	case ExpansionOffline:
+		if b.controller != nil && !ctrlExpand {
+			bad("OFFLINE expansion needs driver.VolumeExpander (the spec requires the controller EXPAND_VOLUME capability)")
+		}
+		c.expansion = csi.PluginCapability_VolumeExpansion_OFFLINE
+	case ExpansionNone:
+	default:
+		bad("unknown expansion mode %d", f.Expansion)
+	}
+	c.features = f
+	if len(problems) > 0 {
+		return c, errors.New("inconsistent capabilities: " + strings.Join(problems, "; "))
+	}
+	return c, nil
+}
+
+func (c *capSet) hasController(cp csi.ControllerServiceCapability_RPC_Type) bool {
+	return c.controller[cp]
+}
+
+func (c *capSet) hasNode(cp csi.NodeServiceCapability_RPC_Type) bool { return c.node[cp] }
+
+func (c *capSet) pluginResponse() *csi.GetPluginCapabilitiesResponse {
+	resp := &csi.GetPluginCapabilitiesResponse{}
+	for i, on := range c.plugin {
+		if on {
+			resp.Capabilities = append(resp.Capabilities, &csi.PluginCapability{
+				Type: &csi.PluginCapability_Service_{Service: &csi.PluginCapability_Service{
+					Type: csi.PluginCapability_Service_Type(i)}}})
+		}
+	}
+	if c.expansion != csi.PluginCapability_VolumeExpansion_UNKNOWN {
+		resp.Capabilities = append(resp.Capabilities, &csi.PluginCapability{
+			Type: &csi.PluginCapability_VolumeExpansion_{VolumeExpansion: &csi.PluginCapability_VolumeExpansion{
+				Type: c.expansion}}})
+	}
+	return resp
+}
+
+func (c *capSet) controllerResponse() *csi.ControllerGetCapabilitiesResponse {
+	resp := &csi.ControllerGetCapabilitiesResponse{}
+	for i, on := range c.controller {
+		if on {
+			resp.Capabilities = append(resp.Capabilities, &csi.ControllerServiceCapability{
+				Type: &csi.ControllerServiceCapability_Rpc{Rpc: &csi.ControllerServiceCapability_RPC{
+					Type: csi.ControllerServiceCapability_RPC_Type(i)}}})
+		}
+	}
+	return resp
+}
+
+func (c *capSet) nodeResponse() *csi.NodeGetCapabilitiesResponse {
+	resp := &csi.NodeGetCapabilitiesResponse{}
+	for i, on := range c.node {
+		if on {
+			resp.Capabilities = append(resp.Capabilities, &csi.NodeServiceCapability{
+				Type: &csi.NodeServiceCapability_Rpc{Rpc: &csi.NodeServiceCapability_RPC{
+					Type: csi.NodeServiceCapability_RPC_Type(i)}}})
+		}
+	}
+	return resp
+}
+
+func (c *capSet) groupResponse() *csi.GroupControllerGetCapabilitiesResponse {
+	resp := &csi.GroupControllerGetCapabilitiesResponse{}
+	if c.group {
+		resp.Capabilities = append(resp.Capabilities, &csi.GroupControllerServiceCapability{
+			Type: &csi.GroupControllerServiceCapability_Rpc{Rpc: &csi.GroupControllerServiceCapability_RPC{
+				Type: csi.GroupControllerServiceCapability_RPC_CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT}}})
+	}
+	return resp
+}

@@ -1,0 +1,265 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+
+	"github.com/csikit/csikit/driver/endpoint"
+	"github.com/csikit/csikit/idempotency"
+	"github.com/csikit/csikit/internal/pagetoken"
+	"github.com/csikit/csikit/middleware/locking"
+	"github.com/csikit/csikit/middleware/logging"
+	"github.com/csikit/csikit/middleware/recovery"
+	"github.com/csikit/csikit/middleware/requestid"
+	"github.com/csikit/csikit/middleware/sanitize"
+	"github.com/csikit/csikit/middleware/validation"
+	"github.com/csikit/csikit/secrets"
+)
+
+// Config assembles a plugin: its identity, its backends and a few operator settings. Only Name,
+// VendorVersion and at least one backend are required.
+type Config struct {
+	// Name is the plugin name in domain-name form, at most 63 characters, e.g.
+	// "hostpath.csikit.dev".
+	Name string
+	// VendorVersion is the plugin's version; required, opaque to the CO.
+	VendorVersion string
+	// Manifest is optional extra identity data returned by GetPluginInfo.
+	Manifest map[string]string
+
+	// Controller, Node, GroupController and SnapshotMetadata are the backends; any may be nil
+	// (a node-only or controller-only process). Optional interfaces are found on the same values.
+	Controller       Controller
+	Node             Node
+	GroupController  GroupController
+	SnapshotMetadata SnapshotMetadata
+	// Prober is an extra readiness check beside any Probe method of the backends.
+	Prober Prober
+
+	// Features are the capabilities that cannot be derived from interfaces.
+	Features Features
+	// Overrides replace the derived capability lists (checked at start-up).
+	Overrides CapabilityOverrides
+
+	// Logger receives one line per call (info) and redacted payloads (debug). Nil logs nothing.
+	Logger *zap.Logger
+	// RedactSecretLookingKeys also hides parameter and context values whose keys look like secrets
+	// (password, token, ...), because users do put secrets in StorageClass parameters.
+	RedactSecretLookingKeys bool
+	// Locker serialises calls on one resource. Nil means an in-memory lock table.
+	Locker idempotency.Locker
+	// LockWait makes a conflicting call wait up to this long (never past its deadline) instead of
+	// failing at once with ABORTED. Used only when Locker is nil.
+	LockWait time.Duration
+	// TokenKey signs pagination tokens. Empty means a random key per process (tokens then die with
+	// the process, which the spec allows); set the same key on replicas that share listings.
+	TokenKey []byte
+	// CheckResponses validates every response against the spec and answers INTERNAL for one that
+	// breaks it. Meant for tests and conformance runs; it costs a walk of every response.
+	CheckResponses bool
+
+	// Endpoint is where Run listens; empty means $CSI_ENDPOINT.
+	Endpoint string
+	// AllowTCP lets Endpoint be tcp://host:port (a debugging extension, never a default).
+	AllowTCP bool
+	// Socket sets the unix socket's mode and owner (default mode 0660).
+	Socket endpoint.ListenOptions
+	// ShutdownTimeout bounds how long in-flight calls may run after a stop is requested before the
+	// server stops hard; zero means 30 seconds.
+	ShutdownTimeout time.Duration
+
+	// UnaryInterceptors and StreamInterceptors run inside the library's chain, just before the
+	// handler (after validation and locking).
+	UnaryInterceptors  []grpc.UnaryServerInterceptor
+	StreamInterceptors []grpc.StreamServerInterceptor
+	// ServerOptions are added to the grpc.Server that Serve and Run create.
+	ServerOptions []grpc.ServerOption
+}
+
+// Driver is an assembled plugin, ready to serve.
+type Driver struct {
+	cfg    Config
+	b      backendSet
+	caps   capSet
+	tokens *pagetoken.Codec
+	log    *zap.Logger
+	locker idempotency.Locker
+
+	pluginInfo     *csi.GetPluginInfoResponse
+	pluginCaps     *csi.GetPluginCapabilitiesResponse
+	controllerCaps *csi.ControllerGetCapabilitiesResponse
+	nodeCaps       *csi.NodeGetCapabilitiesResponse
+	groupCaps      *csi.GroupControllerGetCapabilitiesResponse
+}
+
+// New checks the configuration and returns a plugin. It refuses an invalid plugin name or
+// inconsistent capabilities, so a misconfigured plugin fails at start-up, not in production.
+func New(cfg Config) (*Driver, error) {
+	if err := validation.PluginName(cfg.Name); err != nil {
+		return nil, fmt.Errorf("plugin name: %w", err)
+	}
+	if cfg.VendorVersion == "" {
+		return nil, errors.New("plugin vendor version is required")
+	}
+	if cfg.Controller == nil && cfg.Node == nil && cfg.GroupController == nil && cfg.SnapshotMetadata == nil {
+		return nil, errors.New("no backend configured: set at least one of Controller, Node, GroupController, SnapshotMetadata")
+	}
+	d := &Driver{cfg: cfg, b: discover(&cfg), log: cfg.Logger}
+	if d.log == nil {
+		d.log = zap.NewNop()
+	}
+	caps, err := deriveCapabilities(&d.b, cfg.Features, cfg.Overrides)
+	if err != nil {
+		return nil, err
+	}
+	d.caps = caps
+	d.pluginInfo = &csi.GetPluginInfoResponse{Name: cfg.Name, VendorVersion: cfg.VendorVersion, Manifest: cfg.Manifest}
+	if err := validation.Response(d.pluginInfo); err != nil {
+		return nil, fmt.Errorf("plugin identity: %w", err)
+	}
+	d.pluginCaps = caps.pluginResponse()
+	d.controllerCaps = caps.controllerResponse()
+	d.nodeCaps = caps.nodeResponse()
+	d.groupCaps = caps.groupResponse()
+	d.tokens = pagetoken.New(cfg.TokenKey)
+	d.locker = cfg.Locker
+	if d.locker == nil {
+		d.locker = idempotency.NewManager(idempotency.WithWait(cfg.LockWait))
+	}
+	return d, nil
+}
+
+// Register adds the plugin's services to a gRPC server: Identity always, the others when their
+// backend is configured. Use it to compose with a server of your own; Serve and Run do it for you.
+func (d *Driver) Register(s grpc.ServiceRegistrar) {
+	csi.RegisterIdentityServer(s, &identityServer{d: d})
+	if d.b.controller != nil {
+		csi.RegisterControllerServer(s, &controllerServer{d: d, b: &d.b})
+	}
+	if d.b.node != nil {
+		csi.RegisterNodeServer(s, &nodeServer{d: d, b: &d.b})
+	}
+	if d.b.group != nil {
+		csi.RegisterGroupControllerServer(s, &groupServer{d: d, b: &d.b})
+	}
+	if d.b.metadata != nil {
+		csi.RegisterSnapshotMetadataServer(s, &metadataServer{d: d, b: &d.b})
+	}
+}
+
+// UnaryInterceptors is the library's chain, outermost first: request ID, panic recovery, logging,
+// status sanitising (no details, no secret values, never an empty message), validation, locking,
+// then Config.UnaryInterceptors.
+func (d *Driver) UnaryInterceptors() []grpc.UnaryServerInterceptor {
+	redactor := secrets.NewRedactor(secrets.WithHeuristic(d.cfg.RedactSecretLookingKeys))
+	chain := []grpc.UnaryServerInterceptor{
+		requestid.UnaryServerInterceptor(),
+		recovery.UnaryServerInterceptor(recovery.WithLogger(d.log)),
+		logging.UnaryServerInterceptor(d.log, logging.WithRedactor(redactor)),
+		sanitize.UnaryServerInterceptor(),
+		validation.UnaryServerInterceptor(validation.WithResponseChecks(d.cfg.CheckResponses)),
+		locking.UnaryServerInterceptor(d.locker, locking.CSIKeys),
+	}
+	return append(chain, d.cfg.UnaryInterceptors...)
+}
+
+// StreamInterceptors is the streaming counterpart of UnaryInterceptors (SnapshotMetadata).
+func (d *Driver) StreamInterceptors() []grpc.StreamServerInterceptor {
+	redactor := secrets.NewRedactor(secrets.WithHeuristic(d.cfg.RedactSecretLookingKeys))
+	chain := []grpc.StreamServerInterceptor{
+		requestid.StreamServerInterceptor(),
+		recovery.StreamServerInterceptor(recovery.WithLogger(d.log)),
+		logging.StreamServerInterceptor(d.log, logging.WithRedactor(redactor)),
+		sanitize.StreamServerInterceptor(),
+		validation.StreamServerInterceptor(validation.WithResponseChecks(d.cfg.CheckResponses)),
+	}
+	return append(chain, d.cfg.StreamInterceptors...)
+}
+
+// NewServer returns a gRPC server with the library's interceptor chain and the plugin's services
+// registered.
+func (d *Driver) NewServer(opts ...grpc.ServerOption) *grpc.Server {
+	all := []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(d.UnaryInterceptors()...),
+		grpc.ChainStreamInterceptor(d.StreamInterceptors()...),
+	}
+	all = append(all, d.cfg.ServerOptions...)
+	all = append(all, opts...)
+	s := grpc.NewServer(all...)
+	d.Register(s)
+	return s
+}
+
+// Serve serves on lis until ctx is done, then stops gracefully: it stops accepting, lets in-flight
+// calls finish for up to Config.ShutdownTimeout, then stops hard. It returns nil after a stop
+// requested through ctx, and the server's error otherwise. Closing lis removes a unix socket.
+func (d *Driver) Serve(ctx context.Context, lis net.Listener) error {
+	srv := d.NewServer()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
+	d.log.Info("serving", zap.String("plugin", d.cfg.Name), zap.String("version", d.cfg.VendorVersion),
+		zap.String("address", lis.Addr().String()))
+	select {
+	case err := <-served:
+		if err != nil {
+			return fmt.Errorf("serve %s: %w", lis.Addr(), err)
+		}
+		return nil
+	case <-ctx.Done():
+	}
+	timeout := d.cfg.ShutdownTimeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	d.log.Info("stopping: waiting for in-flight calls", zap.Duration("timeout", timeout))
+	stopped := make(chan struct{})
+	go func() {
+		srv.GracefulStop()
+		close(stopped)
+	}()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-stopped:
+	case <-timer.C:
+		d.log.Warn("stopping: in-flight calls did not finish in time, stopping hard")
+		srv.Stop()
+		<-stopped
+	}
+	<-served
+	d.log.Info("stopped")
+	return nil
+}
+
+// Run listens on Config.Endpoint (or $CSI_ENDPOINT) and serves until ctx is done or the process
+// gets SIGTERM or SIGINT, then shuts down gracefully and removes the socket.
+func (d *Driver) Run(ctx context.Context) error {
+	raw := d.cfg.Endpoint
+	if raw == "" {
+		raw = os.Getenv("CSI_ENDPOINT")
+	}
+	if raw == "" {
+		return errors.New("no endpoint: set CSI_ENDPOINT (e.g. unix:///csi/csi.sock) or Config.Endpoint")
+	}
+	ep, err := endpoint.Parse(raw, endpoint.ParseOptions{AllowTCP: d.cfg.AllowTCP})
+	if err != nil {
+		return fmt.Errorf("endpoint: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	lis, err := endpoint.Listen(ctx, ep, d.cfg.Socket)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", ep, err)
+	}
+	return d.Serve(ctx, lis)
+}

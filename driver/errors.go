@@ -1,0 +1,177 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Sentinel errors a backend returns, wrapped with context (fmt.Errorf("volume %q: %w", id,
+// driver.ErrNotFound)). The library turns them into the gRPC code each RPC's error table demands;
+// the wrapped text becomes the status message, so say what the CO or an operator should know. A
+// backend that returns a gRPC status error keeps its code.
+var (
+	// ErrNotFound: the volume, snapshot, node or source does not exist. Delete and unpublish calls
+	// answer OK; every other call NOT_FOUND.
+	ErrNotFound = errors.New("not found")
+	// ErrAlreadyExists: a resource with this name (or a publication at this node or path) exists
+	// with incompatible settings. ALREADY_EXISTS.
+	ErrAlreadyExists = errors.New("already exists with different settings")
+	// ErrInUse: the resource cannot be changed or deleted while something uses it.
+	// FAILED_PRECONDITION.
+	ErrInUse = errors.New("in use")
+	// ErrFailedPrecondition: the system is not in a state where the call can succeed (published on
+	// another node, no changed-block tracking, plugin not healthy). FAILED_PRECONDITION.
+	ErrFailedPrecondition = errors.New("failed precondition")
+	// ErrUnsupported: a source, capability or parameter this plugin or volume cannot provide.
+	// INVALID_ARGUMENT, except NodeStage/NodePublish ("exceeds capabilities": FAILED_PRECONDITION)
+	// and ValidateVolumeCapabilities (an unconfirmed answer).
+	ErrUnsupported = errors.New("not supported")
+	// ErrInvalidArgument: a field value the plugin does not accept (e.g. an unknown parameter).
+	// INVALID_ARGUMENT.
+	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrOutOfRange: the capacity range (or offset) cannot be honoured. OUT_OF_RANGE.
+	ErrOutOfRange = errors.New("out of range")
+	// ErrResourceExhausted: no space, quota or attach slot. RESOURCE_EXHAUSTED.
+	ErrResourceExhausted = errors.New("resource exhausted")
+	// ErrGroupMember: the snapshot belongs to a group snapshot and cannot be deleted alone.
+	// INVALID_ARGUMENT (the caller must delete the group).
+	ErrGroupMember = errors.New("part of a group snapshot")
+	// ErrPending: an operation on the resource is still in progress in the backend. ABORTED.
+	ErrPending = errors.New("operation pending")
+	// ErrUnauthenticated: the secrets do not authenticate. UNAUTHENTICATED.
+	ErrUnauthenticated = errors.New("not authenticated")
+	// ErrPermissionDenied: the identity in the secrets may not do this. PERMISSION_DENIED.
+	ErrPermissionDenied = errors.New("permission denied")
+	// ErrUnavailable: a transient fault; the CO should retry. UNAVAILABLE.
+	ErrUnavailable = errors.New("temporarily unavailable")
+)
+
+// rpc names one CSI method for error mapping and messages.
+type rpc string
+
+// The RPCs whose error tables differ from the common one.
+const (
+	rpcCreateVolume              rpc = "CreateVolume"
+	rpcDeleteVolume              rpc = "DeleteVolume"
+	rpcControllerPublish         rpc = "ControllerPublishVolume"
+	rpcControllerUnpublish       rpc = "ControllerUnpublishVolume"
+	rpcValidateVolumeCaps        rpc = "ValidateVolumeCapabilities"
+	rpcListVolumes               rpc = "ListVolumes"
+	rpcGetCapacity               rpc = "GetCapacity"
+	rpcCreateSnapshot            rpc = "CreateSnapshot"
+	rpcDeleteSnapshot            rpc = "DeleteSnapshot"
+	rpcListSnapshots             rpc = "ListSnapshots"
+	rpcGetSnapshot               rpc = "GetSnapshot"
+	rpcControllerExpand          rpc = "ControllerExpandVolume"
+	rpcControllerGetVolume       rpc = "ControllerGetVolume"
+	rpcControllerModify          rpc = "ControllerModifyVolume"
+	rpcControllerGetHealth       rpc = "ControllerGetVolumeHealth"
+	rpcControllerListHealth      rpc = "ControllerListVolumeHealth"
+	rpcNodeStage                 rpc = "NodeStageVolume"
+	rpcNodeUnstage               rpc = "NodeUnstageVolume"
+	rpcNodePublish               rpc = "NodePublishVolume"
+	rpcNodeUnpublish             rpc = "NodeUnpublishVolume"
+	rpcNodeGetVolumeStats        rpc = "NodeGetVolumeStats"
+	rpcNodeExpand                rpc = "NodeExpandVolume"
+	rpcNodeGetInfo               rpc = "NodeGetInfo"
+	rpcNodeGetHealth             rpc = "NodeGetVolumeHealth"
+	rpcNodeGetStorageHealth      rpc = "NodeGetStorageHealth"
+	rpcCreateGroupSnapshot       rpc = "CreateVolumeGroupSnapshot"
+	rpcDeleteGroupSnapshot       rpc = "DeleteVolumeGroupSnapshot"
+	rpcGetGroupSnapshot          rpc = "GetVolumeGroupSnapshot"
+	rpcGetMetadataAllocated      rpc = "GetMetadataAllocated"
+	rpcGetMetadataDelta          rpc = "GetMetadataDelta"
+	rpcProbe                     rpc = "Probe"
+	rpcControllerGetCapabilities rpc = "ControllerGetCapabilities"
+)
+
+// notFoundIsSuccess lists the RPCs where "does not exist" means the goal is already reached.
+func notFoundIsSuccess(r rpc) bool {
+	switch r {
+	case rpcDeleteVolume, rpcDeleteSnapshot, rpcDeleteGroupSnapshot, rpcControllerUnpublish:
+		return true
+	}
+	return false
+}
+
+// mapError turns a backend error into the status the RPC's error table demands. It returns nil
+// when the error means success for this RPC (not found on a delete).
+func mapError(r rpc, err error) error {
+	if err == nil {
+		return nil
+	}
+	if s, ok := status.FromError(err); ok {
+		// A backend that speaks gRPC keeps its code; a status with code OK is not an error we can
+		// send, so it is treated as a bug.
+		if s.Code() == codes.OK {
+			return status.Errorf(codes.Internal, "%s failed: the backend returned an error with code OK: %s", r, s.Message())
+		}
+		return err
+	}
+	code := codeFor(r, err)
+	if code == codes.OK {
+		return nil
+	}
+	if code == codes.Internal {
+		return status.Error(codes.Internal, fmt.Sprintf("%s failed: %v", r, err))
+	}
+	return status.Error(code, err.Error())
+}
+
+// codeFor is the per-RPC error table of DESIGN.md section 3.
+func codeFor(r rpc, err error) codes.Code {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		if notFoundIsSuccess(r) {
+			return codes.OK
+		}
+		return codes.NotFound
+	case errors.Is(err, ErrAlreadyExists):
+		return codes.AlreadyExists
+	case errors.Is(err, ErrInUse), errors.Is(err, ErrFailedPrecondition):
+		return codes.FailedPrecondition
+	case errors.Is(err, ErrUnsupported):
+		if r == rpcNodeStage || r == rpcNodePublish {
+			return codes.FailedPrecondition
+		}
+		return codes.InvalidArgument
+	case errors.Is(err, ErrInvalidArgument), errors.Is(err, ErrGroupMember):
+		return codes.InvalidArgument
+	case errors.Is(err, ErrOutOfRange):
+		return codes.OutOfRange
+	case errors.Is(err, ErrResourceExhausted):
+		return codes.ResourceExhausted
+	case errors.Is(err, ErrPending):
+		return codes.Aborted
+	case errors.Is(err, ErrUnauthenticated):
+		return codes.Unauthenticated
+	case errors.Is(err, ErrPermissionDenied):
+		return codes.PermissionDenied
+	case errors.Is(err, ErrUnavailable):
+		return codes.Unavailable
+	case errors.Is(err, context.Canceled):
+		return codes.Canceled
+	case errors.Is(err, context.DeadlineExceeded):
+		return codes.DeadlineExceeded
+	}
+	return codes.Internal
+}
+
+// unimplemented is the answer for an RPC the backend does not serve.
+func unimplemented(r rpc, iface string) error {
+	return status.Errorf(codes.Unimplemented, "%s is not implemented by this plugin (its backend does not implement driver.%s)", r, iface)
+}
+
+// disabled is the answer for an RPC the backend could serve but the capability override turned off.
+func disabled(r rpc, capability string) error {
+	return status.Errorf(codes.Unimplemented, "%s is not served: this plugin does not advertise the %s capability", r, capability)
+}
+
+// pluginBug reports a backend answer that breaks the spec.
+func pluginBug(r rpc, format string, args ...any) error {
+	return status.Errorf(codes.Internal, "%s failed: plugin bug: %s", r, fmt.Sprintf(format, args...))
+}

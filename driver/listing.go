@@ -1,0 +1,257 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+// Listing contract: items are ordered by ID and a token resumes strictly after the last ID
+// returned. An item that exists through the whole listing is therefore never skipped, items added
+// or removed meanwhile may or may not appear, and the listing always ends because the cursor only
+// moves forward.
+
+// startAfter decodes a starting_token; a token this plugin did not mint for this listing is
+// ABORTED, as the spec's List* error tables demand.
+func (d *Driver) startAfter(r rpc, token, scope string) (string, error) {
+	if token == "" {
+		return "", nil
+	}
+	after, err := d.tokens.Decode(token, string(r), scope)
+	if err != nil {
+		return "", status.Errorf(codes.Aborted,
+			"starting_token is not valid for %s (not issued by this plugin, for another listing, or expired); start the listing again without a token", r)
+	}
+	return after, nil
+}
+
+// page cuts a sorted, filtered listing to max entries and mints the next token.
+func page[T any](d *Driver, r rpc, scope string, items []T, id func(*T) string, max int) ([]T, string, error) {
+	if max <= 0 || len(items) <= max {
+		return items, "", nil
+	}
+	items = items[:max]
+	next, err := d.tokens.Encode(string(r), scope, id(&items[max-1]))
+	if err != nil {
+		return nil, "", status.Errorf(codes.Internal, "%s failed: cannot mint a pagination token: %v", r, err)
+	}
+	return items, next, nil
+}
+
+// sortedAfter sorts a full listing by ID and drops everything up to and including after. A
+// duplicate ID is a backend bug: the CO could not tell the two apart.
+func sortedAfter[T any](r rpc, items []T, id func(*T) string, after string) ([]T, error) {
+	slices.SortFunc(items, func(a, b T) int { return strings.Compare(id(&a), id(&b)) })
+	for i := 1; i < len(items); i++ {
+		if id(&items[i-1]) == id(&items[i]) {
+			return nil, pluginBug(r, "the listing returned ID %q twice", id(&items[i]))
+		}
+	}
+	if after == "" {
+		return items, nil
+	}
+	i, found := slices.BinarySearchFunc(items, after, func(it T, key string) int { return strings.Compare(id(&it), key) })
+	if found {
+		i++
+	}
+	return items[i:], nil
+}
+
+// checkPage verifies a page lister's answer: ascending IDs after the cursor, at most limit items.
+func checkPage[T any](r rpc, items []T, id func(*T) string, after string, limit int) error {
+	if limit > 0 && len(items) > limit {
+		return pluginBug(r, "the page lister returned %d items, more than the %d asked for", len(items), limit)
+	}
+	prev := after
+	for i := range items {
+		cur := id(&items[i])
+		if cur == "" {
+			return pluginBug(r, "the listing returned an empty ID")
+		}
+		if (i > 0 || after != "") && cur <= prev {
+			return pluginBug(r, "the page lister returned ID %q after %q; pages must be in ascending ID order after the cursor", cur, prev)
+		}
+		prev = cur
+	}
+	return nil
+}
+
+func entryID(e *VolumeEntry) string { return e.Volume.ID }
+
+func snapshotID(s *Snapshot) string { return s.ID }
+
+func healthID(h *VolumeHealth) string { return h.VolumeID }
+
+func (s *controllerServer) ListVolumes(ctx context.Context, req *csi.ListVolumesRequest) (*csi.ListVolumesResponse, error) {
+	if s.b.lister == nil && s.b.pager == nil {
+		return nil, unimplemented(rpcListVolumes, "VolumeLister")
+	}
+	if !s.d.caps.hasController(csi.ControllerServiceCapability_RPC_LIST_VOLUMES) {
+		return nil, disabled(rpcListVolumes, "LIST_VOLUMES")
+	}
+	after, err := s.d.startAfter(rpcListVolumes, req.GetStartingToken(), "")
+	if err != nil {
+		return nil, err
+	}
+	max := int(req.GetMaxEntries())
+	var entries []VolumeEntry
+	if s.b.pager != nil {
+		limit := 0
+		if max > 0 {
+			limit = max + 1 // one more tells whether another page exists
+		}
+		entries, err = s.b.pager.ListVolumesPage(ctx, &ListVolumesRequest{After: after, Limit: limit, Raw: req})
+		if err != nil {
+			return nil, mapError(rpcListVolumes, err)
+		}
+		if err := checkPage(rpcListVolumes, entries, entryID, after, limit); err != nil {
+			return nil, err
+		}
+	} else {
+		entries, err = s.b.lister.ListVolumes(ctx, &ListVolumesRequest{Raw: req})
+		if err != nil {
+			return nil, mapError(rpcListVolumes, err)
+		}
+		if entries, err = sortedAfter(rpcListVolumes, entries, entryID, after); err != nil {
+			return nil, err
+		}
+	}
+	entries, next, err := page(s.d, rpcListVolumes, "", entries, entryID, max)
+	if err != nil {
+		return nil, err
+	}
+	published := s.d.caps.features.ListVolumesPublishedNodes
+	resp := &csi.ListVolumesResponse{NextToken: next, Entries: make([]*csi.ListVolumesResponse_Entry, len(entries))}
+	for i := range entries {
+		e := &csi.ListVolumesResponse_Entry{Volume: volumeToCSI(&entries[i].Volume)}
+		if published {
+			e.Status = &csi.ListVolumesResponse_VolumeStatus{PublishedNodeIds: entries[i].PublishedNodeIDs}
+		}
+		resp.Entries[i] = e
+	}
+	return resp, nil
+}
+
+func (s *controllerServer) ListSnapshots(ctx context.Context, req *csi.ListSnapshotsRequest) (*csi.ListSnapshotsResponse, error) {
+	if s.b.snapLister == nil && s.b.snapPager == nil {
+		return nil, unimplemented(rpcListSnapshots, "SnapshotLister")
+	}
+	if !s.d.caps.hasController(csi.ControllerServiceCapability_RPC_LIST_SNAPSHOTS) {
+		return nil, disabled(rpcListSnapshots, "LIST_SNAPSHOTS")
+	}
+	// The filter is part of the token's scope: a token minted for one filter is refused for another.
+	scope := req.GetSourceVolumeId() + "\x00" + req.GetSnapshotId()
+	after, err := s.d.startAfter(rpcListSnapshots, req.GetStartingToken(), scope)
+	if err != nil {
+		return nil, err
+	}
+	max := int(req.GetMaxEntries())
+	lreq := &ListSnapshotsRequest{
+		SourceVolumeID: req.GetSourceVolumeId(),
+		SnapshotID:     req.GetSnapshotId(),
+		Secrets:        req.GetSecrets(),
+		Raw:            req,
+	}
+	var snaps []Snapshot
+	switch {
+	case req.GetSnapshotId() != "" && s.b.snapGetter != nil:
+		// One snapshot by ID: ask for it directly instead of listing everything.
+		raw := &csi.GetSnapshotRequest{SnapshotId: req.GetSnapshotId(), Secrets: req.GetSecrets()}
+		snap, err := s.b.snapGetter.GetSnapshot(ctx, &GetSnapshotRequest{SnapshotID: raw.SnapshotId, Secrets: raw.Secrets, Raw: raw})
+		switch {
+		case errors.Is(err, ErrNotFound) || status.Code(err) == codes.NotFound:
+		case err != nil:
+			return nil, mapError(rpcListSnapshots, err)
+		case snap != nil && snap.ID > after:
+			snaps = []Snapshot{*snap}
+		}
+	case s.b.snapPager != nil:
+		limit := 0
+		if max > 0 {
+			limit = max + 1
+		}
+		lreq.After, lreq.Limit = after, limit
+		snaps, err = s.b.snapPager.ListSnapshotsPage(ctx, lreq)
+		if err != nil {
+			return nil, mapError(rpcListSnapshots, err)
+		}
+		if err := checkPage(rpcListSnapshots, snaps, snapshotID, after, limit); err != nil {
+			return nil, err
+		}
+		// A page lister must filter itself: dropping entries here would hide whether more pages exist.
+		for i := range snaps {
+			if !matches(req, &snaps[i]) {
+				return nil, pluginBug(rpcListSnapshots, "the page lister returned snapshot %q, which does not match the request's filter", snaps[i].ID)
+			}
+		}
+	default:
+		snaps, err = s.b.snapLister.ListSnapshots(ctx, lreq)
+		if err != nil {
+			return nil, mapError(rpcListSnapshots, err)
+		}
+		if snaps, err = sortedAfter(rpcListSnapshots, snaps, snapshotID, after); err != nil {
+			return nil, err
+		}
+	}
+	// Filter again: a full lister may ignore the filters, the CO must never see a non-matching entry.
+	snaps = slices.DeleteFunc(snaps, func(sn Snapshot) bool { return !matches(req, &sn) })
+	snaps, next, err := page(s.d, rpcListSnapshots, scope, snaps, snapshotID, max)
+	if err != nil {
+		return nil, err
+	}
+	resp := &csi.ListSnapshotsResponse{NextToken: next, Entries: make([]*csi.ListSnapshotsResponse_Entry, len(snaps))}
+	for i := range snaps {
+		if err := s.d.checkSnapshot(rpcListSnapshots, &snaps[i]); err != nil {
+			return nil, err
+		}
+		resp.Entries[i] = &csi.ListSnapshotsResponse_Entry{Snapshot: snapshotToCSI(&snaps[i])}
+	}
+	return resp, nil
+}
+
+func (s *controllerServer) ControllerListVolumeHealth(ctx context.Context, req *csi.ControllerListVolumeHealthRequest) (*csi.ControllerListVolumeHealthResponse, error) {
+	if s.b.healthList == nil {
+		return nil, unimplemented(rpcControllerListHealth, "VolumeHealthLister")
+	}
+	if !s.d.caps.hasController(csi.ControllerServiceCapability_RPC_LIST_VOLUME_HEALTH) {
+		return nil, disabled(rpcControllerListHealth, "LIST_VOLUME_HEALTH")
+	}
+	after, err := s.d.startAfter(rpcControllerListHealth, req.GetStartingToken(), "")
+	if err != nil {
+		return nil, err
+	}
+	hs, err := s.b.healthList.ControllerListVolumeHealth(ctx, &ControllerListVolumeHealthRequest{Secrets: req.GetSecrets(), Raw: req})
+	if err != nil {
+		return nil, mapError(rpcControllerListHealth, err)
+	}
+	if hs, err = sortedAfter(rpcControllerListHealth, hs, healthID, after); err != nil {
+		return nil, err
+	}
+	hs, next, err := page(s.d, rpcControllerListHealth, "", hs, healthID, int(req.GetMaxEntries()))
+	if err != nil {
+		return nil, err
+	}
+	resp := &csi.ControllerListVolumeHealthResponse{NextToken: next, Entries: make([]*csi.VolumeHealth, len(hs))}
+	for i := range hs {
+		if hs[i].VolumeID == "" {
+			return nil, pluginBug(rpcControllerListHealth, "a health entry has no volume ID")
+		}
+		resp.Entries[i] = healthToCSI(&hs[i])
+	}
+	return resp, nil
+}
+
+func matches(req *csi.ListSnapshotsRequest, sn *Snapshot) bool {
+	return (req.GetSnapshotId() == "" || sn.ID == req.GetSnapshotId()) &&
+		(req.GetSourceVolumeId() == "" || sn.SourceVolumeID == req.GetSourceVolumeId())
+}
+
+func wrapInt64(v int64) *wrapperspb.Int64Value { return wrapperspb.Int64(v) }
+
+func isUnsupported(err error) bool { return errors.Is(err, ErrUnsupported) }

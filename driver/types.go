@@ -1,0 +1,289 @@
+package driver
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"go.uber.org/zap/zapcore"
+)
+
+// AccessMode says how many nodes and workloads may use a volume at once. The values are those of
+// csi.VolumeCapability_AccessMode_Mode, so a conversion is a plain cast.
+type AccessMode int32
+
+// The access modes of the CSI spec.
+const (
+	AccessModeUnknown      AccessMode = 0
+	SingleNodeWriter       AccessMode = 1
+	SingleNodeReaderOnly   AccessMode = 2
+	MultiNodeReaderOnly    AccessMode = 3
+	MultiNodeSingleWriter  AccessMode = 4
+	MultiNodeMultiWriter   AccessMode = 5
+	SingleNodeSingleWriter AccessMode = 6 // needs Features.SingleNodeMultiWriter
+	SingleNodeMultiWriter  AccessMode = 7 // needs Features.SingleNodeMultiWriter
+)
+
+// String returns the CSI name of the mode, e.g. "SINGLE_NODE_WRITER".
+func (m AccessMode) String() string {
+	return csi.VolumeCapability_AccessMode_Mode(m).String()
+}
+
+// MultiNode reports whether the mode lets more than one node use the volume at once.
+func (m AccessMode) MultiNode() bool {
+	return m == MultiNodeReaderOnly || m == MultiNodeSingleWriter || m == MultiNodeMultiWriter
+}
+
+// ReadOnly reports whether the mode forbids every write.
+func (m AccessMode) ReadOnly() bool {
+	return m == SingleNodeReaderOnly || m == MultiNodeReaderOnly
+}
+
+// VolumeCapability is one way the CO intends to use a volume: as a raw block device or as a mounted
+// filesystem, with an access mode.
+type VolumeCapability struct {
+	AccessMode AccessMode
+	// Block is true for raw block access; otherwise the volume is mounted as a filesystem.
+	Block bool
+	// FSType is the requested filesystem type for mount access ("" = the plugin's default).
+	FSType string
+	// MountFlags are extra mount options for mount access. They MAY be sensitive: never log them.
+	MountFlags []string
+	// MountGroup is the group ID to mount with (only sent to plugins with Features.VolumeMountGroup).
+	MountGroup string
+}
+
+// Topology is one accessible location: topology keys to segment values, for example
+// {"topology.example.com/zone": "zone-1"}.
+type Topology map[string]string
+
+// TopologyRequirement is where a new volume or snapshot must (Requisite) and should preferably
+// (Preferred, in order) be accessible from.
+type TopologyRequirement struct {
+	Requisite []Topology
+	Preferred []Topology
+}
+
+// CapacityRange bounds the size of a volume in bytes. Zero means "not set" for either bound. The
+// library has already checked that neither bound is negative and that LimitBytes >= RequiredBytes.
+type CapacityRange struct {
+	RequiredBytes int64
+	LimitBytes    int64
+}
+
+// IsZero reports whether neither bound is set.
+func (r CapacityRange) IsZero() bool { return r.RequiredBytes == 0 && r.LimitBytes == 0 }
+
+// Contains reports whether size satisfies both bounds.
+func (r CapacityRange) Contains(size int64) bool {
+	return size >= r.RequiredBytes && (r.LimitBytes == 0 || size <= r.LimitBytes)
+}
+
+// Resolve picks the size to provision: the required size (or defaultSize when no bound is set,
+// capped by the limit), rounded up to a multiple of granularity (1 or less means bytes). It returns
+// an error wrapping ErrOutOfRange when rounding up breaks the limit, so a backend can return it as is.
+func (r CapacityRange) Resolve(defaultSize, granularity int64) (int64, error) {
+	size := r.RequiredBytes
+	if size == 0 {
+		size = defaultSize
+		if r.LimitBytes != 0 && size > r.LimitBytes {
+			size = r.LimitBytes
+		}
+	}
+	if granularity > 1 && size%granularity != 0 {
+		size += granularity - size%granularity
+	}
+	if r.LimitBytes != 0 && size > r.LimitBytes {
+		return 0, fmt.Errorf("no size that is a multiple of %d bytes fits between %d and %d bytes: %w",
+			granularity, r.RequiredBytes, r.LimitBytes, ErrOutOfRange)
+	}
+	return size, nil
+}
+
+// ContentSource is what a new volume is pre-populated from: a snapshot or another volume. The zero
+// value means an empty volume.
+type ContentSource struct {
+	SnapshotID string
+	VolumeID   string
+}
+
+// IsZero reports whether there is no source.
+func (s ContentSource) IsZero() bool { return s.SnapshotID == "" && s.VolumeID == "" }
+
+// Secrets holds the secrets the CO passed with a request. Printing it with fmt or logging it with
+// zap shows the keys only, so a stray log line cannot leak a value.
+type Secrets map[string]string
+
+// String lists the keys with their values replaced.
+func (s Secrets) String() string {
+	keys := make([]string, 0, len(s))
+	for k := range s {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString("map[")
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(k)
+		b.WriteString(":***stripped***")
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+// GoString is like String, so %#v does not leak values either.
+func (s Secrets) GoString() string { return "driver.Secrets" + s.String() }
+
+// MarshalLogObject writes the keys with their values replaced.
+func (s Secrets) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+	for k := range s {
+		enc.AddString(k, "***stripped***")
+	}
+	return nil
+}
+
+// Volume is what a backend reports about one volume.
+type Volume struct {
+	// ID is the plugin-chosen identifier; required, at most 128 bytes.
+	ID string
+	// CapacityBytes is the size; 0 means unknown.
+	CapacityBytes int64
+	// Context is opaque, immutable data the CO passes back on publish/stage calls.
+	Context map[string]string
+	// Source is what the volume was created from. The library fills it from the request on
+	// CreateVolume when the backend leaves it empty.
+	Source ContentSource
+	// AccessibleTopology lists where the volume is accessible from (needs
+	// Features.VolumeAccessibilityConstraints).
+	AccessibleTopology []Topology
+}
+
+// VolumeEntry is a volume and the nodes it is controller-published on (reported when
+// Features.ListVolumesPublishedNodes is set).
+type VolumeEntry struct {
+	Volume           Volume
+	PublishedNodeIDs []string
+}
+
+// Snapshot is what a backend reports about one snapshot.
+type Snapshot struct {
+	ID             string
+	SourceVolumeID string // the library fills it from the request on CreateSnapshot when empty
+	SizeBytes      int64  // 0 means unknown
+	CreationTime   time.Time
+	ReadyToUse     bool
+	// GroupSnapshotID is set when the snapshot belongs to a group snapshot and cannot be deleted alone.
+	GroupSnapshotID    string
+	AccessibleTopology []Topology // needs Features.SnapshotAccessibilityConstraints
+}
+
+// GroupSnapshot is a set of snapshots taken together.
+type GroupSnapshot struct {
+	ID           string
+	Snapshots    []Snapshot
+	CreationTime time.Time
+	// ReadyToUse is forced to false by the library when any member snapshot is not ready.
+	ReadyToUse bool
+}
+
+// Capacity is the answer to GetCapacity.
+type Capacity struct {
+	AvailableBytes int64
+	// MaximumVolumeSize and MinimumVolumeSize are reported when non-zero.
+	MaximumVolumeSize int64
+	MinimumVolumeSize int64
+}
+
+// HealthStatus is one adverse condition of a volume. The values are those of
+// csi.VolumeHealthErrorType.
+type HealthStatus int32
+
+// The volume health conditions of the CSI spec.
+const (
+	HealthDegraded     HealthStatus = 1
+	HealthInaccessible HealthStatus = 2
+	HealthDataLoss     HealthStatus = 3
+)
+
+// HealthCondition is one adverse condition with a machine-readable CamelCase reason.
+type HealthCondition struct {
+	Status  HealthStatus
+	Reason  string
+	Message string
+}
+
+// VolumeHealth is the health of one volume; no conditions means healthy as far as the plugin knows.
+type VolumeHealth struct {
+	VolumeID   string
+	Conditions []HealthCondition
+}
+
+// StorageHealthStatus is the state of a storage backend seen from a node. The values are those of
+// csi.StorageHealthErrorType.
+type StorageHealthStatus int32
+
+// The storage health states of the CSI spec.
+const (
+	StorageDegraded    StorageHealthStatus = 1
+	StorageUnreachable StorageHealthStatus = 2
+)
+
+// StorageHealth is one adverse condition of a storage backend seen from this node.
+type StorageHealth struct {
+	Status  StorageHealthStatus
+	Reason  string
+	Message string
+	// Capability, when set, limits the condition to volumes used this way.
+	Capability *VolumeCapability
+}
+
+// UsageUnit says what a VolumeUsage counts.
+type UsageUnit int32
+
+// The usage units of the CSI spec.
+const (
+	UsageBytes  UsageUnit = 1
+	UsageInodes UsageUnit = 2
+)
+
+// VolumeUsage is one usage figure of a volume.
+type VolumeUsage struct {
+	Unit      UsageUnit
+	Total     int64
+	Used      int64
+	Available int64
+}
+
+// NodeInfo identifies a node to the CO.
+type NodeInfo struct {
+	// NodeID is required and at most 256 bytes (128 recommended).
+	NodeID string
+	// MaxVolumesPerNode is the attach limit; 0 lets the CO decide.
+	MaxVolumesPerNode int64
+	// AccessibleTopology is where this node is (needs Features.VolumeAccessibilityConstraints).
+	AccessibleTopology Topology
+}
+
+// BlockMetadataType says whether block ranges have one fixed size or vary. The values are those of
+// csi.BlockMetadataType.
+type BlockMetadataType int32
+
+// The block metadata styles of the CSI spec.
+const (
+	FixedLength    BlockMetadataType = 1
+	VariableLength BlockMetadataType = 2
+)
+
+// BlockRange is one data range of a volume or snapshot.
+type BlockRange struct {
+	Offset int64
+	Size   int64
+}
+
+// End is the offset just past the range.
+func (r BlockRange) End() int64 { return r.Offset + r.Size }

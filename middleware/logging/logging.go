@@ -1,0 +1,161 @@
+// Package logging writes one zap line per gRPC call: the method, the request ID, the duration and
+// the status code at info level (warn or error for failures), and the redacted request and
+// response at debug level. Secret fields are found from the proto descriptors by package secrets,
+// so no secret value reaches the log; when debug is off, building the payload fields costs
+// nothing.
+package logging
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/csikit/csikit/middleware/requestid"
+	"github.com/csikit/csikit/secrets"
+)
+
+// Option configures the interceptors.
+type Option func(*options)
+
+type options struct {
+	redactor  *secrets.Redactor
+	requestID func(context.Context) string
+}
+
+// WithRedactor sets how payloads are redacted at debug level (default: secrets.NewRedactor()).
+func WithRedactor(r *secrets.Redactor) Option { return func(o *options) { o.redactor = r } }
+
+// WithRequestID sets where the request ID comes from (default: requestid.FromContext).
+func WithRequestID(f func(context.Context) string) Option {
+	return func(o *options) { o.requestID = f }
+}
+
+func evaluate(opts []Option) *options {
+	o := &options{requestID: requestid.FromContext}
+	for _, opt := range opts {
+		opt(o)
+	}
+	if o.redactor == nil {
+		o.redactor = secrets.NewRedactor()
+	}
+	return o
+}
+
+// shortMethod turns "/csi.v1.Controller/CreateVolume" into "CreateVolume" without allocating.
+func shortMethod(full string) string {
+	if i := strings.LastIndexByte(full, '/'); i >= 0 {
+		return full[i+1:]
+	}
+	return full
+}
+
+// levelFor keeps routine outcomes at info and flags faults: the codes a healthy plugin answers to
+// bad or racing requests are warnings, the ones that mean the plugin or its storage failed are
+// errors.
+func levelFor(c codes.Code) zapcore.Level {
+	switch c {
+	case codes.OK:
+		return zapcore.InfoLevel
+	case codes.Internal, codes.Unknown, codes.DataLoss, codes.Unavailable:
+		return zapcore.ErrorLevel
+	}
+	return zapcore.WarnLevel
+}
+
+// UnaryServerInterceptor logs each unary call.
+func UnaryServerInterceptor(logger *zap.Logger, opts ...Option) grpc.UnaryServerInterceptor {
+	o := evaluate(opts)
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		start := time.Now()
+		method := shortMethod(info.FullMethod)
+		id := o.requestID(ctx)
+		if ce := logger.Check(zapcore.DebugLevel, "request"); ce != nil {
+			ce.Write(zap.String("method", method), zap.String("request_id", id), payload(o, "request", req))
+		}
+		resp, err := handler(ctx, req)
+		code := status.Code(err)
+		if ce := logger.Check(levelFor(code), "call"); ce != nil {
+			fields := make([]zap.Field, 0, 6)
+			fields = append(fields, zap.String("method", method), zap.String("request_id", id),
+				zap.Duration("duration", time.Since(start)), zap.String("code", code.String()))
+			if err != nil {
+				fields = append(fields, zap.String("error", status.Convert(err).Message()))
+			}
+			ce.Write(fields...)
+		}
+		if err == nil {
+			if ce := logger.Check(zapcore.DebugLevel, "response"); ce != nil {
+				ce.Write(zap.String("method", method), zap.String("request_id", id), payload(o, "response", resp))
+			}
+		}
+		return resp, err
+	}
+}
+
+func payload(o *options, key string, m any) zap.Field {
+	if pm, ok := m.(proto.Message); ok {
+		return o.redactor.Field(key, pm)
+	}
+	return zap.Skip()
+}
+
+// StreamServerInterceptor logs each streaming call once at its end, and at debug level every
+// message received and sent (redacted).
+func StreamServerInterceptor(logger *zap.Logger, opts ...Option) grpc.StreamServerInterceptor {
+	o := evaluate(opts)
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		start := time.Now()
+		method := shortMethod(info.FullMethod)
+		id := o.requestID(ss.Context())
+		ls := &loggedStream{ServerStream: ss, logger: logger, o: o, method: method, id: id}
+		err := handler(srv, ls)
+		code := status.Code(err)
+		if ce := logger.Check(levelFor(code), "call"); ce != nil {
+			fields := []zap.Field{zap.String("method", method), zap.String("request_id", id),
+				zap.Duration("duration", time.Since(start)), zap.String("code", code.String()),
+				zap.Int("messages_sent", ls.sent)}
+			if err != nil {
+				fields = append(fields, zap.String("error", status.Convert(err).Message()))
+			}
+			ce.Write(fields...)
+		}
+		return err
+	}
+}
+
+type loggedStream struct {
+	grpc.ServerStream
+	logger *zap.Logger
+	o      *options
+	method string
+	id     string
+	sent   int
+}
+
+func (s *loggedStream) RecvMsg(m any) error {
+	err := s.ServerStream.RecvMsg(m)
+	if err == nil {
+		if ce := s.logger.Check(zapcore.DebugLevel, "request"); ce != nil {
+			ce.Write(zap.String("method", s.method), zap.String("request_id", s.id), payload(s.o, "request", m))
+		}
+	}
+	return err
+}
+
+func (s *loggedStream) SendMsg(m any) error {
+	err := s.ServerStream.SendMsg(m)
+	if err == nil {
+		s.sent++
+		if ce := s.logger.Check(zapcore.DebugLevel, "response"); ce != nil {
+			ce.Write(zap.String("method", s.method), zap.String("request_id", s.id), payload(s.o, "response", m))
+		}
+	}
+	return err
+}

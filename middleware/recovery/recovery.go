@@ -1,0 +1,179 @@
+package recovery
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/csikit/csikit/middleware/requestid"
+	"github.com/csikit/csikit/secrets"
+)
+
+// Option configures the interceptors.
+type Option func(*options)
+
+type options struct {
+	logger    *zap.Logger
+	scrub     func(text string, req any) string
+	requestID func(ctx context.Context) (context.Context, string)
+}
+
+// WithLogger sets where panics are reported. The default, and what nil
+// selects, writes JSON lines at Error level to standard error: a panic is
+// never dropped silently. Pass zap.NewNop() to drop them anyway.
+func WithLogger(l *zap.Logger) Option {
+	return func(o *options) { o.logger = l }
+}
+
+// WithScrubber sets the function that removes the request's secret values
+// from the panic text before it is logged. It is called with the unary
+// request, or for a stream with the first message the handler received (nil
+// if none). The default replaces the secret values of a proto request
+// (secrets.Scrub).
+func WithScrubber(scrub func(text string, req any) string) Option {
+	return func(o *options) { o.scrub = scrub }
+}
+
+// WithRequestID sets how the request ID is found: f returns the ID and a
+// context carrying it, which is what the handler gets. The default is
+// requestid.Ensure, which keeps an ID already attached, or takes it from the
+// incoming metadata, or mints one. An ID is attached here, and not only read,
+// because recovery runs outside the request ID interceptor.
+func WithRequestID(f func(ctx context.Context) (context.Context, string)) Option {
+	return func(o *options) { o.requestID = f }
+}
+
+// scrubRequest is the default scrubber: secrets.Scrub for proto requests.
+func scrubRequest(text string, req any) string {
+	if m, ok := req.(proto.Message); ok {
+		return secrets.Scrub(text, m)
+	}
+	return text
+}
+
+func newOptions(opts []Option) *options {
+	o := &options{}
+	for _, opt := range opts {
+		opt(o)
+	}
+	if o.logger == nil {
+		o.logger = defaultLogger()
+	}
+	if o.scrub == nil {
+		o.scrub = scrubRequest
+	}
+	if o.requestID == nil {
+		o.requestID = requestid.Ensure
+	}
+	return o
+}
+
+func defaultLogger() *zap.Logger {
+	cfg := zap.NewProductionEncoderConfig()
+	cfg.EncodeTime = zapcore.ISO8601TimeEncoder
+	return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(cfg), zapcore.Lock(os.Stderr), zapcore.ErrorLevel))
+}
+
+// UnaryServerInterceptor recovers panics in unary handlers and in the
+// interceptors after it.
+func UnaryServerInterceptor(opts ...Option) grpc.UnaryServerInterceptor {
+	o := newOptions(opts)
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+		ctx, id := o.requestID(ctx)
+		defer func() {
+			if r := recover(); r != nil {
+				resp, err = nil, o.report(info.FullMethod, id, r, req)
+			}
+		}()
+		return handler(ctx, req)
+	}
+}
+
+// StreamServerInterceptor recovers panics in streaming handlers and in the
+// interceptors after it.
+func StreamServerInterceptor(opts ...Option) grpc.StreamServerInterceptor {
+	o := newOptions(opts)
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+		ctx, id := o.requestID(ss.Context())
+		w := &stream{ServerStream: ss, ctx: ctx}
+		defer func() {
+			if r := recover(); r != nil {
+				err = o.report(info.FullMethod, id, r, w.request())
+			}
+		}()
+		return handler(srv, w)
+	}
+}
+
+// report logs a recovered panic and returns the error for the client.
+func (o *options) report(fullMethod, id string, r any, req any) error {
+	o.logger.Error("recovered from a panic in a gRPC handler",
+		zap.String("method", fullMethod),
+		zap.String("request_id", id),
+		zap.String("panic", o.scrubbed(fmt.Sprint(r), req)),
+		zap.String("panic_type", fmt.Sprintf("%T", r)),
+		zap.String("stack", string(debug.Stack())),
+	)
+	msg := shortMethod(fullMethod) + " failed: internal error (panic); see the plugin log"
+	if id != "" {
+		msg += ", request ID " + id
+	}
+	return status.Error(codes.Internal, msg)
+}
+
+// scrubbed runs the scrubber, withholding the text if the scrubber itself
+// panics: a second panic here would end the process, and unscrubbed text
+// could carry a secret.
+func (o *options) scrubbed(text string, req any) (out string) {
+	defer func() {
+		if r := recover(); r != nil {
+			out = "(panic message withheld: the scrubber panicked)"
+		}
+	}()
+	return o.scrub(text, req)
+}
+
+// shortMethod turns "/csi.v1.Controller/CreateVolume" into "CreateVolume".
+func shortMethod(fullMethod string) string {
+	if i := strings.LastIndexByte(fullMethod, '/'); i >= 0 {
+		return fullMethod[i+1:]
+	}
+	return fullMethod
+}
+
+// stream carries the request ID context and remembers the first message
+// received, which is the stream's request for the scrubber.
+type stream struct {
+	grpc.ServerStream
+	ctx   context.Context
+	first atomic.Pointer[received]
+}
+
+type received struct{ m any }
+
+func (s *stream) Context() context.Context { return s.ctx }
+
+func (s *stream) RecvMsg(m any) error {
+	err := s.ServerStream.RecvMsg(m)
+	if err == nil && s.first.Load() == nil {
+		s.first.CompareAndSwap(nil, &received{m})
+	}
+	return err
+}
+
+func (s *stream) request() any {
+	if r := s.first.Load(); r != nil {
+		return r.m
+	}
+	return nil
+}

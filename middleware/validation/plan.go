@@ -1,0 +1,449 @@
+package validation
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/descriptorpb"
+)
+
+// A plan is the compiled list of checks for one message type. Plans are built once (at package
+// init for csi.v1, on registration for other packages) so that a call does no lookups by name.
+
+type fieldKind uint8
+
+const (
+	kString fieldKind = iota + 1
+	kBytes
+	kEnum
+	kSigned  // int32, int64, sint*, sfixed*
+	kScalar  // bool, unsigned, float: nothing to check
+	kMessage // singular message
+	kStringList
+	kMessageList
+	kOtherList
+	kStringMap
+	kOtherMap
+)
+
+type ruleFlags uint16
+
+const (
+	fRequired ruleFlags = 1 << iota
+	fAbsPath
+	fName
+	fSecret
+	fNonNegative
+	fPositive
+	fOutOfRange
+	fKnownEnum
+	fPluginName
+	fTopology
+	fWrapperNonNegative
+)
+
+type special uint8
+
+const (
+	specialNone special = iota
+	specialCapacityRange
+	specialTopologyRequirement
+)
+
+type fieldRule struct {
+	fd      protoreflect.FieldDescriptor
+	seg     string // "." + field name, ready to prefix a path
+	kind    fieldKind
+	flags   ruleFlags
+	maxLen  int   // per string or per element; 0: no limit
+	total   int   // limit of a map or of a totalled repeated string; 0: no limit
+	sub     *plan // plan of the message, element or map value type; nil: not checked
+	goIndex int   // index of the Go struct field, for allocation-free list and map access
+}
+
+type oneofRule struct {
+	od      protoreflect.OneofDescriptor
+	seg     string
+	choices string // "block, mount"
+}
+
+type plan struct {
+	md      protoreflect.MessageDescriptor
+	name    string       // short message name, the root of a path
+	goType  reflect.Type // *T of the generated Go type when every list/map field has a goIndex
+	fields  []fieldRule
+	oneofs  []oneofRule
+	special special
+	a, b    int // indexes into fields used by special (CapacityRange, TopologyRequirement)
+}
+
+// registry is immutable once published; registration copies it.
+type registry struct {
+	packages map[protoreflect.FullName]bool
+	required map[protoreflect.FullName]map[protoreflect.Name]bool
+	plans    map[protoreflect.MessageDescriptor]*plan
+	dynamic  sync.Map // protoreflect.MessageDescriptor -> *plan, for descriptors not in the global registry
+}
+
+var (
+	current atomic.Pointer[registry]
+	regMu   sync.Mutex // serialises RegisterRequired
+)
+
+func init() {
+	req := make(map[protoreflect.FullName]map[protoreflect.Name]bool)
+	for msg, fields := range requiredGenerated {
+		addRequired(req, msg, fields...)
+	}
+	for _, e := range requiredExceptions {
+		switch e.kind {
+		case alsoRequired:
+			addRequired(req, e.msg, e.field)
+		case notRequired:
+			if s := req[e.msg]; s != nil {
+				delete(s, e.field)
+			}
+		}
+	}
+	r := &registry{
+		packages: map[protoreflect.FullName]bool{csi.File_csi_proto.Package(): true},
+		required: req,
+	}
+	r.compileAll()
+	current.Store(r)
+}
+
+func addRequired(req map[protoreflect.FullName]map[protoreflect.Name]bool, msg protoreflect.FullName, fields ...protoreflect.Name) {
+	s := req[msg]
+	if s == nil {
+		s = make(map[protoreflect.Name]bool)
+		req[msg] = s
+	}
+	for _, f := range fields {
+		s[f] = true
+	}
+}
+
+// RegisterRequired marks fields (or oneofs: one of their fields must be set) of the message msg
+// as REQUIRED and turns checking on for every message of msg's proto package, with the same
+// generic rules as csi.v1 (size limits, no negative integers, secret maps, path fields). It is
+// how a package beside CSI (volume groups, COSI) joins; call it from an init function. The
+// message must be in the global registry (its Go package imported). With no fields it only turns
+// checking on for the package.
+func RegisterRequired(msg protoreflect.FullName, fields ...protoreflect.Name) error {
+	d, err := protoregistry.GlobalFiles.FindDescriptorByName(msg)
+	if err != nil {
+		return fmt.Errorf("validation: register %s: %w", msg, err)
+	}
+	md, ok := d.(protoreflect.MessageDescriptor)
+	if !ok {
+		return fmt.Errorf("validation: register %s: not a message", msg)
+	}
+	for _, f := range fields {
+		if md.Fields().ByName(f) == nil && md.Oneofs().ByName(f) == nil {
+			return fmt.Errorf("validation: register %s: no field or oneof %q", msg, f)
+		}
+	}
+	regMu.Lock()
+	defer regMu.Unlock()
+	old := current.Load()
+	r := &registry{
+		packages: make(map[protoreflect.FullName]bool, len(old.packages)+1),
+		required: make(map[protoreflect.FullName]map[protoreflect.Name]bool, len(old.required)+1),
+	}
+	for p := range old.packages {
+		r.packages[p] = true
+	}
+	r.packages[md.ParentFile().Package()] = true
+	for m, s := range old.required {
+		for f := range s {
+			addRequired(r.required, m, f)
+		}
+	}
+	if len(fields) > 0 {
+		addRequired(r.required, msg, fields...)
+	}
+	r.compileAll()
+	current.Store(r)
+	return nil
+}
+
+func (r *registry) compileAll() {
+	r.plans = make(map[protoreflect.MessageDescriptor]*plan)
+	for pkg := range r.packages {
+		protoregistry.GlobalFiles.RangeFilesByPackage(pkg, func(fd protoreflect.FileDescriptor) bool {
+			compileMessages(r, r.plans, fd.Messages())
+			return true
+		})
+	}
+}
+
+func compileMessages(r *registry, memo map[protoreflect.MessageDescriptor]*plan, mds protoreflect.MessageDescriptors) {
+	for i := 0; i < mds.Len(); i++ {
+		md := mds.Get(i)
+		if md.IsMapEntry() {
+			continue
+		}
+		r.compile(memo, md)
+		compileMessages(r, memo, md.Messages())
+	}
+}
+
+// planFor returns the plan of a message, or nil when its package is not checked.
+func (r *registry) planFor(md protoreflect.MessageDescriptor) *plan {
+	if p, ok := r.plans[md]; ok {
+		return p
+	}
+	if f := md.ParentFile(); f == nil || !r.packages[f.Package()] {
+		return nil
+	}
+	// A descriptor built at run time (dynamicpb, protodesc) for a checked package.
+	if p, ok := r.dynamic.Load(md); ok {
+		return p.(*plan)
+	}
+	p := r.compile(make(map[protoreflect.MessageDescriptor]*plan), md)
+	r.dynamic.Store(md, p)
+	return p
+}
+
+func (r *registry) compile(memo map[protoreflect.MessageDescriptor]*plan, md protoreflect.MessageDescriptor) *plan {
+	if p, ok := memo[md]; ok {
+		return p
+	}
+	if f := md.ParentFile(); f == nil || !r.packages[f.Package()] {
+		memo[md] = nil
+		return nil
+	}
+	p := &plan{md: md, name: string(md.Name()), a: -1, b: -1}
+	memo[md] = p // before the fields: messages may be recursive
+	req := r.required[md.FullName()]
+	fields := md.Fields()
+	for i := 0; i < fields.Len(); i++ {
+		fd := fields.Get(i)
+		rule, keep := r.compileField(memo, fd, req[fd.Name()])
+		if keep {
+			p.fields = append(p.fields, rule)
+		}
+	}
+	oneofs := md.Oneofs()
+	for i := 0; i < oneofs.Len(); i++ {
+		od := oneofs.Get(i)
+		if od.IsSynthetic() || !req[od.Name()] {
+			continue
+		}
+		var names []string
+		for j := 0; j < od.Fields().Len(); j++ {
+			names = append(names, string(od.Fields().Get(j).Name()))
+		}
+		p.oneofs = append(p.oneofs, oneofRule{od: od, seg: "." + string(od.Name()), choices: strings.Join(names, ", ")})
+	}
+	p.special = messageRules[md.FullName()]
+	switch p.special {
+	case specialCapacityRange:
+		p.a, p.b = p.index("required_bytes"), p.index("limit_bytes")
+	case specialTopologyRequirement:
+		p.a, p.b = p.index("requisite"), p.index("preferred")
+	}
+	if p.special != specialNone && (p.a < 0 || p.b < 0) {
+		p.special = specialNone // a future spec renamed the fields; the field rules still apply
+	}
+	p.goType = goTypeOf(md, p.fields)
+	return p
+}
+
+func (p *plan) index(name protoreflect.Name) int {
+	for i := range p.fields {
+		if p.fields[i].fd.Name() == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func (r *registry) compileField(memo map[protoreflect.MessageDescriptor]*plan, fd protoreflect.FieldDescriptor, required bool) (fieldRule, bool) {
+	full := fd.FullName()
+	rule := fieldRule{fd: fd, seg: "." + string(fd.Name())}
+	if required {
+		rule.flags |= fRequired
+	}
+	switch {
+	case fd.IsMap():
+		k, v := fd.MapKey(), fd.MapValue()
+		if k.Kind() == protoreflect.StringKind && v.Kind() == protoreflect.StringKind {
+			rule.kind = kStringMap
+			rule.total = maxMap
+			if isSecret(fd) {
+				rule.flags |= fSecret
+			}
+			if topologySegmentFields[full] {
+				rule.flags |= fTopology
+			}
+		} else {
+			rule.kind = kOtherMap
+			if v.Message() != nil {
+				rule.sub = r.compile(memo, v.Message())
+			}
+		}
+	case fd.IsList():
+		switch fd.Kind() {
+		case protoreflect.StringKind:
+			rule.kind = kStringList
+			if n, ok := totalLimitFields[full]; ok {
+				rule.total = n
+			} else {
+				rule.maxLen = maxString
+			}
+		case protoreflect.MessageKind, protoreflect.GroupKind:
+			rule.kind = kMessageList
+			rule.sub = r.compile(memo, fd.Message())
+		default:
+			rule.kind = kOtherList
+		}
+	default:
+		switch fd.Kind() {
+		case protoreflect.StringKind:
+			rule.kind = kString
+			rule.maxLen = maxString
+			if n, ok := maxLenOverrides[full]; ok {
+				rule.maxLen = n
+			}
+			if pathFields[fd.Name()] && !relativeIsNotFound[fd.FullName()] {
+				rule.flags |= fAbsPath
+				rule.maxLen = maxPath
+			}
+			if nameFields[full] {
+				rule.flags |= fName
+			}
+			if pluginNameFields[full] {
+				rule.flags |= fPluginName
+			}
+		case protoreflect.BytesKind:
+			rule.kind = kBytes
+		case protoreflect.EnumKind:
+			rule.kind = kEnum
+			if knownEnumFields[full] {
+				rule.flags |= fKnownEnum
+			}
+		case protoreflect.Int32Kind, protoreflect.Int64Kind, protoreflect.Sint32Kind,
+			protoreflect.Sint64Kind, protoreflect.Sfixed32Kind, protoreflect.Sfixed64Kind:
+			rule.kind = kSigned
+			rule.flags &^= fRequired // zero is a legal value: nothing to check
+			rule.flags |= fNonNegative
+			if positiveFields[full] {
+				rule.flags |= fPositive
+			}
+			if outOfRangeFields[full] {
+				rule.flags |= fOutOfRange
+			}
+		case protoreflect.MessageKind, protoreflect.GroupKind:
+			rule.kind = kMessage
+			switch fd.Message().FullName() {
+			case "google.protobuf.Int64Value", "google.protobuf.Int32Value":
+				rule.flags |= fWrapperNonNegative
+			}
+			rule.sub = r.compile(memo, fd.Message())
+		default:
+			rule.kind = kScalar
+			rule.flags &^= fRequired // bool, unsigned, float: zero is a legal value
+		}
+	}
+	keep := rule.flags != 0 || rule.sub != nil || rule.maxLen != 0 || rule.total != 0
+	return rule, keep
+}
+
+// isSecret reports whether a field carries csi.v1.csi_secret, or an option of another package
+// that follows the same convention (volumegroup.vg_csi_secret).
+func isSecret(fd protoreflect.FieldDescriptor) bool {
+	opts, ok := fd.Options().(*descriptorpb.FieldOptions)
+	if !ok || opts == nil {
+		return false
+	}
+	if b, ok := proto.GetExtension(opts, csi.E_CsiSecret).(bool); ok && b {
+		return true
+	}
+	secret := false
+	proto.RangeExtensions(opts, func(xt protoreflect.ExtensionType, v any) bool {
+		if strings.HasSuffix(string(xt.TypeDescriptor().Name()), secretOptionSuffix) {
+			if b, ok := v.(bool); ok && b {
+				secret = true
+				return false
+			}
+		}
+		return true
+	})
+	return secret
+}
+
+// goTypeOf finds the generated Go type of md and the struct field of every list and map rule,
+// so that the walk reads them without the allocations of protoreflect's list and map views.
+// It returns nil (walk through protoreflect only) when the message has no such field, or when
+// anything does not look as expected.
+func goTypeOf(md protoreflect.MessageDescriptor, rules []fieldRule) reflect.Type {
+	needed := false
+	for i := range rules {
+		switch rules[i].kind {
+		case kStringList, kStringMap:
+			needed = true
+		case kMessageList:
+			needed = needed || rules[i].sub != nil
+		}
+	}
+	if !needed {
+		return nil
+	}
+	mt, err := protoregistry.GlobalTypes.FindMessageByName(md.FullName())
+	if err != nil || mt.Descriptor() != md {
+		return nil
+	}
+	t := reflect.TypeOf(mt.Zero().Interface())
+	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	st := t.Elem()
+	byName := make(map[string][]int)
+	for i := 0; i < st.NumField(); i++ {
+		sf := st.Field(i)
+		for _, part := range strings.Split(sf.Tag.Get("protobuf"), ",") {
+			if name, ok := strings.CutPrefix(part, "name="); ok && sf.IsExported() {
+				byName[name] = sf.Index
+			}
+		}
+	}
+	for i := range rules {
+		r := &rules[i]
+		var want reflect.Type
+		switch r.kind {
+		case kStringList:
+			want = reflect.TypeOf([]string(nil))
+		case kStringMap:
+			want = reflect.TypeOf(map[string]string(nil))
+		case kMessageList:
+			if r.sub == nil {
+				continue // elements are not checked
+			}
+		default:
+			continue
+		}
+		idx, ok := byName[string(r.fd.Name())]
+		if !ok || len(idx) != 1 {
+			return nil
+		}
+		ft := st.Field(idx[0]).Type
+		if want != nil && ft != want {
+			return nil
+		}
+		if r.kind == kMessageList && (ft.Kind() != reflect.Slice || ft.Elem().Kind() != reflect.Pointer ||
+			!ft.Elem().Implements(reflect.TypeOf((*proto.Message)(nil)).Elem())) {
+			return nil
+		}
+		r.goIndex = idx[0]
+	}
+	return t
+}

@@ -1,0 +1,87 @@
+package validation
+
+import "google.golang.org/protobuf/reflect/protoreflect"
+
+// The field rules of the CSI spec that are not about REQUIRED. They are looked up by name once,
+// when a message's plan is compiled, never per call.
+
+const (
+	maxString     = 128  // spec "Size Limits": string
+	maxMap        = 4096 // spec "Size Limits": map<string, string>, keys and values together
+	maxPath       = 4096 // PATH_MAX; path fields override the general limit
+	maxMountFlags = 4096 // VolumeCapability.MountVolume.mount_flags, all flags together
+	maxNodeID     = 256  // NodeGetInfoResponse.node_id overrides the general limit
+	maxDNSName    = 63   // plugin name, topology key prefix and name, topology value
+	maxKeyInError = 64   // map keys are quoted in messages, truncated to this many bytes
+)
+
+// pathFields must be absolute when set and may be up to maxPath bytes, in any message.
+var pathFields = map[protoreflect.Name]bool{
+	"staging_target_path": true,
+	"target_path":         true,
+	"volume_path":         true,
+	"volume_publish_path": true,
+}
+
+// relativeIsNotFound are path fields whose RPCs answer a relative path with NOT_FOUND ("volume
+// does not exist on the specified path"), not INVALID_ARGUMENT: the volume can never be at a
+// relative path, and csi-sanity expects NOT_FOUND for "some/path". The driver answers it; here
+// they keep only the path length limit.
+var relativeIsNotFound = map[protoreflect.FullName]bool{
+	"csi.v1.NodeGetVolumeStatsRequest.volume_path": true,
+	"csi.v1.NodeExpandVolumeRequest.volume_path":   true,
+}
+
+// maxLenOverrides replaces the general string limit of single fields.
+var maxLenOverrides = map[protoreflect.FullName]int{
+	"csi.v1.NodeGetInfoResponse.node_id": maxNodeID,
+}
+
+// totalLimitFields are repeated strings limited in total instead of per element.
+var totalLimitFields = map[protoreflect.FullName]int{
+	"csi.v1.VolumeCapability.MountVolume.mount_flags": maxMountFlags,
+}
+
+// nameFields are the suggested names: any Unicode but the banned control characters.
+var nameFields = map[protoreflect.FullName]bool{
+	"csi.v1.CreateVolumeRequest.name":              true,
+	"csi.v1.CreateSnapshotRequest.name":            true,
+	"csi.v1.CreateVolumeGroupSnapshotRequest.name": true,
+}
+
+// knownEnumFields must hold a value the enum declares: an access mode from a newer spec is not
+// one this plugin can honour.
+var knownEnumFields = map[protoreflect.FullName]bool{
+	"csi.v1.VolumeCapability.AccessMode.mode": true,
+}
+
+// positiveFields must be greater than zero (the general rule only forbids negatives).
+var positiveFields = map[protoreflect.FullName]bool{
+	"csi.v1.BlockMetadata.size_bytes": true,
+}
+
+// outOfRangeFields report a negative value as OUT_OF_RANGE, per the spec's error tables.
+var outOfRangeFields = map[protoreflect.FullName]bool{
+	"csi.v1.GetMetadataAllocatedRequest.starting_offset": true,
+	"csi.v1.GetMetadataDeltaRequest.starting_offset":     true,
+}
+
+// pluginNameFields hold a plugin name (see PluginName).
+var pluginNameFields = map[protoreflect.FullName]bool{
+	"csi.v1.GetPluginInfoResponse.name": true,
+}
+
+// topologySegmentFields are Topology maps: key and value syntax, case-insensitive unique keys.
+var topologySegmentFields = map[protoreflect.FullName]bool{
+	"csi.v1.Topology.segments": true,
+}
+
+// messageRules are the checks that look at several fields of one message.
+var messageRules = map[protoreflect.FullName]special{
+	"csi.v1.CapacityRange":       specialCapacityRange,
+	"csi.v1.TopologyRequirement": specialTopologyRequirement,
+}
+
+// secretOptionSuffix finds secret fields of packages that copy CSI's convention under another
+// name (volumegroup.vg_csi_secret); csi.v1 itself is checked with csi.E_CsiSecret.
+const secretOptionSuffix = "csi_secret"

@@ -1,0 +1,64 @@
+// Package secrets finds sensitive fields in protobuf messages and keeps
+// their values out of logs, error messages and printed requests.
+//
+// # What is secret
+//
+// Sensitivity is read from the proto descriptors, so a new RPC or a new
+// spec version needs no code change here:
+//
+//   - CSI marks secret fields with the field option csi.v1.csi_secret
+//     (extension 1059 on google.protobuf.FieldOptions), e.g.
+//     CreateVolumeRequest.secrets and NodeStageVolumeRequest.secrets.
+//   - The volume group extension marks them with volumegroup.vg_csi_secret
+//     (extension 1101). Its Go package need not be linked in: the option is
+//     recognised as a resolved extension named vg_csi_secret or, when the
+//     extension is not registered, as the raw option bytes (field 1101,
+//     varint true) that remain as unknown fields on the options message.
+//     csi_secret and COSI v1alpha2's cosi_secret (1115) are recognised the
+//     same two ways.
+//   - COSI does not annotate its credentials, so they are listed by full
+//     field name: cosi.v1alpha1.CredentialDetails.secrets and the access
+//     fields of v1alpha2's S3AccessInfo, AzureAccessInfo and GcsAccessInfo.
+//     MarkSensitive adds names for other protocols.
+//   - Optionally (WithHeuristic), values of map<string,string> entries whose
+//     key LooksSecret, because users put passwords in StorageClass parameters.
+//
+// Redaction replaces values and keeps keys: an operator must be able to see
+// which secret was sent, never what it was. A secret map keeps its keys with
+// Placeholder values, a secret list keeps its length, a secret scalar or
+// message becomes Placeholder.
+//
+// # Computed once per type
+//
+// Reading options is slow, and logging is on every call's path, so nothing
+// is looked up per call. The first time a message type is seen, a plan is
+// built for it and every type reachable from it (recursive types included):
+// the fields in declaration order, which are secret, which subtrees can hold
+// secrets, and, for generated Go types, where each field lives in the struct.
+// Plans are cached per descriptor; MarkSensitive starts a new generation of
+// caches.
+//
+// # Use
+//
+// With zap, log requests through Field or Object; the message is only walked
+// when the entry is actually written, straight into the encoder:
+//
+//	logger.Debug("call", secrets.Field("request", req))
+//
+// String gives the same redacted JSON for other loggers, Redact a redacted
+// copy of the message, and Values and Scrub remove secret values from text
+// such as error messages from a backend.
+//
+// # How it stays fast
+//
+// For messages generated with the open struct API (all of CSI and the
+// well-known types), maps, lists, strings, numbers, sub-messages and oneofs
+// are read straight from the Go struct at offsets checked once against the
+// descriptor, so a walk allocates nothing and does not go through
+// protoreflect's per-field lookups. Other messages (dynamicpb, the opaque
+// API) take the same walk through protoreflect. The nested objects and
+// arrays handed to the zap encoder come from a pooled walker and are reused
+// as soon as AddObject or AddArray returns, which every zap encoder
+// guarantees by calling the marshaler before returning; an encoder that kept
+// a nested marshaler to call later would see it reused.
+package secrets

@@ -1,0 +1,656 @@
+package secrets
+
+import (
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/runtime/protoimpl"
+)
+
+// wkt identifies well-known types that are written in their JSON form.
+type wkt uint8
+
+const (
+	wktNone wkt = iota
+	wktTimestamp
+	wktDuration
+	wktWrapper
+	wktAny
+)
+
+// card is how a field is stored.
+type card uint8
+
+const (
+	cardScalar card = iota
+	cardMessage
+	cardList
+	cardMap
+)
+
+// acc says how a field is read from a generated Go struct. Direct reads
+// skip protoreflect's per-access work and the List and Map wrappers it
+// allocates; anything not listed falls back to protoreflect.
+type acc uint8
+
+const (
+	accReflect acc = iota
+	accString
+	accBytes
+	accBool
+	accInt32 // also enums
+	accInt64
+	accUint32
+	accUint64
+	accFloat32
+	accFloat64
+	accMsg     // *U
+	accStrMap  // map[string]string
+	accStrList // []string
+	accMsgList // []*U
+)
+
+// fieldPlan is everything the walkers need to know about one field, computed
+// once per message type.
+type fieldPlan struct {
+	fd      protoreflect.FieldDescriptor
+	name    string
+	kind    protoreflect.Kind // element kind for lists, value kind for maps
+	card    card
+	secret  bool
+	inOneof bool
+	strMap  bool  // map<string,string>: subject to the key heuristic
+	sub     *plan // message, list element or map value type
+
+	acc  acc
+	off  uintptr    // offset in the struct, or in the oneof wrapper for members
+	enum *enumNames // enum values: names by number
+}
+
+// setEnum fills f.enum for enum-valued fields.
+func (f *fieldPlan) setEnum() {
+	if f.kind != protoreflect.EnumKind {
+		return
+	}
+	vd := f.fd
+	if vd.IsMap() {
+		vd = vd.MapValue()
+	}
+	f.enum = newEnumNames(vd.Enum())
+}
+
+// oneofPlan describes a real oneof. When direct, the Go interface field at
+// off is read and its itab compared with the members' itabs; an itab that
+// is not recognised falls back to protoreflect, so correctness never rests
+// on the comparison.
+type oneofPlan struct {
+	od      protoreflect.OneofDescriptor
+	direct  bool
+	off     uintptr
+	members []oneofMember
+
+	// matters[h] reports whether a member can hold a secret value when the
+	// heuristic is h (0 off, 1 on); searches skip the oneof otherwise.
+	matters [2]bool
+}
+
+type oneofMember struct {
+	itab  unsafe.Pointer
+	field int // index into plan.fields
+}
+
+// plan is the precomputed description of one message type.
+type plan struct {
+	md     protoreflect.MessageDescriptor
+	fields []fieldPlan // indexed like md.Fields()
+	// order lists what to visit in declaration order: i >= 0 is fields[i],
+	// i < 0 is the real oneof oneofs[-i-1], visited where its first member
+	// is declared.
+	order  []int
+	oneofs []oneofPlan
+	wkt    wkt
+	hasExt bool // the type has extension ranges
+
+	hasSecrets bool // a sensitive field is reachable from this type
+	hasStrMaps bool // a map<string,string> is reachable from this type
+	hasAny     bool // a google.protobuf.Any is reachable from this type
+
+	goType   reflect.Type   // *T of the generated struct, nil if none
+	typeWord unsafe.Pointer // runtime type word of *T, to rebuild interfaces
+}
+
+// needsWalk reports whether a search for secret values must descend into a
+// message of this type.
+func (p *plan) needsWalk(heuristic bool) bool {
+	return p.hasSecrets || p.hasAny || (heuristic && p.hasStrMaps)
+}
+
+// planFor returns the plan for md, building it (and the plans of every type
+// reachable from it) on first use.
+func (r *registry) planFor(md protoreflect.MessageDescriptor) *plan {
+	if v, ok := r.plans.Load(md); ok {
+		return v.(*plan)
+	}
+	b := planBuilder{r: r, local: map[protoreflect.MessageDescriptor]*plan{}}
+	p := b.build(md)
+	b.propagate()
+	for d, lp := range b.local {
+		if v, loaded := r.plans.LoadOrStore(d, lp); loaded && d == md {
+			p = v.(*plan)
+		}
+	}
+	return p
+}
+
+type planBuilder struct {
+	r     *registry
+	local map[protoreflect.MessageDescriptor]*plan
+	order []*plan
+}
+
+func (b *planBuilder) build(md protoreflect.MessageDescriptor) *plan {
+	if v, ok := b.r.plans.Load(md); ok {
+		return v.(*plan)
+	}
+	if p, ok := b.local[md]; ok {
+		return p // recursive type: flags are settled by propagate
+	}
+	p := &plan{md: md, wkt: wktOf(md.FullName()), hasExt: md.ExtensionRanges().Len() > 0}
+	p.goType, p.typeWord = generatedType(md)
+	b.local[md] = p
+	b.order = append(b.order, p)
+	if p.wkt == wktAny {
+		p.hasAny = true
+	}
+
+	fds := md.Fields()
+	p.fields = make([]fieldPlan, fds.Len())
+	seenOneof := map[int]bool{}
+	for i := range fds.Len() {
+		fd := fds.Get(i)
+		f := &p.fields[i]
+		f.fd = fd
+		f.name = string(fd.Name())
+		f.kind = fd.Kind()
+		f.secret = b.r.isSecret(fd)
+		switch {
+		case fd.IsMap():
+			f.card = cardMap
+			f.kind = fd.MapValue().Kind()
+			f.strMap = fd.MapKey().Kind() == protoreflect.StringKind && f.kind == protoreflect.StringKind
+			if md := fd.MapValue().Message(); md != nil {
+				f.sub = b.build(md)
+			}
+		case fd.IsList():
+			f.card = cardList
+		case fd.Message() != nil:
+			f.card = cardMessage
+		}
+		if fd.Message() != nil && !fd.IsMap() {
+			f.sub = b.build(fd.Message())
+		}
+		f.setEnum()
+		if od := fd.ContainingOneof(); od != nil && !od.IsSynthetic() {
+			f.inOneof = true
+			if !seenOneof[od.Index()] {
+				seenOneof[od.Index()] = true
+				p.oneofs = append(p.oneofs, oneofPlan{od: od})
+				p.order = append(p.order, -len(p.oneofs))
+			}
+			continue
+		}
+		p.order = append(p.order, i)
+	}
+	if p.wkt != wktNone && !wktShapeOK(p) {
+		p.wkt, p.hasAny = wktNone, false
+	}
+	if p.goType != nil {
+		layout(p)
+	}
+	return p
+}
+
+// wktShapeOK checks that a type named like a well-known type has the fields
+// the walkers read by index, so a look-alike descriptor is walked generically.
+func wktShapeOK(p *plan) bool {
+	is := func(i int, num protoreflect.FieldNumber, kinds ...protoreflect.Kind) bool {
+		if i >= len(p.fields) {
+			return false
+		}
+		f := &p.fields[i]
+		return f.fd.Number() == num && f.card == cardScalar && slices.Contains(kinds, f.kind)
+	}
+	switch p.wkt {
+	case wktTimestamp, wktDuration:
+		return len(p.fields) == 2 && is(0, 1, protoreflect.Int64Kind) && is(1, 2, protoreflect.Int32Kind)
+	case wktAny:
+		return len(p.fields) == 2 && is(0, 1, protoreflect.StringKind) && is(1, 2, protoreflect.BytesKind)
+	case wktWrapper:
+		return len(p.fields) == 1 && is(0, 1, protoreflect.BoolKind, protoreflect.Int32Kind,
+			protoreflect.Int64Kind, protoreflect.Uint32Kind, protoreflect.Uint64Kind, protoreflect.FloatKind,
+			protoreflect.DoubleKind, protoreflect.StringKind, protoreflect.BytesKind)
+	}
+	return true
+}
+
+// propagate settles the reachability flags of the plans built in this pass,
+// iterating to a fixed point so that recursive types terminate.
+func (b *planBuilder) propagate() {
+	for changed := true; changed; {
+		changed = false
+		for _, p := range b.order {
+			s, m, a := p.hasSecrets, p.hasStrMaps, p.hasAny
+			for i := range p.fields {
+				f := &p.fields[i]
+				s = s || f.secret
+				m = m || f.strMap
+				if f.sub != nil {
+					s = s || f.sub.hasSecrets
+					m = m || f.sub.hasStrMaps
+					a = a || f.sub.hasAny
+				}
+			}
+			if s != p.hasSecrets || m != p.hasStrMaps || a != p.hasAny {
+				p.hasSecrets, p.hasStrMaps, p.hasAny = s, m, a
+				changed = true
+			}
+		}
+	}
+	for _, p := range b.order {
+		for i := range p.oneofs {
+			o := &p.oneofs[i]
+			fds := o.od.Fields()
+			for j := range fds.Len() {
+				f := &p.fields[fds.Get(j).Index()]
+				for h, heuristic := range []bool{false, true} {
+					o.matters[h] = o.matters[h] || f.secret || (heuristic && f.strMap) ||
+						(f.sub != nil && f.sub.needsWalk(heuristic))
+				}
+			}
+		}
+	}
+}
+
+func wktOf(n protoreflect.FullName) wkt {
+	switch n {
+	case "google.protobuf.Timestamp":
+		return wktTimestamp
+	case "google.protobuf.Duration":
+		return wktDuration
+	case "google.protobuf.Any":
+		return wktAny
+	case "google.protobuf.BoolValue", "google.protobuf.Int32Value", "google.protobuf.Int64Value",
+		"google.protobuf.UInt32Value", "google.protobuf.UInt64Value", "google.protobuf.FloatValue",
+		"google.protobuf.DoubleValue", "google.protobuf.StringValue", "google.protobuf.BytesValue":
+		return wktWrapper
+	}
+	return wktNone
+}
+
+var (
+	strMapType  = reflect.TypeFor[map[string]string]()
+	strListType = reflect.TypeFor[[]string]()
+	bytesType   = reflect.TypeFor[[]byte]()
+)
+
+// eface is the layout of an empty interface value.
+type eface struct {
+	typ, data unsafe.Pointer
+}
+
+func typeWordOf(x any) unsafe.Pointer { return (*eface)(unsafe.Pointer(&x)).typ }
+
+// generatedType returns the pointer type of the generated Go struct for md
+// and its runtime type word, or nils when md has no generated type whose
+// descriptor is exactly md.
+func generatedType(md protoreflect.MessageDescriptor) (reflect.Type, unsafe.Pointer) {
+	mt, err := protoregistry.GlobalTypes.FindMessageByName(md.FullName())
+	if err != nil || mt.Descriptor() != md {
+		return nil, nil
+	}
+	zero := mt.Zero().Interface()
+	pt := reflect.TypeOf(zero)
+	if pt == nil || pt.Kind() != reflect.Pointer || pt.Elem().Kind() != reflect.Struct || !openStruct(pt.Elem()) {
+		return nil, nil
+	}
+	return pt, typeWordOf(zero)
+}
+
+var messageStateType = reflect.TypeFor[protoimpl.MessageState]()
+
+// openStruct reports whether st is a struct generated with the open struct
+// API, whose fields hold the values directly. The opaque and hybrid APIs
+// may keep presence in bitmaps and decode sub-messages lazily, and legacy
+// messages are wrapped, so those are read through protoreflect only.
+func openStruct(st reflect.Type) bool {
+	if st.NumField() == 0 {
+		return false
+	}
+	state := st.Field(0)
+	if state.Name != "state" || state.Type != messageStateType {
+		return false
+	}
+	if api := state.Tag.Get("protogen"); api != "" && api != "open.v1" {
+		return false
+	}
+	for i := range st.NumField() {
+		if strings.HasPrefix(st.Field(i).Name, "XXX_") {
+			return false
+		}
+	}
+	return true
+}
+
+// layout records how each field of p is stored in the generated struct.
+// Every offset is trusted only after checking the Go field's type against
+// the descriptor; the walkers use them only for messages whose dynamic type
+// is p.goType.
+func layout(p *plan) {
+	st := p.goType.Elem()
+	byNumber := make(map[protoreflect.FieldNumber]reflect.StructField, st.NumField())
+	byOneof := map[string]reflect.StructField{}
+	for i := range st.NumField() {
+		sf := st.Field(i)
+		if n, ok := tagNumber(sf.Tag.Get("protobuf")); ok {
+			byNumber[n] = sf
+		}
+		if name := sf.Tag.Get("protobuf_oneof"); name != "" {
+			byOneof[name] = sf
+		}
+	}
+	for i := range p.fields {
+		f := &p.fields[i]
+		if f.inOneof {
+			continue
+		}
+		if sf, ok := byNumber[f.fd.Number()]; ok {
+			f.acc, f.off = accFor(f, sf.Type), sf.Offset
+		}
+	}
+	for i := range p.oneofs {
+		o := &p.oneofs[i]
+		if sf, ok := byOneof[string(o.od.Name())]; ok && sf.Type.Kind() == reflect.Interface {
+			oneofLayout(p, o, sf)
+		}
+	}
+}
+
+// oneofLayout learns, for each member of o, the itab of its wrapper type in
+// the oneof interface field and where the value sits in the wrapper. It sets
+// each member through protoreflect on a scratch message and looks at what
+// protobuf-go stored.
+func oneofLayout(p *plan, o *oneofPlan, sf reflect.StructField) {
+	mt, err := protoregistry.GlobalTypes.FindMessageByName(p.md.FullName())
+	if err != nil {
+		return
+	}
+	fds := o.od.Fields()
+	members := make([]oneofMember, 0, fds.Len())
+	for i := range fds.Len() {
+		fd := fds.Get(i)
+		x := mt.New()
+		x.Set(fd, x.NewField(fd))
+		xv := reflect.ValueOf(x.Interface())
+		if xv.Type() != p.goType {
+			return
+		}
+		iv := xv.Elem().FieldByIndex(sf.Index)
+		if iv.IsNil() || iv.Elem().Kind() != reflect.Pointer || iv.Elem().Elem().Kind() != reflect.Struct {
+			return
+		}
+		wt := iv.Elem().Elem().Type()
+		if wt.NumField() != 1 {
+			return
+		}
+		wf := wt.Field(0)
+		if n, ok := tagNumber(wf.Tag.Get("protobuf")); !ok || n != fd.Number() {
+			return
+		}
+		f := &p.fields[fd.Index()]
+		f.acc, f.off = accFor(f, wf.Type), wf.Offset
+		words := (*[2]unsafe.Pointer)(unsafe.Add(xv.UnsafePointer(), sf.Offset))
+		members = append(members, oneofMember{itab: words[0], field: fd.Index()})
+	}
+	o.direct, o.off, o.members = true, sf.Offset, members
+}
+
+// accFor picks the direct accessor for f stored as Go type t, or accReflect.
+func accFor(f *fieldPlan, t reflect.Type) acc {
+	switch f.card {
+	case cardMap:
+		if f.strMap && t == strMapType {
+			return accStrMap
+		}
+	case cardList:
+		switch {
+		case f.kind == protoreflect.StringKind && t == strListType:
+			return accStrList
+		case f.sub != nil && f.sub.goType != nil && t.Kind() == reflect.Slice && t.Elem() == f.sub.goType:
+			return accMsgList
+		}
+	case cardMessage:
+		if f.sub.goType != nil && t == f.sub.goType {
+			return accMsg
+		}
+	default:
+		if f.fd.HasPresence() && !f.inOneof {
+			return accReflect // proto2 and proto3 optional scalars are pointers
+		}
+		k := t.Kind()
+		switch f.kind {
+		case protoreflect.StringKind:
+			if k == reflect.String {
+				return accString
+			}
+		case protoreflect.BytesKind:
+			if t == bytesType {
+				return accBytes
+			}
+		case protoreflect.BoolKind:
+			if k == reflect.Bool {
+				return accBool
+			}
+		case protoreflect.EnumKind, protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
+			if k == reflect.Int32 {
+				return accInt32
+			}
+		case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+			if k == reflect.Int64 {
+				return accInt64
+			}
+		case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
+			if k == reflect.Uint32 {
+				return accUint32
+			}
+		case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+			if k == reflect.Uint64 {
+				return accUint64
+			}
+		case protoreflect.FloatKind:
+			if k == reflect.Float32 {
+				return accFloat32
+			}
+		case protoreflect.DoubleKind:
+			if k == reflect.Float64 {
+				return accFloat64
+			}
+		}
+	}
+	return accReflect
+}
+
+// tagNumber extracts the field number from a `protobuf:"bytes,5,rep,..."`
+// struct tag.
+func tagNumber(tag string) (protoreflect.FieldNumber, bool) {
+	_, rest, ok := strings.Cut(tag, ",")
+	if !ok {
+		return 0, false
+	}
+	num, _, _ := strings.Cut(rest, ",")
+	n, err := strconv.ParseInt(num, 10, 32)
+	if err != nil || n <= 0 {
+		return 0, false
+	}
+	return protoreflect.FieldNumber(n), true
+}
+
+// cursor is a message being walked: base addresses the generated struct
+// when p's direct accessors apply to it; m is the reflective view, built
+// only when some field needs it.
+type cursor struct {
+	p    *plan
+	base unsafe.Pointer
+	m    protoreflect.Message
+}
+
+func (c *cursor) msg() protoreflect.Message {
+	if c.m == nil {
+		c.m = c.p.msgAt(c.base)
+	}
+	return c.m
+}
+
+// msgAt rebuilds the message at base (of type p.goType) as an interface
+// value without reflect, which would look up the pointer type on each call.
+func (p *plan) msgAt(base unsafe.Pointer) protoreflect.Message {
+	x := *(*any)(unsafe.Pointer(&eface{typ: p.typeWord, data: base}))
+	return x.(proto.Message).ProtoReflect()
+}
+
+// cursorOf returns a cursor for m, direct when m's dynamic type is p.goType.
+func (p *plan) cursorOf(m protoreflect.Message) cursor {
+	c := cursor{p: p, m: m}
+	if p.goType != nil {
+		if i := m.Interface(); reflect.TypeOf(i) == p.goType {
+			c.base = reflect.ValueOf(i).UnsafePointer()
+		}
+	}
+	return c
+}
+
+// rootCursor is cursorOf for a top-level message, avoiding ProtoReflect
+// when the direct path applies.
+func (p *plan) rootCursor(m proto.Message, pm protoreflect.Message) cursor {
+	if p.goType != nil && reflect.TypeOf(m) == p.goType {
+		return cursor{p: p, base: reflect.ValueOf(m).UnsafePointer(), m: pm}
+	}
+	return cursor{p: p, m: pm}
+}
+
+// field resolves entry idx of p.order to the field to visit and the base
+// its direct accessor applies to (nil: use protoreflect). It returns a nil
+// field when a oneof is unset.
+func (c *cursor) field(idx int) (*fieldPlan, unsafe.Pointer) {
+	p := c.p
+	if idx >= 0 {
+		return &p.fields[idx], c.base
+	}
+	o := &p.oneofs[-idx-1]
+	if c.base != nil && o.direct {
+		words := (*[2]unsafe.Pointer)(unsafe.Add(c.base, o.off))
+		if words[0] == nil {
+			return nil, nil
+		}
+		for _, mb := range o.members {
+			if mb.itab == words[0] {
+				if words[1] == nil {
+					return nil, nil // typed nil wrapper: unset, as protoreflect says
+				}
+				return &p.fields[mb.field], words[1]
+			}
+		}
+	}
+	fd := c.msg().WhichOneof(o.od)
+	if fd == nil {
+		return nil, nil
+	}
+	return &p.fields[fd.Index()], nil
+}
+
+// scalar reads singular scalar field f. ok is false when the field is not
+// populated.
+func (c *cursor) scalar(f *fieldPlan, fbase unsafe.Pointer) (v protoreflect.Value, ok bool) {
+	if fbase == nil || f.acc == accReflect {
+		m := c.msg()
+		if !f.inOneof && !m.Has(f.fd) {
+			return v, false
+		}
+		return m.Get(f.fd), true
+	}
+	ptr := unsafe.Add(fbase, f.off)
+	switch f.acc {
+	case accString:
+		s := *(*string)(ptr)
+		return protoreflect.ValueOfString(s), s != "" || f.inOneof
+	case accBytes:
+		b := *(*[]byte)(ptr)
+		return protoreflect.ValueOfBytes(b), len(b) > 0 || f.inOneof
+	case accBool:
+		b := *(*bool)(ptr)
+		return protoreflect.ValueOfBool(b), b || f.inOneof
+	case accInt32:
+		n := *(*int32)(ptr)
+		if f.kind == protoreflect.EnumKind {
+			return protoreflect.ValueOfEnum(protoreflect.EnumNumber(n)), n != 0 || f.inOneof
+		}
+		return protoreflect.ValueOfInt32(n), n != 0 || f.inOneof
+	case accInt64:
+		n := *(*int64)(ptr)
+		return protoreflect.ValueOfInt64(n), n != 0 || f.inOneof
+	case accUint32:
+		n := *(*uint32)(ptr)
+		return protoreflect.ValueOfUint32(n), n != 0 || f.inOneof
+	case accUint64:
+		n := *(*uint64)(ptr)
+		return protoreflect.ValueOfUint64(n), n != 0 || f.inOneof
+	case accFloat32:
+		x := *(*float32)(ptr)
+		return protoreflect.ValueOfFloat32(x), math.Float32bits(x) != 0 || f.inOneof
+	case accFloat64:
+		x := *(*float64)(ptr)
+		return protoreflect.ValueOfFloat64(x), math.Float64bits(x) != 0 || f.inOneof
+	}
+	return v, false
+}
+
+// message reads singular message field f as a cursor. ok is false when the
+// field is not populated.
+func (c *cursor) message(f *fieldPlan, fbase unsafe.Pointer) (sub cursor, ok bool) {
+	if fbase != nil && f.acc == accMsg {
+		ptr := *(*unsafe.Pointer)(unsafe.Add(fbase, f.off))
+		if ptr == nil {
+			if !f.inOneof {
+				return sub, false
+			}
+			// A oneof member holding a nil message is set (protoreflect
+			// says so) and empty.
+			return cursor{p: f.sub, m: f.sub.msgAt(nil)}, true
+		}
+		return cursor{p: f.sub, base: ptr}, true
+	}
+	m := c.msg()
+	if !f.inOneof && !m.Has(f.fd) {
+		return sub, false
+	}
+	return f.sub.cursorOf(m.Get(f.fd).Message()), true
+}
+
+// strMap returns the Go map of a direct map<string,string> field.
+func strMapAt(fbase unsafe.Pointer, f *fieldPlan) map[string]string {
+	return *(*map[string]string)(unsafe.Add(fbase, f.off))
+}
+
+func strListAt(fbase unsafe.Pointer, f *fieldPlan) []string {
+	return *(*[]string)(unsafe.Add(fbase, f.off))
+}
+
+func ptrListAt(fbase unsafe.Pointer, f *fieldPlan) []unsafe.Pointer {
+	return *(*[]unsafe.Pointer)(unsafe.Add(fbase, f.off))
+}

@@ -1,0 +1,132 @@
+package secrets
+
+import (
+	"bytes"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"google.golang.org/protobuf/proto"
+)
+
+// Redactor writes and copies protobuf messages with their secret values
+// replaced. The zero value is ready to use and equals NewRedactor(); a
+// Redactor is safe for concurrent use.
+type Redactor struct {
+	heuristic bool
+}
+
+// Option configures a Redactor.
+type Option func(*Redactor)
+
+// WithHeuristic makes the Redactor also treat as secret the values of any
+// map<string,string> entry whose key LooksSecret, because users do put
+// passwords into StorageClass parameters and volume contexts. Keys are still
+// written.
+func WithHeuristic(on bool) Option {
+	return func(r *Redactor) { r.heuristic = on }
+}
+
+// NewRedactor returns a Redactor with the given options.
+func NewRedactor(opts ...Option) *Redactor {
+	r := &Redactor{}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
+
+// defaultRedactor backs the package-level functions; its heuristic is off.
+var defaultRedactor = &Redactor{}
+
+func (r *Redactor) orDefault() *Redactor {
+	if r == nil {
+		return defaultRedactor
+	}
+	return r
+}
+
+// objectMarshaler is what Object returns. It holds only the message; all
+// work happens when (and if) the encoder asks for the object.
+type objectMarshaler struct {
+	heuristic bool
+	m         proto.Message
+}
+
+// MarshalLogObject implements zapcore.ObjectMarshaler.
+func (o *objectMarshaler) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+	encodeMessage(enc, o.m, o.heuristic)
+	return nil
+}
+
+type nopMarshaler struct{}
+
+func (nopMarshaler) MarshalLogObject(zapcore.ObjectEncoder) error { return nil }
+
+// encodeMessage writes the fields of m, redacted, into enc.
+func encodeMessage(enc zapcore.ObjectEncoder, m proto.Message, heuristic bool) {
+	if m == nil {
+		return
+	}
+	pm := m.ProtoReflect()
+	if !pm.IsValid() {
+		return
+	}
+	reg := current.Load()
+	p := reg.planFor(pm.Descriptor())
+	w := getWalker(reg, heuristic)
+	c := p.rootCursor(m, pm)
+	w.writeFields(enc, &c, 0)
+	w.release()
+}
+
+// Object returns a zap ObjectMarshaler that writes m field by field with
+// every secret value replaced by Placeholder and every key kept. Field names
+// are the proto names (volume_id), fields appear in declaration order, map
+// entries in key order, and only populated fields are written. A nil message
+// writes nothing. Nothing is computed until the encoder asks for the object,
+// so a disabled log level costs only the call.
+func (r *Redactor) Object(m proto.Message) zapcore.ObjectMarshaler {
+	if m == nil {
+		return nopMarshaler{}
+	}
+	return &objectMarshaler{heuristic: r.orDefault().heuristic, m: m}
+}
+
+// Object is Redactor.Object on the default Redactor (heuristic off).
+func Object(m proto.Message) zapcore.ObjectMarshaler { return defaultRedactor.Object(m) }
+
+// Field returns zap.Object(key, r.Object(m)).
+func (r *Redactor) Field(key string, m proto.Message) zap.Field {
+	return zap.Object(key, r.Object(m))
+}
+
+// Field returns zap.Object(key, Object(m)), the usual way to log a request:
+//
+//	logger.Debug("call", secrets.Field("request", req))
+func Field(key string, m proto.Message) zap.Field { return defaultRedactor.Field(key, m) }
+
+// stringEncoder writes only the fields it is given: every entry key is empty.
+var stringEncoder = zapcore.NewJSONEncoder(zapcore.EncoderConfig{})
+
+// String returns m, redacted, as one line of JSON: exactly the object that
+// Object writes to a zap JSON encoder. A nil message gives "{}".
+func (r *Redactor) String(m proto.Message) string {
+	w := getWalker(current.Load(), r.orDefault().heuristic)
+	w.inline = objectMarshaler{heuristic: w.heuristic, m: m}
+	w.fields[0] = zap.Inline(&w.inline)
+	buf, err := stringEncoder.EncodeEntry(zapcore.Entry{}, w.fields[:])
+	w.fields[0] = zap.Field{}
+	w.inline = objectMarshaler{}
+	w.release()
+	if err != nil {
+		// The JSON encoder only fails on field errors, which our marshaler
+		// never reports; keep the contract of returning valid JSON anyway.
+		return "{}"
+	}
+	s := string(bytes.TrimRight(buf.Bytes(), "\n"))
+	buf.Free()
+	return s
+}
+
+// String is Redactor.String on the default Redactor (heuristic off).
+func String(m proto.Message) string { return defaultRedactor.String(m) }

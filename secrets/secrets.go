@@ -1,0 +1,196 @@
+package secrets
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// Placeholder replaces every secret value in redacted output. It is the
+// string csi-lib-utils' protosanitizer uses, so log scrapers that already
+// know it keep working.
+const Placeholder = "***stripped***"
+
+// Field-option extension numbers that mark a field as sensitive.
+const (
+	csiSecretNumber  = 1059 // csi.v1.csi_secret
+	vgSecretNumber   = 1101 // volumegroup.vg_csi_secret
+	cosiSecretNumber = 1115 // sigs.k8s.io.cosi.v1alpha2.cosi_secret
+)
+
+// defaultSensitive lists fields of protocols that do not annotate their
+// secrets. Full names are used so that the generated packages need not be
+// linked in: a name that never resolves costs one map entry.
+var defaultSensitive = []protoreflect.FullName{
+	// COSI v1alpha1: DriverGrantBucketAccessResponse.credentials maps a
+	// protocol name to CredentialDetails, whose secrets map holds the keys.
+	"cosi.v1alpha1.CredentialDetails.secrets",
+	// COSI v1alpha2 access information for each protocol.
+	"sigs.k8s.io.cosi.v1alpha2.S3AccessInfo.access_key_id",
+	"sigs.k8s.io.cosi.v1alpha2.S3AccessInfo.access_secret_key",
+	"sigs.k8s.io.cosi.v1alpha2.AzureAccessInfo.access_token",
+	"sigs.k8s.io.cosi.v1alpha2.GcsAccessInfo.access_id",
+	"sigs.k8s.io.cosi.v1alpha2.GcsAccessInfo.access_secret",
+	"sigs.k8s.io.cosi.v1alpha2.GcsAccessInfo.private_key_name",
+	"sigs.k8s.io.cosi.v1alpha2.GcsAccessInfo.service_account",
+}
+
+// registry is one immutable generation of the sensitive-field set together
+// with the caches derived from it. MarkSensitive publishes a new generation
+// instead of invalidating entries one by one, so a walk that started on the
+// old generation finishes with a consistent set of plans.
+type registry struct {
+	marked map[protoreflect.FullName]struct{}
+	fields sync.Map // protoreflect.FieldDescriptor -> bool
+	plans  sync.Map // protoreflect.MessageDescriptor -> *plan
+}
+
+var (
+	current atomic.Pointer[registry]
+	markMu  sync.Mutex // serialises writers of current
+)
+
+func init() {
+	current.Store(newRegistry(nil, defaultSensitive))
+}
+
+func newRegistry(base map[protoreflect.FullName]struct{}, add []protoreflect.FullName) *registry {
+	m := make(map[protoreflect.FullName]struct{}, len(base)+len(add))
+	for k := range base {
+		m[k] = struct{}{}
+	}
+	for _, k := range add {
+		m[k] = struct{}{}
+	}
+	return &registry{marked: m}
+}
+
+// MarkSensitive registers additional sensitive fields by full field name,
+// such as "cosi.v1alpha1.CredentialDetails.secrets", for protocols that do
+// not annotate their secrets. It is safe for concurrent use but meant for
+// init time: every call discards the per-type plans computed so far.
+func MarkSensitive(fields ...protoreflect.FullName) {
+	if len(fields) == 0 {
+		return
+	}
+	markMu.Lock()
+	defer markMu.Unlock()
+	current.Store(newRegistry(current.Load().marked, fields))
+}
+
+// replaceMarked installs exactly the given set of marked names and returns a
+// function that restores the previous generation. Tests use it to keep
+// MarkSensitive from leaking into other tests.
+func replaceMarked(fields ...protoreflect.FullName) (restore func()) {
+	markMu.Lock()
+	defer markMu.Unlock()
+	prev := current.Load()
+	current.Store(newRegistry(nil, fields))
+	return func() {
+		markMu.Lock()
+		defer markMu.Unlock()
+		current.Store(newRegistry(prev.marked, nil))
+	}
+}
+
+// IsSecretField reports whether fd carries one of the secret options
+// (csi.v1.csi_secret, volumegroup.vg_csi_secret, COSI's cosi_secret) or was
+// registered with MarkSensitive. The answer is cached per descriptor.
+func IsSecretField(fd protoreflect.FieldDescriptor) bool {
+	if fd == nil {
+		return false
+	}
+	return current.Load().isSecret(fd)
+}
+
+func (r *registry) isSecret(fd protoreflect.FieldDescriptor) bool {
+	if v, ok := r.fields.Load(fd); ok {
+		return v.(bool)
+	}
+	_, marked := r.marked[fd.FullName()]
+	secret := marked || hasSecretOption(fd)
+	r.fields.Store(fd, secret)
+	return secret
+}
+
+// hasSecretOption looks for the secret options on fd. The option is found
+// either as a resolved extension (its Go package is linked in, so the
+// options message knows it) or, when the extension is not registered, as a
+// raw unknown varint on the options message.
+func hasSecretOption(fd protoreflect.FieldDescriptor) bool {
+	opts := fd.Options()
+	if opts == nil {
+		return false
+	}
+	om := opts.ProtoReflect()
+	if !om.IsValid() {
+		return false
+	}
+	found := false
+	om.Range(func(xd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if xd.IsExtension() && isSecretExtension(xd) && xd.Kind() == protoreflect.BoolKind &&
+			xd.Cardinality() != protoreflect.Repeated && v.Bool() {
+			found = true
+		}
+		return !found
+	})
+	if found {
+		return true
+	}
+	return unknownSecretOption(om.GetUnknown())
+}
+
+func isSecretExtension(xd protoreflect.FieldDescriptor) bool {
+	switch xd.Number() {
+	case csiSecretNumber:
+		return xd.Name() == "csi_secret"
+	case vgSecretNumber:
+		return xd.Name() == "vg_csi_secret"
+	case cosiSecretNumber:
+		return xd.Name() == "cosi_secret"
+	}
+	return false
+}
+
+// unknownSecretOption scans raw option bytes for one of the secret option
+// numbers set to a non-zero varint (true).
+func unknownSecretOption(b []byte) bool {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return false
+		}
+		b = b[n:]
+		if typ == protowire.VarintType &&
+			(num == csiSecretNumber || num == vgSecretNumber || num == cosiSecretNumber) {
+			v, m := protowire.ConsumeVarint(b)
+			if m < 0 {
+				return false
+			}
+			if v != 0 {
+				return true
+			}
+			b = b[m:]
+			continue
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b)
+		if m < 0 {
+			return false
+		}
+		b = b[m:]
+	}
+	return false
+}
+
+// HasSecrets reports whether any field of md, or of any message type
+// reachable from it (nested, repeated and map values included), is
+// sensitive. It is computed once per message type and generation of
+// MarkSensitive.
+func HasSecrets(md protoreflect.MessageDescriptor) bool {
+	if md == nil {
+		return false
+	}
+	return current.Load().planFor(md).hasSecrets
+}

@@ -1,0 +1,180 @@
+package secrets
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+func fieldOf(m proto.Message, name protoreflect.Name) protoreflect.FieldDescriptor {
+	return m.ProtoReflect().Descriptor().Fields().ByName(name)
+}
+
+func TestIsSecretFieldCSI(t *testing.T) {
+	tests := []struct {
+		msg   proto.Message
+		field protoreflect.Name
+		want  bool
+	}{
+		{&csi.CreateVolumeRequest{}, "secrets", true},
+		{&csi.CreateVolumeRequest{}, "parameters", false},
+		{&csi.CreateVolumeRequest{}, "name", false},
+		{&csi.CreateVolumeRequest{}, "mutable_parameters", false},
+		{&csi.DeleteVolumeRequest{}, "secrets", true},
+		{&csi.NodeStageVolumeRequest{}, "secrets", true},
+		{&csi.NodeStageVolumeRequest{}, "volume_context", false},
+		{&csi.NodePublishVolumeRequest{}, "secrets", true},
+		{&csi.ControllerPublishVolumeRequest{}, "secrets", true},
+		{&csi.CreateSnapshotRequest{}, "secrets", true},
+		{&csi.ControllerExpandVolumeRequest{}, "secrets", true},
+		{&csi.NodeExpandVolumeRequest{}, "secrets", true},
+		{&csi.ListSnapshotsRequest{}, "secrets", true},
+		{&csi.VolumeCapability_MountVolume{}, "mount_flags", false},
+	}
+	for _, tt := range tests {
+		fd := fieldOf(tt.msg, tt.field)
+		if got := IsSecretField(fd); got != tt.want {
+			t.Errorf("IsSecretField(%s) = %v, want %v", fd.FullName(), got, tt.want)
+		}
+	}
+	if IsSecretField(nil) {
+		t.Error("IsSecretField(nil) = true")
+	}
+}
+
+func TestIsSecretFieldOptions(t *testing.T) {
+	md := optionsFile(t)
+	tests := []struct {
+		field protoreflect.Name
+		want  bool
+	}{
+		{"ext_true", true},        // resolved extension vgtest.vg_csi_secret = true
+		{"ext_false", false},      // ... = false
+		{"ext_wrong_name", false}, // extension 1059 not named csi_secret
+		{"raw_vg", true},          // unknown 1101 varint 1
+		{"raw_vg_zero", false},    // unknown 1101 varint 0
+		{"raw_csi", true},         // unknown 1059 varint 1
+		{"raw_cosi", true},        // unknown 1115 varint 1
+		{"raw_bytes", false},      // 1101 with the wrong wire type
+		{"raw_other", false},
+		{"plain", false},
+	}
+	for _, tt := range tests {
+		fd := md.Fields().ByName(tt.field)
+		if got := IsSecretField(fd); got != tt.want {
+			t.Errorf("IsSecretField(%s) = %v, want %v", tt.field, got, tt.want)
+		}
+	}
+}
+
+func TestHasSecrets(t *testing.T) {
+	tests := []struct {
+		name string
+		md   protoreflect.MessageDescriptor
+		want bool
+	}{
+		{"CreateVolumeRequest", (&csi.CreateVolumeRequest{}).ProtoReflect().Descriptor(), true},
+		{"NodeStageVolumeRequest", (&csi.NodeStageVolumeRequest{}).ProtoReflect().Descriptor(), true},
+		{"CreateVolumeResponse", (&csi.CreateVolumeResponse{}).ProtoReflect().Descriptor(), false},
+		{"Topology", (&csi.Topology{}).ProtoReflect().Descriptor(), false},
+		{"VolumeCapability", (&csi.VolumeCapability{}).ProtoReflect().Descriptor(), false},
+		{"Timestamp", (&timestamppb.Timestamp{}).ProtoReflect().Descriptor(), false},
+		{"recursive Struct", (&structpb.Struct{}).ProtoReflect().Descriptor(), false},
+		{"Leaf", testFile.Messages().ByName("Leaf"), true},
+		{"All", testFile.Messages().ByName("All"), true},
+		{"recursive Node, secret via Leaf", testFile.Messages().ByName("Node"), true},
+		{"recursive Loop", testFile.Messages().ByName("Loop"), false},
+		{"mutual recursion Ping", testFile.Messages().ByName("Ping"), true},
+		{"mutual recursion Pong", testFile.Messages().ByName("Pong"), true},
+		{"nil", nil, false},
+	}
+	for _, tt := range tests {
+		if got := HasSecrets(tt.md); got != tt.want {
+			t.Errorf("HasSecrets(%s) = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestMarkSensitive(t *testing.T) {
+	restore := replaceMarked(defaultSensitive...)
+	defer restore()
+
+	params := fieldOf(&csi.CreateVolumeRequest{}, "parameters")
+	topo := (&csi.Topology{}).ProtoReflect().Descriptor()
+	req := &csi.CreateVolumeRequest{Parameters: map[string]string{"pool": "gold"}}
+	if IsSecretField(params) || HasSecrets(topo) {
+		t.Fatal("parameters or Topology sensitive before MarkSensitive")
+	}
+	if got, want := String(req), `{"parameters":{"pool":"gold"}}`; got != want {
+		t.Fatalf("before: String = %s, want %s", got, want)
+	}
+
+	MarkSensitive("csi.v1.CreateVolumeRequest.parameters", "csi.v1.Topology.segments")
+	if !IsSecretField(params) {
+		t.Error("parameters not sensitive after MarkSensitive")
+	}
+	if !HasSecrets(topo) {
+		t.Error("Topology has no secrets after MarkSensitive")
+	}
+	if got, want := String(req), `{"parameters":{"pool":"***stripped***"}}`; got != want {
+		t.Errorf("after: String = %s, want %s (cached plan not invalidated?)", got, want)
+	}
+	if got := Values(req); len(got) != 1 || got[0] != "gold" {
+		t.Errorf("after: Values = %q", got)
+	}
+
+	restore()
+	if IsSecretField(params) || HasSecrets(topo) {
+		t.Error("restore left parameters or Topology sensitive")
+	}
+	if got, want := String(req), `{"parameters":{"pool":"gold"}}`; got != want {
+		t.Errorf("restored: String = %s, want %s", got, want)
+	}
+}
+
+func TestDefaultSensitiveCOSI(t *testing.T) {
+	// The COSI packages are not linked in; the names alone must be listed.
+	r := current.Load()
+	for _, n := range []protoreflect.FullName{
+		"cosi.v1alpha1.CredentialDetails.secrets",
+		"sigs.k8s.io.cosi.v1alpha2.S3AccessInfo.access_secret_key",
+		"sigs.k8s.io.cosi.v1alpha2.AzureAccessInfo.access_token",
+		"sigs.k8s.io.cosi.v1alpha2.GcsAccessInfo.access_secret",
+	} {
+		if _, ok := r.marked[n]; !ok {
+			t.Errorf("%s is not marked sensitive by default", n)
+		}
+	}
+}
+
+// TestConcurrentMarkSensitive races walks against new generations of the
+// sensitive set; run with -race.
+func TestConcurrentMarkSensitive(t *testing.T) {
+	restore := replaceMarked(defaultSensitive...)
+	defer restore()
+	req := typicalCreateVolume()
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				if g == 0 && i%20 == 0 {
+					MarkSensitive(protoreflect.FullName("test.unused.field" + string(rune('a'+i%26))))
+				}
+				s := String(req)
+				if len(Values(req)) != 2 || Scrub("hunter2-s3cr3t", req) != Placeholder || len(s) == 0 {
+					t.Error("inconsistent result during MarkSensitive")
+					return
+				}
+				_ = HasSecrets(req.ProtoReflect().Descriptor())
+			}
+		}()
+	}
+	wg.Wait()
+}
