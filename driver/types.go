@@ -8,6 +8,8 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/csikit/csikit/secrets"
 )
 
 // AccessMode says how many nodes and workloads may use a volume at once. The values are those of
@@ -130,7 +132,8 @@ func (s Secrets) String() string {
 			b.WriteByte(' ')
 		}
 		b.WriteString(k)
-		b.WriteString(":***stripped***")
+		b.WriteByte(':')
+		b.WriteString(secrets.Placeholder)
 	}
 	b.WriteByte(']')
 	return b.String()
@@ -142,7 +145,7 @@ func (s Secrets) GoString() string { return "driver.Secrets" + s.String() }
 // MarshalLogObject writes the keys with their values replaced.
 func (s Secrets) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 	for k := range s {
-		enc.AddString(k, "***stripped***")
+		enc.AddString(k, secrets.Placeholder)
 	}
 	return nil
 }

@@ -97,13 +97,13 @@ func main() {
 	settings := cmdline.Register(flag.CommandLine, cmdline.Defaults{Endpoint: "unix:///tmp/csikit-minimal.sock"})
 	root := flag.String("root", filepath.Join(os.TempDir(), "csikit-minimal"), "directory that holds the volumes")
 	flag.Parse()
-	if err := run(settings, *root); err != nil {
+	if err := run(context.Background(), settings, *root); err != nil {
 		fmt.Fprintln(os.Stderr, "minimal:", err)
 		os.Exit(1)
 	}
 }
 
-func run(settings *cmdline.Settings, root string) error {
+func run(ctx context.Context, settings *cmdline.Settings, root string) error {
 	logger, err := settings.Logger()
 	if err != nil {
 		return err
@@ -117,5 +117,5 @@ func run(settings *cmdline.Settings, root string) error {
 	if err != nil {
 		return err
 	}
-	return d.Run(context.Background())
+	return d.Run(ctx)
 }

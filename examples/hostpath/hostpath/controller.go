@@ -1,0 +1,686 @@
+package hostpath
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"go.uber.org/zap"
+
+	"github.com/csikit/csikit/driver"
+)
+
+// imageGranularity aligns image sizes to the block size filesystems and loop devices use.
+const imageGranularity = 4096
+
+// failpoint lets tests inject a failure between the steps of an operation, to prove that a failed
+// operation leaves nothing half-done. It is nil outside tests.
+var failpoint func(name string) error
+
+func fail(name string) error {
+	if failpoint == nil {
+		return nil
+	}
+	return failpoint(name)
+}
+
+// Controller is the controller side of the driver: it owns volumes, snapshots and group
+// snapshots, and their records in the controller database.
+type Controller struct {
+	cfg Config
+	l   layout
+	st  *store
+	log *zap.Logger
+}
+
+// NewController opens (or creates) the controller state under cfg.StateDir and reconciles it
+// with what is on disk: backings without a record (a create cut short) are removed, records
+// without a backing (a delete cut short) are dropped.
+func NewController(cfg Config) (*Controller, error) {
+	l, err := open(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.NodeID == "" {
+		return nil, errors.New("node ID is required: volumes are local to one node")
+	}
+	st, err := openStore(filepath.Join(l.root, "controller.db"), controllerBuckets...)
+	if err != nil {
+		return nil, err
+	}
+	c := &Controller{cfg: cfg, l: l, st: st, log: cfg.Logger}
+	if err := c.reconcile(); err != nil {
+		st.close()
+		return nil, fmt.Errorf("reconcile state: %w", err)
+	}
+	return c, nil
+}
+
+// Close releases the state database.
+func (c *Controller) Close() error { return c.st.close() }
+
+// Probe reports ready once the state is open.
+func (c *Controller) Probe(context.Context) (bool, error) { return true, nil }
+
+func (c *Controller) volume(id string) (*volumeRecord, error) {
+	if !validID(id) || !strings.HasPrefix(id, "vol-") {
+		return nil, fmt.Errorf("volume %q: %w", id, driver.ErrNotFound)
+	}
+	var rec volumeRecord
+	err := c.st.view(func(tx *bolt.Tx) error { return getJSON(tx, bVolumes, id, &rec) })
+	if errors.Is(err, errNoRecord) {
+		return nil, fmt.Errorf("volume %q: %w", id, driver.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &rec, nil
+}
+
+func (c *Controller) snapshot(id string) (*snapshotRecord, error) {
+	if !validID(id) || !strings.HasPrefix(id, "snap-") {
+		return nil, fmt.Errorf("snapshot %q: %w", id, driver.ErrNotFound)
+	}
+	var rec snapshotRecord
+	err := c.st.view(func(tx *bolt.Tx) error { return getJSON(tx, bSnapshots, id, &rec) })
+	if errors.Is(err, errNoRecord) {
+		return nil, fmt.Errorf("snapshot %q: %w", id, driver.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &rec, nil
+}
+
+func (c *Controller) public(rec *volumeRecord) *driver.Volume {
+	ctx := map[string]string{volumeContextKind: rec.Kind}
+	if rec.FSType != "" {
+		ctx[ParamFSType] = rec.FSType
+	}
+	return &driver.Volume{
+		ID:                 rec.ID,
+		CapacityBytes:      rec.Size,
+		Context:            ctx,
+		Source:             rec.Source,
+		AccessibleTopology: []driver.Topology{c.cfg.topology()},
+	}
+}
+
+// chooseKind picks the backing from the capabilities and parameters.
+func chooseKind(caps []driver.VolumeCapability, params map[string]string) (kind, fsType string, err error) {
+	block, fsRequested := false, ""
+	for _, c := range caps {
+		if c.Block {
+			block = true
+		} else if c.FSType != "" {
+			if fsRequested != "" && fsRequested != c.FSType {
+				return "", "", fmt.Errorf("capabilities ask for two filesystems, %q and %q: %w", fsRequested, c.FSType, driver.ErrUnsupported)
+			}
+			fsRequested = c.FSType
+		}
+	}
+	if p := params[ParamFSType]; p != "" {
+		fsRequested = p
+	}
+	hasMount := slices.ContainsFunc(caps, func(c driver.VolumeCapability) bool { return !c.Block })
+	switch params[ParamKind] {
+	case "":
+		kind = kindDir
+		if block || fsRequested != "" {
+			kind = kindFile
+		}
+	case kindDir:
+		if block {
+			return "", "", fmt.Errorf("kind %q cannot serve block access: %w", kindDir, driver.ErrUnsupported)
+		}
+		kind = kindDir
+	case kindFile:
+		kind = kindFile
+	default:
+		return "", "", fmt.Errorf("parameter %s=%q: want %q or %q: %w", ParamKind, params[ParamKind], kindDir, kindFile, driver.ErrInvalidArgument)
+	}
+	if kind == kindFile && hasMount {
+		fsType = fsRequested
+		if fsType == "" {
+			fsType = "ext4"
+		}
+		if fsType != "ext4" && fsType != "ext3" && fsType != "xfs" {
+			return "", "", fmt.Errorf("filesystem %q is not supported (ext4, ext3, xfs): %w", fsType, driver.ErrUnsupported)
+		}
+	} else if kind == kindDir && fsRequested != "" {
+		return "", "", fmt.Errorf("directory volumes have the host's filesystem, not %q: %w", fsRequested, driver.ErrUnsupported)
+	}
+	return kind, fsType, nil
+}
+
+// checkParameters refuses StorageClass parameters this driver does not know, so a typo is an error
+// instead of a silently ignored setting. Keys the external-provisioner adds are accepted.
+func checkParameters(params map[string]string) error {
+	for _, k := range sortedKeys(params) {
+		if k == ParamKind || k == ParamFSType || strings.HasPrefix(k, "csi.storage.k8s.io/") {
+			continue
+		}
+		return fmt.Errorf("parameter %q is not known to this driver (known: %s, %s): %w", k, ParamKind, ParamFSType, driver.ErrInvalidArgument)
+	}
+	return nil
+}
+
+func (c *Controller) checkMutable(params map[string]string) error {
+	for _, k := range sortedKeys(params) {
+		if !slices.Contains(c.cfg.MutableParameters, k) {
+			return fmt.Errorf("mutable parameter %q is not supported (allowed: %s): %w", k, strings.Join(c.cfg.MutableParameters, ", "), driver.ErrInvalidArgument)
+		}
+	}
+	return nil
+}
+
+// topologyMatches reports whether t (from a requirement) selects this node.
+func (c *Controller) topologyMatches(t driver.Topology) bool {
+	ours := c.cfg.topology()
+	for k, v := range t {
+		if ours[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *Controller) checkTopology(req *driver.TopologyRequirement) error {
+	if req == nil {
+		return nil
+	}
+	for _, t := range append(slices.Clone(req.Requisite), req.Preferred...) {
+		if c.topologyMatches(t) {
+			return nil
+		}
+	}
+	return fmt.Errorf("this driver provisions only on node %q, which the topology requirement excludes: %w", c.cfg.NodeID, driver.ErrResourceExhausted)
+}
+
+// CreateVolume creates a directory or image file, from a snapshot or volume when asked, and
+// commits its record. A failure at any step removes what was made.
+func (c *Controller) CreateVolume(ctx context.Context, req *driver.CreateVolumeRequest) (*driver.Volume, error) {
+	fp := req.Fingerprint()
+	var existing *volumeRecord
+	err := c.st.view(func(tx *bolt.Tx) error {
+		id := getString(tx, bVolumeNames, req.Name)
+		if id == "" {
+			return nil
+		}
+		existing = &volumeRecord{}
+		return getJSON(tx, bVolumes, id, existing)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if existing != nil {
+		if existing.Fingerprint != fp {
+			return nil, fmt.Errorf("volume %q exists with other capacity, capabilities, parameters, source or topology: %w", req.Name, driver.ErrAlreadyExists)
+		}
+		return c.public(existing), nil
+	}
+	if err := checkParameters(req.Parameters); err != nil {
+		return nil, err
+	}
+	if err := c.checkMutable(req.MutableParameters); err != nil {
+		return nil, err
+	}
+	if err := c.checkTopology(req.Topology); err != nil {
+		return nil, err
+	}
+	kind, fsType, err := chooseKind(req.Capabilities, req.Parameters)
+	if err != nil {
+		return nil, err
+	}
+	granularity := int64(1)
+	if kind == kindFile {
+		granularity = imageGranularity
+	}
+	size, err := req.Capacity.Resolve(c.cfg.DefaultVolumeSize, granularity)
+	if err != nil {
+		return nil, err
+	}
+
+	// A source decides the backing: a restore or clone keeps the format of its origin.
+	var srcPath string
+	var srcSize int64
+	switch {
+	case req.Source.SnapshotID != "":
+		snap, err := c.snapshot(req.Source.SnapshotID)
+		if err != nil {
+			return nil, fmt.Errorf("source: %w", err)
+		}
+		srcPath, srcSize = c.l.snapshotBacking(snap.Kind, snap.ID), snap.Size
+		if kind, fsType, err = compatibleSource(kind, fsType, snap.Kind, snap.FSType, req.Capabilities); err != nil {
+			return nil, err
+		}
+	case req.Source.VolumeID != "":
+		src, err := c.volume(req.Source.VolumeID)
+		if err != nil {
+			return nil, fmt.Errorf("source: %w", err)
+		}
+		srcPath, srcSize = c.l.backing(src.Kind, src.ID), src.Size
+		if kind, fsType, err = compatibleSource(kind, fsType, src.Kind, src.FSType, req.Capabilities); err != nil {
+			return nil, err
+		}
+	}
+	if size < srcSize {
+		if req.Capacity.LimitBytes != 0 && req.Capacity.LimitBytes < srcSize {
+			return nil, fmt.Errorf("the source has %d bytes, more than the limit of %d: %w", srcSize, req.Capacity.LimitBytes, driver.ErrOutOfRange)
+		}
+		size = srcSize
+	}
+	if size > c.cfg.MaxVolumeSize {
+		return nil, fmt.Errorf("%d bytes is more than the largest volume, %d bytes: %w", size, c.cfg.MaxVolumeSize, driver.ErrOutOfRange)
+	}
+
+	rec := &volumeRecord{
+		ID: newID("vol"), Name: req.Name, Fingerprint: fp, Kind: kind, FSType: fsType, Size: size,
+		Mutable: maps.Clone(req.MutableParameters), Source: req.Source, Created: time.Now().UTC(),
+	}
+	backing := c.l.backing(kind, rec.ID)
+	if err := makeBacking(kind, backing, srcPath, size); err != nil {
+		return nil, err
+	}
+	undo := func(err error) (*driver.Volume, error) {
+		if rerr := removeAll(backing); rerr != nil {
+			c.log.Error("cannot remove the backing of a failed create", zap.String("volume", rec.ID), zap.Error(rerr))
+		}
+		return nil, err
+	}
+	if err := fail("create-volume:after-backing"); err != nil {
+		return undo(err)
+	}
+	if err := syncDir(c.l.volumesDir()); err != nil {
+		return undo(err)
+	}
+	err = c.st.update(func(tx *bolt.Tx) error {
+		if getString(tx, bVolumeNames, rec.Name) != "" {
+			return fmt.Errorf("volume %q was created concurrently: %w", rec.Name, driver.ErrPending)
+		}
+		if used := counter(tx, bMeta, metaUsed); used+size > c.cfg.CapacityBytes {
+			return fmt.Errorf("%d bytes requested, %d free: %w", size, c.cfg.CapacityBytes-used, driver.ErrResourceExhausted)
+		}
+		if err := putJSON(tx, bVolumes, rec.ID, rec); err != nil {
+			return err
+		}
+		if err := putString(tx, bVolumeNames, rec.Name, rec.ID); err != nil {
+			return err
+		}
+		return addCounter(tx, bMeta, metaUsed, size)
+	})
+	if err != nil {
+		return undo(err)
+	}
+	return c.public(rec), nil
+}
+
+// compatibleSource adopts the source's backing: data cannot move between a directory and a
+// formatted image.
+func compatibleSource(kind, fsType, srcKind, srcFSType string, caps []driver.VolumeCapability) (string, string, error) {
+	if srcKind == kind && srcFSType == fsType {
+		return kind, fsType, nil
+	}
+	for _, c := range caps {
+		switch {
+		case c.Block && srcKind != kindFile:
+			return "", "", fmt.Errorf("the source is a directory volume and cannot be used for block access: %w", driver.ErrUnsupported)
+		case !c.Block && srcKind == kindFile && srcFSType == "":
+			return "", "", fmt.Errorf("the source is a raw block volume and cannot be mounted: %w", driver.ErrUnsupported)
+		case !c.Block && c.FSType != "" && c.FSType != srcFSType:
+			return "", "", fmt.Errorf("the source has filesystem %q, not %q: %w", srcFSType, c.FSType, driver.ErrUnsupported)
+		}
+	}
+	return srcKind, srcFSType, nil
+}
+
+// makeBacking creates the directory or image file, copying src when given.
+func makeBacking(kind, path, src string, size int64) error {
+	switch {
+	case kind == kindDir && src == "":
+		if err := os.Mkdir(path, 0o750); err != nil {
+			return fmt.Errorf("create volume directory: %w", err)
+		}
+	case kind == kindDir:
+		if err := copyTree(src, path); err != nil {
+			os.RemoveAll(path)
+			return fmt.Errorf("copy source: %w", err)
+		}
+	case src == "":
+		return createImage(path, size)
+	default:
+		return copyImage(src, path, size)
+	}
+	return nil
+}
+
+// DeleteVolume removes the backing, then the record. A volume still published or in use on this
+// host is refused with ErrInUse and left untouched.
+func (c *Controller) DeleteVolume(ctx context.Context, req *driver.DeleteVolumeRequest) error {
+	rec, err := c.volume(req.VolumeID)
+	if err != nil {
+		return err
+	}
+	if len(rec.Published) > 0 {
+		return fmt.Errorf("volume %q is published on node %s: %w", rec.ID, strings.Join(sortedKeys(rec.Published), ", "), driver.ErrInUse)
+	}
+	backing := c.l.backing(rec.Kind, rec.ID)
+	if where, err := backingInUse(rec.Kind, backing); err != nil {
+		return err
+	} else if where != "" {
+		return fmt.Errorf("volume %q is in use at %s: %w", rec.ID, where, driver.ErrInUse)
+	}
+	if err := removeAll(backing); err != nil {
+		return err
+	}
+	if err := fail("delete-volume:after-backing"); err != nil {
+		return err
+	}
+	return c.st.update(func(tx *bolt.Tx) error {
+		var cur volumeRecord
+		if err := getJSON(tx, bVolumes, rec.ID, &cur); errors.Is(err, errNoRecord) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if err := del(tx, bVolumes, cur.ID); err != nil {
+			return err
+		}
+		if err := del(tx, bVolumeNames, cur.Name); err != nil {
+			return err
+		}
+		return addCounter(tx, bMeta, metaUsed, -cur.Size)
+	})
+}
+
+// ValidateVolumeCapabilities confirms what the backing can serve.
+func (c *Controller) ValidateVolumeCapabilities(ctx context.Context, req *driver.ValidateVolumeCapabilitiesRequest) error {
+	rec, err := c.volume(req.VolumeID)
+	if err != nil {
+		return err
+	}
+	if err := checkParameters(req.Parameters); err != nil {
+		return fmt.Errorf("%v: %w", err, driver.ErrUnsupported)
+	}
+	if len(req.VolumeContext) > 0 && !maps.Equal(req.VolumeContext, c.public(rec).Context) {
+		return fmt.Errorf("volume_context does not match volume %q: %w", rec.ID, driver.ErrUnsupported)
+	}
+	return capabilitiesFit(rec.Kind, rec.FSType, req.Capabilities)
+}
+
+func capabilitiesFit(kind, fsType string, caps []driver.VolumeCapability) error {
+	for _, cp := range caps {
+		switch {
+		case cp.Block && kind != kindFile:
+			return fmt.Errorf("a directory volume cannot be used as a block device: %w", driver.ErrUnsupported)
+		case !cp.Block && kind == kindFile && fsType == "":
+			return fmt.Errorf("a raw block volume cannot be mounted: %w", driver.ErrUnsupported)
+		case !cp.Block && cp.FSType != "" && kind == kindFile && cp.FSType != fsType:
+			return fmt.Errorf("the volume has filesystem %q, not %q: %w", fsType, cp.FSType, driver.ErrUnsupported)
+		case !cp.Block && cp.FSType != "" && kind == kindDir:
+			return fmt.Errorf("a directory volume has the host's filesystem, not %q: %w", cp.FSType, driver.ErrUnsupported)
+		}
+	}
+	return nil
+}
+
+// ControllerPublishVolume records the attachment to this driver's one node, enforcing the
+// attach limit.
+func (c *Controller) ControllerPublishVolume(ctx context.Context, req *driver.ControllerPublishRequest) (map[string]string, error) {
+	rec, err := c.volume(req.VolumeID)
+	if err != nil {
+		return nil, err
+	}
+	if req.NodeID != c.cfg.NodeID {
+		return nil, fmt.Errorf("node %q (this driver serves node %q): %w", req.NodeID, c.cfg.NodeID, driver.ErrNotFound)
+	}
+	if err := capabilitiesFit(rec.Kind, rec.FSType, []driver.VolumeCapability{req.Capability}); err != nil {
+		return nil, err
+	}
+	want := pubRecord{Readonly: req.Readonly, Mode: req.Capability.AccessMode, Block: req.Capability.Block}
+	publishContext := map[string]string{volumeContextKind: rec.Kind}
+	err = c.st.update(func(tx *bolt.Tx) error {
+		var cur volumeRecord
+		if err := getJSON(tx, bVolumes, rec.ID, &cur); errors.Is(err, errNoRecord) {
+			return fmt.Errorf("volume %q: %w", rec.ID, driver.ErrNotFound)
+		} else if err != nil {
+			return err
+		}
+		if p, ok := cur.Published[req.NodeID]; ok {
+			if p != want {
+				return fmt.Errorf("volume %q is published on node %q with other settings: %w", cur.ID, req.NodeID, driver.ErrAlreadyExists)
+			}
+			return nil
+		}
+		if len(cur.Published) > 0 && !req.Capability.AccessMode.MultiNode() {
+			return fmt.Errorf("volume %q is published on node %s and its access mode allows one node: %w",
+				cur.ID, strings.Join(sortedKeys(cur.Published), ", "), driver.ErrFailedPrecondition)
+		}
+		key := metaAttachedPrefix + req.NodeID
+		if max := c.cfg.MaxVolumesPerNode; max > 0 && counter(tx, bMeta, key) >= max {
+			return fmt.Errorf("node %q has %d volumes attached, its limit: %w", req.NodeID, max, driver.ErrResourceExhausted)
+		}
+		if cur.Published == nil {
+			cur.Published = map[string]pubRecord{}
+		}
+		cur.Published[req.NodeID] = want
+		if err := putJSON(tx, bVolumes, cur.ID, &cur); err != nil {
+			return err
+		}
+		return addCounter(tx, bMeta, key, 1)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return publishContext, nil
+}
+
+// ControllerUnpublishVolume drops the attachment to one node, or to all.
+func (c *Controller) ControllerUnpublishVolume(ctx context.Context, req *driver.ControllerUnpublishRequest) error {
+	if _, err := c.volume(req.VolumeID); err != nil {
+		return err
+	}
+	return c.st.update(func(tx *bolt.Tx) error {
+		var cur volumeRecord
+		if err := getJSON(tx, bVolumes, req.VolumeID, &cur); errors.Is(err, errNoRecord) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		nodes := []string{req.NodeID}
+		if req.NodeID == "" {
+			nodes = sortedKeys(cur.Published)
+		}
+		changed := false
+		for _, n := range nodes {
+			if _, ok := cur.Published[n]; !ok {
+				continue
+			}
+			delete(cur.Published, n)
+			changed = true
+			if err := addCounter(tx, bMeta, metaAttachedPrefix+n, -1); err != nil {
+				return err
+			}
+		}
+		if !changed {
+			return nil
+		}
+		return putJSON(tx, bVolumes, cur.ID, &cur)
+	})
+}
+
+func (c *Controller) entry(rec *volumeRecord) driver.VolumeEntry {
+	return driver.VolumeEntry{Volume: *c.public(rec), PublishedNodeIDs: sortedKeys(rec.Published)}
+}
+
+// ListVolumesPage seeks to the cursor in the ID-ordered bucket: one page costs O(page).
+func (c *Controller) ListVolumesPage(ctx context.Context, req *driver.ListVolumesRequest) ([]driver.VolumeEntry, error) {
+	var out []driver.VolumeEntry
+	err := c.st.view(func(tx *bolt.Tx) error {
+		cur := tx.Bucket([]byte(bVolumes)).Cursor()
+		k, v := cur.Seek([]byte(req.After))
+		if req.After != "" && bytes.Equal(k, []byte(req.After)) {
+			k, v = cur.Next()
+		}
+		for ; k != nil && (req.Limit == 0 || len(out) < req.Limit); k, v = cur.Next() {
+			var rec volumeRecord
+			if err := jsonDecode(v, &rec); err != nil {
+				return err
+			}
+			out = append(out, c.entry(&rec))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// GetCapacity reports the pool's free bytes for this node's topology (0 for any other).
+func (c *Controller) GetCapacity(ctx context.Context, req *driver.GetCapacityRequest) (*driver.Capacity, error) {
+	if len(req.Topology) > 0 && !c.topologyMatches(req.Topology) {
+		return &driver.Capacity{}, nil
+	}
+	var used int64
+	if err := c.st.view(func(tx *bolt.Tx) error { used = counter(tx, bMeta, metaUsed); return nil }); err != nil {
+		return nil, err
+	}
+	free := max(c.cfg.CapacityBytes-used, 0)
+	return &driver.Capacity{AvailableBytes: free, MaximumVolumeSize: min(c.cfg.MaxVolumeSize, free)}, nil
+}
+
+// ControllerExpandVolume grows the record and, for image volumes, the file. Image volumes then
+// need the node to refresh the loop device and grow the filesystem.
+func (c *Controller) ControllerExpandVolume(ctx context.Context, req *driver.ControllerExpandVolumeRequest) (int64, bool, error) {
+	rec, err := c.volume(req.VolumeID)
+	if err != nil {
+		return 0, false, err
+	}
+	if req.Capability != nil {
+		if err := capabilitiesFit(rec.Kind, rec.FSType, []driver.VolumeCapability{*req.Capability}); err != nil {
+			return 0, false, err
+		}
+	}
+	granularity := int64(1)
+	if rec.Kind == kindFile {
+		granularity = imageGranularity
+	}
+	size, err := req.Capacity.Resolve(rec.Size, granularity)
+	if err != nil {
+		return 0, false, err
+	}
+	nodeExpansion := rec.Kind == kindFile
+	if size <= rec.Size {
+		if !req.Capacity.Contains(rec.Size) {
+			return 0, false, fmt.Errorf("volume %q has %d bytes and cannot shrink to %d: %w", rec.ID, rec.Size, req.Capacity.LimitBytes, driver.ErrOutOfRange)
+		}
+		return rec.Size, nodeExpansion, nil
+	}
+	if size > c.cfg.MaxVolumeSize {
+		return 0, false, fmt.Errorf("%d bytes is more than the largest volume, %d bytes: %w", size, c.cfg.MaxVolumeSize, driver.ErrOutOfRange)
+	}
+	if rec.Kind == kindFile {
+		if err := os.Truncate(c.l.volumeImage(rec.ID), size); err != nil {
+			return 0, false, fmt.Errorf("grow image: %w", err)
+		}
+	}
+	err = c.st.update(func(tx *bolt.Tx) error {
+		var cur volumeRecord
+		if err := getJSON(tx, bVolumes, rec.ID, &cur); err != nil {
+			return err
+		}
+		delta := size - cur.Size
+		if delta <= 0 {
+			return nil
+		}
+		if used := counter(tx, bMeta, metaUsed); used+delta > c.cfg.CapacityBytes {
+			return fmt.Errorf("growing by %d bytes needs more than the %d free: %w", delta, c.cfg.CapacityBytes-used, driver.ErrResourceExhausted)
+		}
+		cur.Size = size
+		if err := putJSON(tx, bVolumes, cur.ID, &cur); err != nil {
+			return err
+		}
+		return addCounter(tx, bMeta, metaUsed, delta)
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	return size, nodeExpansion, nil
+}
+
+// ControllerGetVolume returns one volume with its published nodes.
+func (c *Controller) ControllerGetVolume(ctx context.Context, req *driver.ControllerGetVolumeRequest) (*driver.VolumeEntry, error) {
+	rec, err := c.volume(req.VolumeID)
+	if err != nil {
+		return nil, err
+	}
+	e := c.entry(rec)
+	return &e, nil
+}
+
+// ControllerModifyVolume applies allowed mutable parameters, all or none.
+func (c *Controller) ControllerModifyVolume(ctx context.Context, req *driver.ControllerModifyVolumeRequest) error {
+	if _, err := c.volume(req.VolumeID); err != nil {
+		return err
+	}
+	if err := c.checkMutable(req.MutableParameters); err != nil {
+		return err
+	}
+	return c.st.update(func(tx *bolt.Tx) error {
+		var cur volumeRecord
+		if err := getJSON(tx, bVolumes, req.VolumeID, &cur); errors.Is(err, errNoRecord) {
+			return fmt.Errorf("volume %q: %w", req.VolumeID, driver.ErrNotFound)
+		} else if err != nil {
+			return err
+		}
+		if cur.Mutable == nil {
+			cur.Mutable = map[string]string{}
+		}
+		maps.Copy(cur.Mutable, req.MutableParameters)
+		return putJSON(tx, bVolumes, cur.ID, &cur)
+	})
+}
+
+// health checks that the backing is still there.
+func (c *Controller) health(rec *volumeRecord) driver.VolumeHealth {
+	h := driver.VolumeHealth{VolumeID: rec.ID}
+	if _, err := os.Stat(c.l.backing(rec.Kind, rec.ID)); err != nil {
+		h.Conditions = append(h.Conditions, driver.HealthCondition{Status: driver.HealthInaccessible, Reason: "BackingMissing",
+			Message: "the volume's directory or image file is gone"})
+	}
+	return h
+}
+
+// ControllerGetVolumeHealth reports one volume's health.
+func (c *Controller) ControllerGetVolumeHealth(ctx context.Context, req *driver.ControllerGetVolumeHealthRequest) (*driver.VolumeHealth, error) {
+	rec, err := c.volume(req.VolumeID)
+	if err != nil {
+		return nil, err
+	}
+	h := c.health(rec)
+	return &h, nil
+}
+
+// ControllerListVolumeHealth reports every volume with an adverse condition.
+func (c *Controller) ControllerListVolumeHealth(ctx context.Context, _ *driver.ControllerListVolumeHealthRequest) ([]driver.VolumeHealth, error) {
+	var out []driver.VolumeHealth
+	err := c.st.view(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte(bVolumes)).ForEach(func(_, v []byte) error {
+			var rec volumeRecord
+			if err := jsonDecode(v, &rec); err != nil {
+				return err
+			}
+			if h := c.health(&rec); len(h.Conditions) > 0 {
+				out = append(out, h)
+			}
+			return nil
+		})
+	})
+	return out, err
+}

@@ -1,0 +1,164 @@
+package hostpath
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/csikit/csikit/driver"
+)
+
+// env is a hostpath plugin served over a unix socket, with clients.
+type env struct {
+	t          *testing.T
+	dir        string
+	cfg        Config
+	plugin     *Plugin
+	controller csi.ControllerClient
+	node       csi.NodeClient
+	group      csi.GroupControllerClient
+	metadata   csi.SnapshotMetadataClient
+	stop       func()
+}
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: loop devices, mkfs and mounts are real")
+	}
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	dir := t.TempDir()
+	e := &env{t: t, dir: dir, cfg: Config{
+		StateDir: filepath.Join(dir, "state"), NodeID: "node-1", CapacityBytes: 64 << 30,
+		MaxVolumesPerNode: 8, MutableParameters: []string{"iops"},
+	}}
+	e.start()
+	t.Cleanup(func() { e.stop() })
+	return e
+}
+
+// start opens the plugin on the state directory and serves it.
+func (e *env) start() {
+	t := e.t
+	t.Helper()
+	p, err := Open(e.cfg, ModeBoth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := p.Config()
+	cfg.CheckResponses = true
+	d, err := driver.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(e.dir, "csi.sock")
+	lis, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Serve(ctx, lis) }()
+	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.plugin = p
+	e.controller, e.node = csi.NewControllerClient(conn), csi.NewNodeClient(conn)
+	e.group, e.metadata = csi.NewGroupControllerClient(conn), csi.NewSnapshotMetadataClient(conn)
+	e.stop = func() {
+		conn.Close()
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		if err := p.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		e.stop = func() {}
+	}
+}
+
+func (e *env) restart() {
+	e.stop()
+	e.start()
+}
+
+var snw = csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER
+
+func mountCap(fsType string) *csi.VolumeCapability {
+	return &csi.VolumeCapability{
+		AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{FsType: fsType}},
+		AccessMode: &csi.VolumeCapability_AccessMode{Mode: snw},
+	}
+}
+
+func blockCap() *csi.VolumeCapability {
+	return &csi.VolumeCapability{
+		AccessType: &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}},
+		AccessMode: &csi.VolumeCapability_AccessMode{Mode: snw},
+	}
+}
+
+func (e *env) create(t testing.TB, name string, size int64, caps ...*csi.VolumeCapability) *csi.Volume {
+	t.Helper()
+	resp, err := e.controller.CreateVolume(context.Background(), &csi.CreateVolumeRequest{
+		Name: name, VolumeCapabilities: caps, CapacityRange: &csi.CapacityRange{RequiredBytes: size}})
+	if err != nil {
+		t.Fatalf("CreateVolume(%s): %v", name, err)
+	}
+	return resp.GetVolume()
+}
+
+// entries lists a directory's names.
+func entries(t *testing.T, dir string) []string {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, d := range des {
+		out = append(out, d.Name())
+	}
+	return out
+}
+
+// ourLoops lists the loop devices attached to images under the state directory.
+func (e *env) ourLoops() []string {
+	devs, err := loopDevices()
+	if err != nil {
+		panic(err)
+	}
+	var out []string
+	for backing, ds := range devs {
+		if within(backing, e.cfg.StateDir) {
+			out = append(out, ds...)
+		}
+	}
+	return out
+}
+
+// ourMounts lists mount points under the test directory.
+func (e *env) ourMounts() []string {
+	infos, err := mountInfos()
+	if err != nil {
+		panic(err)
+	}
+	var out []string
+	for _, m := range infos {
+		if within(m.MountPoint, e.dir) {
+			out = append(out, m.MountPoint)
+		}
+	}
+	return out
+}

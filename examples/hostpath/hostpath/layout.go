@@ -1,0 +1,262 @@
+package hostpath
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+
+	"golang.org/x/sys/unix"
+)
+
+// Every path the driver creates or deletes is built here from an ID that matched idPattern, under
+// the state directory. Names from the CO never become paths, and an ID that does not match is a
+// volume that cannot exist (NOT_FOUND), so "../", "/", NUL or very long IDs never reach the file
+// system.
+
+// idPattern is the shape of every ID this driver issues.
+var idPattern = regexp.MustCompile(`^(vol|snap|group|eph)-[0-9a-f]{32}$`)
+
+func newID(prefix string) string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("crypto/rand failed: %v", err)) // the kernel's RNG does not fail on Linux
+	}
+	return prefix + "-" + hex.EncodeToString(b[:])
+}
+
+// ephemeralID derives the backing ID of an inline ephemeral volume from the CO's volume ID, so a
+// retried NodePublishVolume finds the same backing.
+func ephemeralID(coVolumeID string) string {
+	sum := sha256.Sum256([]byte(coVolumeID))
+	return "eph-" + hex.EncodeToString(sum[:16])
+}
+
+func validID(id string) bool { return idPattern.MatchString(id) }
+
+// layout names the directories under the state directory.
+type layout struct {
+	root string
+}
+
+func (l layout) volumesDir() string   { return filepath.Join(l.root, "volumes") }
+func (l layout) snapshotsDir() string { return filepath.Join(l.root, "snapshots") }
+
+// volumeDir is the backing of a filesystem (directory) volume.
+func (l layout) volumeDir(id string) string { return filepath.Join(l.volumesDir(), id) }
+
+// volumeImage is the backing of a block (image file) volume.
+func (l layout) volumeImage(id string) string { return filepath.Join(l.volumesDir(), id+".img") }
+
+func (l layout) snapshotDir(id string) string   { return filepath.Join(l.snapshotsDir(), id) }
+func (l layout) snapshotImage(id string) string { return filepath.Join(l.snapshotsDir(), id+".img") }
+
+func (l layout) backing(kind, id string) string {
+	if kind == kindFile {
+		return l.volumeImage(id)
+	}
+	return l.volumeDir(id)
+}
+
+func (l layout) snapshotBacking(kind, id string) string {
+	if kind == kindFile {
+		return l.snapshotImage(id)
+	}
+	return l.snapshotDir(id)
+}
+
+func (l layout) prepare() error {
+	for _, d := range []string{l.root, l.volumesDir(), l.snapshotsDir()} {
+		if err := os.MkdirAll(d, 0o750); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// syncDir makes a directory's entries durable, so a committed record never points at a backing a
+// power loss could take away.
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// createImage makes a sparse image file of size bytes.
+func createImage(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
+	if err != nil {
+		return fmt.Errorf("create image: %w", err)
+	}
+	if err := f.Truncate(size); err != nil {
+		f.Close()
+		os.Remove(path)
+		return fmt.Errorf("size image: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(path)
+		return fmt.Errorf("close image: %w", err)
+	}
+	return nil
+}
+
+// copyImage copies src to a new dst of size bytes (>= src's size), keeping holes: only the data
+// extents of src are read and written.
+func copyImage(src, dst string, size int64) (err error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("open source image: %w", err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
+	if err != nil {
+		return fmt.Errorf("create image: %w", err)
+	}
+	defer func() {
+		if cerr := out.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("close image: %w", cerr)
+		}
+		if err != nil {
+			os.Remove(dst)
+		}
+	}()
+	st, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	if size < st.Size() {
+		size = st.Size()
+	}
+	if err := out.Truncate(size); err != nil {
+		return fmt.Errorf("size image: %w", err)
+	}
+	extents, err := dataExtents(in, st.Size())
+	if err != nil {
+		return err
+	}
+	for _, e := range extents {
+		if _, err := in.Seek(e.Offset, io.SeekStart); err != nil {
+			return err
+		}
+		if _, err := out.Seek(e.Offset, io.SeekStart); err != nil {
+			return err
+		}
+		if _, err := io.CopyN(out, in, e.Size); err != nil {
+			return fmt.Errorf("copy image data: %w", err)
+		}
+	}
+	return nil
+}
+
+// extent is a data range of a sparse file.
+type extent struct{ Offset, Size int64 }
+
+// dataExtents lists the data ranges of f with SEEK_DATA/SEEK_HOLE: what is allocated.
+func dataExtents(f *os.File, size int64) ([]extent, error) {
+	var out []extent
+	fd := int(f.Fd())
+	for off := int64(0); off < size; {
+		start, err := unix.Seek(fd, off, unix.SEEK_DATA)
+		if errors.Is(err, unix.ENXIO) {
+			break // no data after off
+		}
+		if err != nil {
+			return nil, fmt.Errorf("seek data: %w", err)
+		}
+		end, err := unix.Seek(fd, start, unix.SEEK_HOLE)
+		if err != nil {
+			return nil, fmt.Errorf("seek hole: %w", err)
+		}
+		if end > size {
+			end = size
+		}
+		if end > start {
+			out = append(out, extent{Offset: start, Size: end - start})
+		}
+		off = end
+	}
+	return out, nil
+}
+
+// copyTree copies a directory tree (regular files, directories, symlinks; modes kept). Special
+// files are skipped: a volume's content is data.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			if rel == "." {
+				return os.Mkdir(target, 0o750)
+			}
+			return os.Mkdir(target, info.Mode().Perm())
+		case d.Type()&fs.ModeSymlink != 0:
+			link, err := os.Readlink(path)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(link, target)
+		case d.Type().IsRegular():
+			return copyFile(path, target, info.Mode().Perm())
+		}
+		return nil
+	})
+}
+
+func copyFile(src, dst string, mode fs.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// treeSize is the bytes used by the regular files of a directory tree.
+func treeSize(dir string) (int64, error) {
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			n += info.Size()
+		}
+		return nil
+	})
+	return n, err
+}

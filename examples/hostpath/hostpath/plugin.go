@@ -1,0 +1,83 @@
+package hostpath
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/csikit/csikit/driver"
+)
+
+// Name and Version identify the plugin.
+const (
+	Name    = "hostpath.csikit.dev"
+	Version = "0.1.0"
+)
+
+// Which services one process serves.
+const (
+	ModeBoth       = "both"
+	ModeController = "controller"
+	ModeNode       = "node"
+)
+
+// Plugin is the opened driver: its controller, its node, or both.
+type Plugin struct {
+	Controller *Controller
+	Node       *Node
+}
+
+// Open opens the state for the given mode and reconciles it.
+func Open(cfg Config, mode string) (*Plugin, error) {
+	p := &Plugin{}
+	switch mode {
+	case ModeBoth, ModeController, ModeNode:
+	default:
+		return nil, fmt.Errorf("mode %q: want %s, %s or %s", mode, ModeBoth, ModeController, ModeNode)
+	}
+	if mode != ModeNode {
+		c, err := NewController(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("controller: %w", err)
+		}
+		p.Controller = c
+	}
+	if mode != ModeController {
+		n, err := NewNode(cfg)
+		if err != nil {
+			p.Close()
+			return nil, fmt.Errorf("node: %w", err)
+		}
+		p.Node = n
+	}
+	return p, nil
+}
+
+// Config returns the csikit configuration serving this plugin; add a Logger and Endpoint.
+func (p *Plugin) Config() driver.Config {
+	cfg := driver.Config{
+		Name:          Name,
+		VendorVersion: Version,
+		Features:      Features(),
+	}
+	if p.Controller != nil {
+		cfg.Controller = p.Controller
+		cfg.GroupController = p.Controller
+		cfg.SnapshotMetadata = p.Controller
+	}
+	if p.Node != nil {
+		cfg.Node = p.Node
+	}
+	return cfg
+}
+
+// Close releases the state databases.
+func (p *Plugin) Close() error {
+	var errs []error
+	if p.Controller != nil {
+		errs = append(errs, p.Controller.Close())
+	}
+	if p.Node != nil {
+		errs = append(errs, p.Node.Close())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,162 @@
+package hostpath
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// store is an embedded transactional key-value store (bbolt): every change commits atomically
+// and durably, one B+tree lookup per key, so the cost of an operation does not grow with the
+// number of volumes.
+//
+// Writes go through one committer goroutine that applies every change queued while the previous
+// commit was syncing in a single transaction: a lone caller commits at once (no batching delay),
+// concurrent callers share one fsync. A write function must do all its checks before its first
+// Put or Delete, because the functions of one batch share a transaction: an error returned after a
+// write would leave that write in place.
+type store struct {
+	db    *bolt.DB
+	queue chan *writeOp
+	wg    sync.WaitGroup
+}
+
+type writeOp struct {
+	fn   func(*bolt.Tx) error
+	done chan error
+}
+
+// maxBatch bounds how many queued writes share one transaction.
+const maxBatch = 256
+
+func openStore(path string, buckets ...string) (*store, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:        5 * time.Second, // another process holding the file: fail clearly, do not hang
+		NoFreelistSync: true,            // the freelist is rebuilt on open; fewer pages written per commit
+		FreelistType:   bolt.FreelistMapType,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open state %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range buckets {
+			if _, err := tx.CreateBucketIfNotExists([]byte(b)); err != nil {
+				return fmt.Errorf("bucket %s: %w", b, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("prepare state %s: %w", path, err)
+	}
+	s := &store{db: db, queue: make(chan *writeOp, maxBatch)}
+	s.wg.Add(1)
+	go s.commitLoop()
+	return s, nil
+}
+
+func (s *store) commitLoop() {
+	defer s.wg.Done()
+	batch := make([]*writeOp, 0, maxBatch)
+	for op := range s.queue {
+		batch = append(batch[:0], op)
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case more, ok := <-s.queue:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, more)
+			default:
+				break drain
+			}
+		}
+		errs := make([]error, len(batch))
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			for i, op := range batch {
+				errs[i] = op.fn(tx)
+			}
+			return nil
+		})
+		for i, op := range batch {
+			if err != nil {
+				op.done <- fmt.Errorf("commit state: %w", err)
+			} else {
+				op.done <- errs[i]
+			}
+		}
+	}
+}
+
+// update applies fn in a durable transaction, possibly shared with other writers.
+func (s *store) update(fn func(*bolt.Tx) error) error {
+	op := &writeOp{fn: fn, done: make(chan error, 1)}
+	s.queue <- op
+	return <-op.done
+}
+
+// view runs fn in a read-only transaction; readers never wait for writers.
+func (s *store) view(fn func(*bolt.Tx) error) error { return s.db.View(fn) }
+
+func (s *store) close() error {
+	close(s.queue)
+	s.wg.Wait()
+	return s.db.Close()
+}
+
+var errNoRecord = errors.New("no such record")
+
+// getJSON decodes the record at key, or returns errNoRecord.
+func getJSON(tx *bolt.Tx, bucket, key string, v any) error {
+	raw := tx.Bucket([]byte(bucket)).Get([]byte(key))
+	if raw == nil {
+		return errNoRecord
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("decode %s/%s: %w", bucket, key, err)
+	}
+	return nil
+}
+
+func putJSON(tx *bolt.Tx, bucket, key string, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s/%s: %w", bucket, key, err)
+	}
+	return tx.Bucket([]byte(bucket)).Put([]byte(key), raw)
+}
+
+func getString(tx *bolt.Tx, bucket, key string) string {
+	return string(tx.Bucket([]byte(bucket)).Get([]byte(key)))
+}
+
+func putString(tx *bolt.Tx, bucket, key, value string) error {
+	return tx.Bucket([]byte(bucket)).Put([]byte(key), []byte(value))
+}
+
+func del(tx *bolt.Tx, bucket, key string) error {
+	return tx.Bucket([]byte(bucket)).Delete([]byte(key))
+}
+
+// counter reads an int64 kept as decimal text.
+func counter(tx *bolt.Tx, bucket, key string) int64 {
+	var n int64
+	if raw := tx.Bucket([]byte(bucket)).Get([]byte(key)); raw != nil {
+		_, _ = fmt.Sscan(string(raw), &n)
+	}
+	return n
+}
+
+func addCounter(tx *bolt.Tx, bucket, key string, delta int64) error {
+	n := counter(tx, bucket, key) + delta
+	if n == 0 {
+		return del(tx, bucket, key)
+	}
+	return tx.Bucket([]byte(bucket)).Put([]byte(key), []byte(fmt.Sprint(n)))
+}
