@@ -42,8 +42,11 @@ type Options struct {
 }
 
 type volume struct {
-	id, name    string
-	size        int64
+	id, name string
+	size     int64
+	// nodeSize is what the node has grown the filesystem to: a controller expansion past it
+	// needs a node expansion, and says so however often it is repeated.
+	nodeSize    int64
 	fingerprint string
 	params      map[string]string
 	mutable     map[string]string
@@ -260,7 +263,7 @@ func (d *Driver) CreateVolume(_ context.Context, req *driver.CreateVolumeRequest
 		topo = []driver.Topology{d.opts.Topology}
 	}
 	v := &volume{
-		id: d.newID("vol"), name: req.Name, size: size, fingerprint: fp,
+		id: d.newID("vol"), name: req.Name, size: size, nodeSize: size, fingerprint: fp,
 		params: req.Parameters, mutable: maps.Clone(req.MutableParameters),
 		context: map[string]string{"memdriver/name": req.Name}, source: req.Source,
 		topology: topo, block: block, published: map[string]publication{}, blocks: blocks,
@@ -470,7 +473,9 @@ func (d *Driver) GetSnapshot(_ context.Context, req *driver.GetSnapshotRequest) 
 	return s.public(), nil
 }
 
-// ControllerExpandVolume grows a volume; filesystem volumes then need a node expansion.
+// ControllerExpandVolume grows a volume; filesystem volumes then need a node expansion until the
+// node has grown them. A repeated call gets the same answer, node expansion included: a CO that
+// lost the first answer must still learn that the node has work to do.
 func (d *Driver) ControllerExpandVolume(_ context.Context, req *driver.ControllerExpandVolumeRequest) (int64, bool, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -482,8 +487,12 @@ func (d *Driver) ControllerExpandVolume(_ context.Context, req *driver.Controlle
 	if err != nil {
 		return 0, false, err
 	}
+	filesystem := !v.block
+	if req.Capability != nil {
+		filesystem = !req.Capability.Block
+	}
 	if size <= v.size {
-		return v.size, false, nil
+		return v.size, filesystem && v.nodeSize < v.size, nil
 	}
 	if d.opts.MaxVolumeSize > 0 && size > d.opts.MaxVolumeSize {
 		return 0, false, fmt.Errorf("%d bytes is more than the largest volume, %d bytes: %w", size, d.opts.MaxVolumeSize, driver.ErrOutOfRange)
@@ -492,11 +501,11 @@ func (d *Driver) ControllerExpandVolume(_ context.Context, req *driver.Controlle
 		return 0, false, fmt.Errorf("not enough free space to grow to %d bytes: %w", size, driver.ErrResourceExhausted)
 	}
 	v.size = size
-	nodeExpansion := !v.block
-	if req.Capability != nil {
-		nodeExpansion = !req.Capability.Block
+	if !filesystem {
+		// A raw block device has no filesystem for the node to grow.
+		v.nodeSize = size
 	}
-	return v.size, nodeExpansion, nil
+	return v.size, v.nodeSize < v.size, nil
 }
 
 // ControllerGetVolume returns one volume.
@@ -685,6 +694,7 @@ func (d *Driver) NodeExpandVolume(_ context.Context, req *driver.NodeExpandVolum
 	if req.Capacity.RequiredBytes > v.size {
 		return 0, fmt.Errorf("volume %q has %d bytes; expand it on the controller first: %w", v.id, v.size, driver.ErrOutOfRange)
 	}
+	v.nodeSize = v.size
 	return v.size, nil
 }
 

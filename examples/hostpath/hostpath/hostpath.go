@@ -187,7 +187,7 @@ func open(cfg *Config) (layout, error) {
 		return layout{}, err
 	}
 	l := layout{root: cfg.StateDir}
-	if err := l.prepare(); err != nil {
+	if err := (&l).prepare(); err != nil {
 		return layout{}, err
 	}
 	return l, nil

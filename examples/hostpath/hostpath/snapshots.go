@@ -102,7 +102,7 @@ func (c *Controller) CreateSnapshot(ctx context.Context, req *driver.CreateSnaps
 	if err := fail("create-snapshot:after-backing"); err != nil {
 		return undo(err)
 	}
-	if err := syncDir(c.l.snapshotsDir()); err != nil {
+	if err := c.l.persistEntries(c.l.snapshotsDir()); err != nil {
 		return undo(err)
 	}
 	err = c.st.update(func(tx *bolt.Tx) error {
@@ -255,7 +255,7 @@ func (c *Controller) CreateVolumeGroupSnapshot(ctx context.Context, req *driver.
 	if err := fail("create-group-snapshot:after-backing"); err != nil {
 		return undo(err)
 	}
-	if err := syncDir(c.l.snapshotsDir()); err != nil {
+	if err := c.l.persistEntries(c.l.snapshotsDir()); err != nil {
 		return undo(err)
 	}
 	err = c.st.update(func(tx *bolt.Tx) error {

@@ -38,6 +38,9 @@ func openStore(path string, buckets ...string) (*store, error) {
 		Timeout:        5 * time.Second, // another process holding the file: fail clearly, do not hang
 		NoFreelistSync: true,            // the freelist is rebuilt on open; fewer pages written per commit
 		FreelistType:   bolt.FreelistMapType,
+		// Reserve address space up front so the map is not remapped (which waits for every
+		// reader) each time the file doubles while the first thousands of volumes are created.
+		InitialMmapSize: 256 << 20,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open state %s: %w", path, err)

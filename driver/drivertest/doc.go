@@ -1,0 +1,86 @@
+// Package drivertest proves a CSI driver correct from a Go test, in one call, in the manner of
+// testing/fstest.TestFS:
+//
+//	func TestConformance(t *testing.T) {
+//		drivertest.CSI(t, cfg, drivertest.Options{})
+//	}
+//
+// CSI builds the plugin from a driver.Config and serves it on a unix socket; CSIEndpoint tests a
+// plugin that is already running. Both run csi-sanity (github.com/kubernetes-csi/csi-test/v5
+// v5.6.0, the release for CSI spec v1.13.0) in-process, with csikit's own specs added to the same
+// Ginkgo suite through sanity.DescribeSanity, so they share its connections, per-spec setup and
+// resource cleanup. Each spec's outcome is printed by Ginkgo; every skipped spec is logged with its
+// reason, and the counts are returned as a Result. Ginkgo's own flags (-ginkgo.focus,
+// -ginkgo.skip, -ginkgo.v, ...) work as usual.
+//
+// # Profiles
+//
+// A spec "needs mounts" when it needs NodeStageVolume or NodePublishVolume to succeed: for a
+// driver that really mounts, success is a mount, and a mount needs root. Specs that call them only
+// to check the answer to a bad argument mount nothing, and neither do the identity, controller and
+// group controller specs. No csi-sanity v5.6.0 spec reads the mount table; the one that looks at
+// the filesystem only checks that the target path exists after publishing and is gone after
+// unpublishing. MountSpecs is the one list of these specs, csi-sanity's and csikit's, each with its
+// reason.
+//
+//   - Unprivileged (the default): the specs of MountSpecs are skipped by name before the suite
+//     starts, and each skip is logged with its reason. Everything else runs.
+//   - Unprivileged with Options.NoMounts: for a node service that mounts nothing (an in-memory or
+//     fake backend that records stage and publish and creates the target path). Nothing is
+//     skipped, because nothing needs privilege.
+//   - Privileged (Options.Privileged): every spec runs against real mounts. The test must run as
+//     root and is skipped otherwise.
+//
+// Every spec gets fresh target and staging directories under a temporary root (Options.WorkDir),
+// through csi-sanity's CreateTargetDir and CreateStagingDir hooks, so a mount one spec leaves
+// behind cannot fail the specs after it. When the spec ends the directories are removed. In the
+// privileged profile whatever is still mounted below them is unmounted first (deepest first,
+// stacked mounts included, with k8s.io/mount-utils' CleanupMountPoint); in the unprivileged
+// profile a leftover mount is reported and left alone. Either way a cleanup problem fails the
+// spec that caused it (csi-sanity itself ignores the hooks' errors), and nothing is ever deleted
+// through a mount. A spec that passed but left a mount behind fails too: its cleanup had
+// unpublished and unstaged every volume it used, so the driver did not undo a mount.
+//
+// # csikit's own specs
+//
+// They cover what csi-sanity does not; each group can be switched off with Options.Disable and a
+// reason. All of them adapt to the capabilities the plugin advertises and skip what it does not.
+//
+//   - CheckPagination: 25 volumes (and 25 snapshots of 5 volumes) listed with max_entries 1, 3
+//     and 7 by following next_token: every item exactly once, no page over max_entries, no token
+//     over 128 bytes, and the listing ends; ListSnapshots also filtered by source volume. An
+//     invalid starting_token is ABORTED and a negative max_entries INVALID_ARGUMENT. (csi-sanity's
+//     own pagination spec is disabled upstream.)
+//   - CheckGroupSnapshot: the positive lifecycle of a volume group snapshot: create from two
+//     volumes, create again (same group), get (same group, members and creation time), wait until
+//     ready, restore a member into a new volume, delete twice, then get is NOT_FOUND (and so is
+//     GetSnapshot of a member, with GET_SNAPSHOT). (csi-sanity only checks argument errors.)
+//   - CheckConcurrency: eight identical CreateVolume, ControllerPublishVolume,
+//     ControllerUnpublishVolume and DeleteVolume calls at once (and, where mounts are allowed, the
+//     node calls): each succeeds with the same answer or is ABORTED, at least one succeeds, and
+//     CreateVolume makes exactly one volume (counted when the plugin lists volumes).
+//   - CheckIdempotency: a repeated CreateVolume, ControllerPublishVolume, ControllerExpandVolume,
+//     CreateSnapshot, NodeStageVolume and NodePublishVolume gets an identical response (compared
+//     field by field, node_expansion_required and creation_time included); repeated deletes,
+//     unpublishes and unstages succeed.
+//   - CheckSecretCanary: two lifecycles (controller, group and snapshot metadata calls; a node
+//     stage and publish lifecycle) through a client interceptor that puts a fresh random value
+//     (24 bytes, hex) into every secrets field of every request, found from the csi_secret
+//     annotation of csi.proto, so no call is forgotten: happy paths and error paths. No value may
+//     appear in any response (searched as protojson and prototext), any error, or any line the
+//     plugin logged. CSI captures the library's logs at debug level; when the backend logs
+//     elsewhere, or for CSIEndpoint, pass its logs as Options.Logs. At the end of the run the
+//     whole log is searched once more, for the canaries and for the configured Options.Secrets.
+//
+// # Limits
+//
+// Ginkgo runs one suite per process, so CSI or CSIEndpoint may be called once per test binary
+// (a second call fails the test): give each driver's conformance test a package of its own, and
+// do not combine it with -count greater than 1. csi-sanity logs through klog; during the run its
+// lines are kept with the spec they belong to and printed when it fails.
+//
+// csi-sanity's calls send a copy of each request. csi-sanity v5.6.0 compares proto messages with
+// reflect.DeepEqual, and gRPC's marshalling stores a size cache in the message it sends, so its
+// "snapshot with accessibility requirements" spec would otherwise fail for every driver that
+// reports the requested topology back.
+package drivertest

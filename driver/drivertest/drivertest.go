@@ -1,0 +1,518 @@
+package drivertest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/kubernetes-csi/csi-test/v5/pkg/sanity"
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/types"
+	"github.com/onsi/gomega"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+	"k8s.io/klog/v2"
+
+	"github.com/csikit/csikit/driver"
+)
+
+// Options describe the driver under test and the run. The zero value runs the unprivileged profile
+// with csi-sanity's defaults and every csikit spec.
+type Options struct {
+	// Privileged runs the specs that need real mounts. The process must be root (the run is
+	// skipped otherwise) and the driver must really mount; whatever is still mounted under a
+	// spec's directories when it ends is unmounted before they are removed. When false, exactly
+	// the specs listed by MountSpecs are skipped, each with its reason, unless NoMounts is set.
+	Privileged bool
+	// NoMounts declares that the node service mounts nothing: it records stage and publish and
+	// creates the target path, as an in-memory or fake backend does. The specs that stage and
+	// publish then run in the unprivileged profile too, because they need no privilege.
+	NoMounts bool
+
+	// The fields below are passed to csi-sanity's TestConfig (zero means csi-sanity's default).
+	//
+	// TestVolumeSize is the capacity requested for test volumes (default 10 GiB).
+	TestVolumeSize int64
+	// TestVolumeExpandSize is the capacity asked for by expansion (default TestVolumeSize + 1 GiB).
+	TestVolumeExpandSize int64
+	// TestVolumeParameters are the CreateVolume parameters (a StorageClass).
+	TestVolumeParameters map[string]string
+	// TestVolumeMutableParameters are the mutable parameters used by the ModifyVolume specs (a
+	// VolumeAttributesClass); drivers with MODIFY_VOLUME need a set they accept.
+	TestVolumeMutableParameters map[string]string
+	// TestSnapshotParameters are the CreateSnapshot parameters (a VolumeSnapshotClass).
+	TestSnapshotParameters map[string]string
+	// TestVolumeAccessType is "mount" (default) or "block".
+	TestVolumeAccessType string
+	// TestNodeVolumeAttachLimit enables csi-sanity's attach-limit spec.
+	TestNodeVolumeAttachLimit bool
+	// Secrets are sent with the calls that take secrets, per RPC. Values of at least 8 bytes are
+	// also searched for in the driver's logs at the end of the run.
+	Secrets *sanity.CSISecrets
+	// IDGen makes valid and invalid volume and node IDs (default csi-sanity's generator).
+	IDGen sanity.IDGenerator
+	// IdempotentCount is how often csi-sanity repeats calls in its idempotency specs (default
+	// 10; negative disables those specs).
+	IdempotentCount int
+
+	// WorkDir is where the run makes the temporary root of the specs' target and staging
+	// directories; default os.TempDir(). Set it when the driver sees the filesystem elsewhere.
+	WorkDir string
+	// Logs returns everything the plugin has logged so far, for the secret canary. CSI captures
+	// what the library logs itself and adds these (give them when the backend logs through a
+	// logger of its own); for CSIEndpoint, nil means log lines are not searched.
+	Logs func() string
+	// Disable switches off csikit's own spec groups, each with the reason to print.
+	Disable map[Check]string
+	// Configure, when set, may change the csi-sanity configuration last (an escape hatch for the
+	// fields not lifted into Options).
+	Configure func(*sanity.TestConfig)
+}
+
+// Check names a group of csikit's own specs, added to the csi-sanity suite.
+type Check string
+
+// csikit's own spec groups; all run by default. See the package documentation.
+const (
+	CheckPagination    Check = "pagination"
+	CheckGroupSnapshot Check = "group-snapshot"
+	CheckConcurrency   Check = "concurrency"
+	CheckIdempotency   Check = "idempotency"
+	CheckSecretCanary  Check = "secret-canary"
+)
+
+// suiteDescription names the Ginkgo suite; Ginkgo matches skip expressions against it followed by
+// a space and the spec's full text.
+const suiteDescription = "csikit conformance (csi-sanity v5.6.0 + csikit specs)"
+
+// Result counts the specs of one run.
+type Result struct {
+	Ran, Passed, Skipped, Failed int
+	// Skips maps the full text of each skipped spec to the reason it was skipped.
+	Skips map[string]string
+	// Failures maps the full text of each failed spec to its failure message.
+	Failures map[string]string
+}
+
+var (
+	// Ginkgo runs one suite per process: RunSpecs exits the process when called twice.
+	runOnce sync.Mutex
+	ran     bool
+	// current is the run the csikit specs (registered at init) read their options from.
+	currentMu sync.Mutex
+	current   *run
+)
+
+// CSI runs csi-sanity v5.6.0 in-process, plus csikit's own specs, against a plugin built from cfg.
+// The plugin is built with driver.New, with a debug-level logger captured for the secret canary
+// (added beside cfg.Logger when that is set), and served on a unix socket until the test ends.
+// When the backend logs through a logger of its own, give those logs as Options.Logs too: the
+// canary then searches both.
+//
+// Ginkgo runs one suite per process, so CSI (or CSIEndpoint) may be called once per test binary;
+// a second call fails the test. Put each driver's conformance test in its own package.
+func CSI(t *testing.T, cfg driver.Config, opts Options) Result {
+	t.Helper()
+	capture := &logBuffer{}
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewDevelopmentEncoderConfig()), capture, zapcore.DebugLevel)
+	if cfg.Logger != nil {
+		cfg.Logger = cfg.Logger.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return zapcore.NewTee(c, core) }))
+	} else {
+		cfg.Logger = zap.New(core)
+	}
+	d, err := driver.New(cfg)
+	if err != nil {
+		t.Fatalf("drivertest: driver.New: %v", err)
+	}
+	sock := socketPath(t)
+	lis, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatalf("drivertest: listen on %s: %v", sock, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- d.Serve(ctx, lis) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("drivertest: Serve: %v", err)
+		}
+	})
+	if backendLogs := opts.Logs; backendLogs != nil {
+		opts.Logs = func() string { return capture.String() + "\n" + backendLogs() }
+	} else {
+		opts.Logs = capture.String
+	}
+	return CSIEndpoint(t, "unix://"+sock, opts)
+}
+
+// CSIEndpoint runs the same suite as CSI against an already running plugin at endpoint, e.g.
+// "unix:///run/csi/csi.sock". The secret canary reads the plugin's logs from Options.Logs.
+func CSIEndpoint(t *testing.T, endpoint string, opts Options) Result {
+	t.Helper()
+	runOnce.Lock()
+	defer runOnce.Unlock()
+	if ran {
+		t.Fatal("drivertest: CSI or CSIEndpoint already ran in this test binary; Ginkgo runs one suite per process, so put each conformance run in its own package")
+	}
+	if opts.Privileged && os.Geteuid() != 0 {
+		t.Skip("drivertest: the privileged profile needs root (real mounts); run the test as root or use the unprivileged profile")
+	}
+	ran = true
+
+	r, err := newRun(t, opts)
+	if err != nil {
+		t.Fatalf("drivertest: %v", err)
+	}
+	cfg := sanity.NewTestConfig()
+	cfg.Address = endpoint
+	if err := r.configure(&cfg); err != nil {
+		t.Fatalf("drivertest: %v", err)
+	}
+
+	currentMu.Lock()
+	current = r
+	currentMu.Unlock()
+	defer func() {
+		currentMu.Lock()
+		current = nil
+		currentMu.Unlock()
+	}()
+
+	sc := sanity.GinkgoTest(&cfg)
+	defer sc.Finalize()
+	var report types.Report
+	ginkgo.AfterEach(func() {
+		// Runs after csi-sanity's Teardown (inner nodes first), which ignores errors of the
+		// directory hooks; they fail the spec here.
+		errs, leftovers := r.takeCleanupErrors(), r.takeLeftovers()
+		if len(errs) > 0 {
+			ginkgo.Fail("cleaning up the spec's directories: " + errors.Join(errs...).Error())
+		}
+		// After a spec that passed, its cleanup has unpublished and unstaged every volume it
+		// used, so a mount still there is one the driver failed to undo. After a failure it
+		// is just what the failure left behind.
+		if len(leftovers) > 0 && !ginkgo.CurrentSpecReport().Failed() {
+			ginkgo.Fail("still mounted after NodeUnpublishVolume and NodeUnstageVolume succeeded (unmounted by drivertest): " + strings.Join(leftovers, ", "))
+		}
+	})
+	ginkgo.ReportAfterSuite("drivertest summary", func(rep ginkgo.Report) { report = rep })
+
+	// csi-sanity logs through klog; keep its lines with the spec they belong to (printed when
+	// the spec fails) instead of on stderr.
+	klog.LogToStderr(false)
+	klog.SetOutput(ginkgo.GinkgoWriter)
+	defer klog.LogToStderr(true)
+
+	gomega.RegisterFailHandler(ginkgo.Fail)
+	suiteConfig, reporterConfig := ginkgo.GinkgoConfiguration()
+	reporterConfig.NoColor = true
+	// Skipped by name before the suite starts, so none of their setup or cleanup runs.
+	suiteConfig.SkipStrings = append(suiteConfig.SkipStrings, r.skipPatterns()...)
+	ginkgo.RunSpecs(t, suiteDescription, suiteConfig, reporterConfig)
+
+	res := r.summarize(report)
+	r.reportCanaryCoverage()
+	r.checkSecretsInLogs()
+	return res
+}
+
+// socketPath returns a unix socket path in the test's temporary directory, or in a shorter one
+// when that would exceed the 107 bytes a socket path may have.
+func socketPath(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "csi.sock")
+	if len(p) < 100 {
+		return p
+	}
+	dir, err := os.MkdirTemp("", "csi")
+	if err != nil {
+		t.Fatalf("drivertest: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return filepath.Join(dir, "csi.sock")
+}
+
+// run is the state of one conformance run, shared by the hooks and the csikit specs.
+type run struct {
+	t    *testing.T
+	opts Options
+	root string
+
+	mu           sync.Mutex
+	cleanupErrs  []error
+	leftovers    []string // mount points found below a spec's directories
+	canaryValues []string
+	canarySent   map[string]bool
+}
+
+// addCanary records what a canary spec sent, for the sweep of the logs at the end of the run.
+func (r *run) addCanary(values, sent []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.canaryValues = append(r.canaryValues, values...)
+	if r.canarySent == nil {
+		r.canarySent = map[string]bool{}
+	}
+	for _, s := range sent {
+		r.canarySent[s] = true
+	}
+}
+
+// reportCanaryCoverage says which request types with secrets the canary exercised.
+func (r *run) reportCanaryCoverage() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.canarySent == nil {
+		return
+	}
+	all := requestsWithSecrets()
+	var missing []string
+	for _, name := range all {
+		if !r.canarySent[name] {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) == 0 {
+		r.t.Logf("drivertest: secret canary sent secrets with all %d request types that have them", len(all))
+		return
+	}
+	r.t.Logf("drivertest: secret canary sent secrets with %d of %d request types that have them; not sent (not advertised, or their spec was skipped): %s",
+		len(all)-len(missing), len(all), strings.Join(missing, ", "))
+}
+
+// checkSecretsInLogs searches everything the plugin logged during the run, cleanup included, for
+// the canary values and the configured secrets (values of at least 8 bytes: shorter ones would
+// match by chance).
+func (r *run) checkSecretsInLogs() {
+	if r.opts.Logs == nil {
+		r.t.Log("drivertest: no Options.Logs: the plugin's logs were not searched for secrets")
+		return
+	}
+	logs := r.opts.Logs()
+	r.mu.Lock()
+	values := slices.Clone(r.canaryValues)
+	r.mu.Unlock()
+	for _, v := range configuredSecrets(r.opts.Secrets) {
+		if len(v) >= 8 {
+			values = append(values, v)
+		}
+	}
+	for _, v := range values {
+		if n := strings.Count(logs, v); n > 0 {
+			r.t.Errorf("drivertest: a secret value appears %d times in the plugin's logs", n)
+		}
+	}
+}
+
+// configuredSecrets lists every value of every secrets map in s.
+func configuredSecrets(s *sanity.CSISecrets) []string {
+	if s == nil {
+		return nil
+	}
+	var out []string
+	for _, m := range []map[string]string{s.CreateVolumeSecret, s.DeleteVolumeSecret, s.ControllerPublishVolumeSecret,
+		s.ControllerUnpublishVolumeSecret, s.ControllerValidateVolumeCapabilitiesSecret, s.NodeStageVolumeSecret,
+		s.NodePublishVolumeSecret, s.CreateSnapshotSecret, s.DeleteSnapshotSecret, s.ControllerExpandVolumeSecret,
+		s.ControllerModifyVolumeSecret, s.ListSnapshotsSecret, s.GetSnapshotSecret} {
+		for _, v := range m {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func newRun(t *testing.T, opts Options) (*run, error) {
+	// Not t.TempDir: its cleanup would remove files through anything left mounted below.
+	dir, err := os.MkdirTemp(opts.WorkDir, "drivertest-")
+	if err != nil {
+		return nil, fmt.Errorf("work directory: %w", err)
+	}
+	// Mount tables hold resolved paths; compare like with like.
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, fmt.Errorf("work directory: %w", err)
+	}
+	r := &run{t: t, opts: opts, root: root}
+	t.Cleanup(func() {
+		if err := r.unmountBelow(root); err != nil {
+			t.Errorf("drivertest: %v; %s not removed", err, root)
+			return
+		}
+		if err := os.RemoveAll(root); err != nil {
+			t.Errorf("drivertest: %v", err)
+		}
+	})
+	return r, nil
+}
+
+// configure fills csi-sanity's configuration from the options.
+func (r *run) configure(cfg *sanity.TestConfig) error {
+	o := r.opts
+	if o.TestVolumeSize > 0 {
+		cfg.TestVolumeSize = o.TestVolumeSize
+	}
+	if o.TestVolumeExpandSize > 0 {
+		cfg.TestVolumeExpandSize = o.TestVolumeExpandSize
+	}
+	cfg.TestVolumeParameters = o.TestVolumeParameters
+	cfg.TestVolumeMutableParameters = o.TestVolumeMutableParameters
+	cfg.TestSnapshotParameters = o.TestSnapshotParameters
+	if o.TestVolumeAccessType != "" {
+		cfg.TestVolumeAccessType = o.TestVolumeAccessType
+	}
+	cfg.TestNodeVolumeAttachLimit = o.TestNodeVolumeAttachLimit
+	if o.IDGen != nil {
+		cfg.IDGen = o.IDGen
+	}
+	switch {
+	case o.IdempotentCount > 0:
+		cfg.IdempotentCount = o.IdempotentCount
+	case o.IdempotentCount < 0:
+		cfg.IdempotentCount = 0
+	}
+	if o.Secrets != nil {
+		// csi-sanity only reads secrets from a YAML file. JSON is YAML, and CSISecrets' field
+		// names are its YAML keys.
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(o.Secrets); err != nil {
+			return fmt.Errorf("secrets: %w", err)
+		}
+		file := filepath.Join(r.t.TempDir(), "secrets.yaml")
+		if err := os.WriteFile(file, b.Bytes(), 0o600); err != nil {
+			return fmt.Errorf("secrets: %w", err)
+		}
+		cfg.SecretsFile = file
+	}
+	cfg.DialOptions = append(cfg.DialOptions, grpc.WithChainUnaryInterceptor(sendCopy))
+	cfg.ControllerDialOptions = append(cfg.ControllerDialOptions, grpc.WithChainUnaryInterceptor(sendCopy))
+	r.configurePaths(cfg)
+	if o.Configure != nil {
+		o.Configure(cfg)
+	}
+	return nil
+}
+
+func (r *run) addCleanupError(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cleanupErrs = append(r.cleanupErrs, err)
+}
+
+func (r *run) addLeftovers(points []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.leftovers = append(r.leftovers, points...)
+}
+
+func (r *run) takeLeftovers() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l := r.leftovers
+	r.leftovers = nil
+	return l
+}
+
+func (r *run) takeCleanupErrors() []error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	errs := r.cleanupErrs
+	r.cleanupErrs = nil
+	return errs
+}
+
+// sendCopy sends a copy of each request, leaving the caller's message as it was. csi-sanity
+// v5.6.0 compares proto messages with reflect.DeepEqual (gomega's Equal), and marshalling a
+// message stores a size cache inside it: its "snapshot with accessibility requirements" spec
+// would fail for every driver that reports the requested topology back, because the topology it
+// compares against was marshalled into the request.
+func sendCopy(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	if m, ok := req.(proto.Message); ok {
+		req = proto.Clone(m)
+	}
+	return invoker(ctx, method, req, reply, cc, opts...)
+}
+
+// summarize counts the specs, prints every skip with its reason, and checks that every entry of
+// the mount-spec table named a real spec (a renamed spec would otherwise silently run).
+func (r *run) summarize(rep ginkgo.Report) Result {
+	t := r.t
+	res := Result{Skips: map[string]string{}, Failures: map[string]string{}}
+	seen := map[string]bool{}
+	for _, s := range rep.SpecReports {
+		if s.LeafNodeType != types.NodeTypeIt {
+			continue
+		}
+		name := s.FullText()
+		seen[name] = true
+		switch {
+		case s.State == types.SpecStatePending:
+			res.Skipped++
+			res.Skips[name] = "disabled in csi-sanity itself (XIt)"
+		case s.State == types.SpecStateSkipped:
+			res.Skipped++
+			reason, ok := r.skipReason(name)
+			if !ok {
+				reason = strings.TrimSpace(s.Failure.Message)
+			}
+			if reason == "" {
+				reason = "skipped by a -ginkgo.skip or -ginkgo.focus flag"
+			}
+			res.Skips[name] = reason
+		case s.State == types.SpecStatePassed:
+			res.Ran++
+			res.Passed++
+		case s.State.Is(types.SpecStateFailureStates):
+			res.Ran++
+			res.Failed++
+			res.Failures[name] = s.Failure.Message
+		}
+	}
+	names := make([]string, 0, len(res.Skips))
+	for n := range res.Skips {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		t.Logf("skipped: %s: %s", n, res.Skips[n])
+	}
+	for _, m := range MountSpecs() {
+		if !seen[m.Spec] {
+			t.Errorf("drivertest: the mount-spec table names %q, which is not a spec of this suite; update MountSpecs", m.Spec)
+		}
+	}
+	t.Logf("drivertest: %d specs ran: %d passed, %d failed; %d skipped", res.Ran, res.Passed, res.Failed, res.Skipped)
+	return res
+}
+
+// logBuffer collects log output; zap writes to it from many goroutines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) Sync() error { return nil }
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
