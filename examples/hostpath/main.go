@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"go.uber.org/zap"
+	"k8s.io/klog/v2"
 
 	"github.com/csikit/csikit/driver"
 	"github.com/csikit/csikit/driver/cmdline"
@@ -53,6 +54,7 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer logger.Sync() //nolint:errcheck // stderr
+	routeKlog(logger)
 	capBytes, err := parseSize(*capacity)
 	if err != nil {
 		return fmt.Errorf("--capacity: %w", err)
@@ -86,6 +88,33 @@ func run(ctx context.Context, args []string) error {
 	}
 	logger.Info("starting", zap.String("mode", *mode), zap.String("node", *nodeID), zap.String("state", *stateDir))
 	return d.Run(ctx)
+}
+
+// routeKlog sends the lines k8s.io/mount-utils logs through klog (format and mount decisions) to
+// the driver's logger, so the operator reads one structured log. mount-utils masks sensitive
+// mount options itself.
+func routeKlog(logger *zap.Logger) {
+	klog.LogToStderr(false)
+	klog.SetOutput(klogWriter{logger.Named("mount")})
+}
+
+type klogWriter struct{ logger *zap.Logger }
+
+func (w klogWriter) Write(p []byte) (int, error) {
+	line := strings.TrimSpace(string(p))
+	// klog's header ("I1122 08:58:42.149300 15015 mount_linux.go:607] ") carries what zap adds.
+	if i := strings.Index(line, "] "); i > 0 && i < 60 {
+		line = line[i+2:]
+	}
+	switch {
+	case len(p) > 0 && p[0] == 'E':
+		w.logger.Error(line)
+	case len(p) > 0 && p[0] == 'W':
+		w.logger.Warn(line)
+	default:
+		w.logger.Info(line)
+	}
+	return len(p), nil
 }
 
 func envOr(name, def string) string {
