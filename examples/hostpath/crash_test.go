@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -251,17 +250,15 @@ func TestCrashRecovery(t *testing.T) {
 	t.Logf("%d volume lives across 20 kills; calls interrupted by step (0=create ... 7=delete): %v", len(lives), interruptedAt)
 }
 
+// volumeEntries lists the volume backings on disk (volumes/<shard>/<id>[.img]), by ID.
 func volumeEntries(t *testing.T, dir string) []string {
-	des, err := os.ReadDir(filepath.Join(dir, "state", "volumes"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
+	paths, err := filepath.Glob(filepath.Join(dir, "state", "volumes", "*", "*"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []string
-	for _, d := range des {
-		out = append(out, strings.TrimSuffix(d.Name(), ".img"))
+	for _, p := range paths {
+		out = append(out, strings.TrimSuffix(filepath.Base(p), ".img"))
 	}
 	slices.Sort(out)
 	return out

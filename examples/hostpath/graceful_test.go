@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -31,7 +30,8 @@ func TestSIGTERMLetsInFlightCallsFinish(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Fill the source with data so the clone has real work to do.
-	img := filepath.Join(dir, "state", "volumes", src.GetVolume().GetVolumeId()+".img")
+	id := src.GetVolume().GetVolumeId()
+	img := filepath.Join(dir, "state", "volumes", id[4:6], id+".img")
 	f, err := os.OpenFile(img, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -83,15 +83,9 @@ func TestSIGTERMLetsInFlightCallsFinish(t *testing.T) {
 }
 
 func imageCount(t *testing.T, dir string) int {
-	des, err := os.ReadDir(dir)
+	paths, err := filepath.Glob(filepath.Join(dir, "*", "*.img"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	for _, d := range des {
-		if strings.HasSuffix(d.Name(), ".img") {
-			n++
-		}
-	}
-	return n
+	return len(paths)
 }

@@ -299,7 +299,7 @@ func (c *Controller) CreateVolume(ctx context.Context, req *driver.CreateVolumeR
 	if err := fail("create-volume:after-backing"); err != nil {
 		return undo(err)
 	}
-	if err := c.l.persistEntries(c.l.volumesDir()); err != nil {
+	if err := c.l.persistEntries(filepath.Dir(backing)); err != nil {
 		return undo(err)
 	}
 	err = c.st.update(func(tx *bolt.Tx) error {

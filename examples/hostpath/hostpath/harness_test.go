@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -160,5 +161,20 @@ func (e *env) ourMounts() []string {
 			out = append(out, m.MountPoint)
 		}
 	}
+	return out
+}
+
+// backings lists the entries of every shard under dir (volumes or snapshots), sorted.
+func backings(t *testing.T, dir string) []string {
+	t.Helper()
+	sds, err := shards(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, sd := range sds {
+		out = append(out, entries(t, sd)...)
+	}
+	slices.Sort(out)
 	return out
 }

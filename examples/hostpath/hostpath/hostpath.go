@@ -203,6 +203,10 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 func removeAll(path string) error {
+	// Most backings are an empty directory or a single file: one unlink does it.
+	if err := os.Remove(path); err == nil || errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
 	if err := os.RemoveAll(path); err != nil {
 		return fmt.Errorf("remove %s: %w", path, err)
 	}

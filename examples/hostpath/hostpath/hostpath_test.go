@@ -89,7 +89,7 @@ func TestFailedControllerOperationsLeaveNothingBehind(t *testing.T) {
 	ctx := context.Background()
 	src := e.create(t, "source", 1<<20, mountCap(""))
 	block := e.create(t, "block-source", 1<<20, blockCap())
-	volumesBefore := entries(t, e.plugin.Controller.l.volumesDir())
+	volumesBefore := backings(t, e.plugin.Controller.l.volumesDir())
 	tests := []struct {
 		point string
 		call  func() error
@@ -119,17 +119,17 @@ func TestFailedControllerOperationsLeaveNothingBehind(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.point, func(t *testing.T) {
-			before := entries(t, tt.dir)
+			before := backings(t, tt.dir)
 			withFailpoint(t, tt.point)
 			if err := tt.call(); status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "injected") {
 				t.Fatalf("got %v, want the injected failure", err)
 			}
-			if after := entries(t, tt.dir); !slices.Equal(before, after) {
+			if after := backings(t, tt.dir); !slices.Equal(before, after) {
 				t.Fatalf("left behind: before %v, after %v", before, after)
 			}
 		})
 	}
-	if got := entries(t, e.plugin.Controller.l.volumesDir()); !slices.Equal(got, volumesBefore) {
+	if got := backings(t, e.plugin.Controller.l.volumesDir()); !slices.Equal(got, volumesBefore) {
 		t.Fatalf("volumes changed: %v -> %v", volumesBefore, got)
 	}
 	// The names are free again: a retry succeeds.
@@ -486,7 +486,7 @@ func TestRestartReconcilesInterruptedOperations(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.start()
-	got := entries(t, l.volumesDir())
+	got := backings(t, l.volumesDir())
 	if !slices.Equal(got, []string{kept.GetVolumeId()}) {
 		t.Fatalf("after restart the volumes directory holds %v, want only %s", got, kept.GetVolumeId())
 	}

@@ -1,8 +1,10 @@
 package hostpath
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -44,6 +46,15 @@ func backingInUse(kind, path string) (string, error) {
 // its file system (major:minor) and its root within that file system, so dir is translated into
 // that form first.
 func bindMountsOf(dir string) ([]string, error) {
+	// Every backing's path ends in a unique ID: when the mount table does not even contain it,
+	// nothing is mounted from it, and the parse below is skipped (the common case of a delete).
+	raw, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("read mountinfo: %w", err)
+	}
+	if !bytes.Contains(raw, []byte(filepath.Base(dir))) {
+		return nil, nil
+	}
 	var st unix.Stat_t
 	if err := unix.Stat(dir, &st); err != nil {
 		return nil, nil // gone: not mounted from here

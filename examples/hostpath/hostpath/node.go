@@ -672,15 +672,23 @@ func (n *Node) reconcile() error {
 		}
 	}
 	// Ephemeral volumes without a publication: a publish that crashed before it committed.
-	entries, err := os.ReadDir(n.l.volumesDir())
+	shardDirs, err := shards(n.l.volumesDir())
 	if err != nil {
 		return err
 	}
-	for _, e := range entries {
-		id := e.Name()
-		if !validID(id) || !strings.HasPrefix(id, "eph-") {
-			continue
+	var ephemeral []string
+	for _, sd := range shardDirs {
+		entries, err := os.ReadDir(sd)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", sd, err)
 		}
+		for _, e := range entries {
+			if validID(e.Name()) && strings.HasPrefix(e.Name(), "eph-") {
+				ephemeral = append(ephemeral, e.Name())
+			}
+		}
+	}
+	for _, id := range ephemeral {
 		pubs, err := n.publications(id)
 		if err != nil {
 			return err

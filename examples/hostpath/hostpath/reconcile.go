@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	bolt "go.etcd.io/bbolt"
@@ -62,18 +63,24 @@ func (c *Controller) reconcile() error {
 		{c.l.volumesDir(), "vol-", func(id string) bool { _, ok := volumes[id]; return ok }},
 		{c.l.snapshotsDir(), "snap-", func(id string) bool { _, ok := snapshots[id]; return ok }},
 	} {
-		entries, err := os.ReadDir(dir.path)
+		shardDirs, err := shards(dir.path)
 		if err != nil {
-			return fmt.Errorf("read %s: %w", dir.path, err)
+			return err
 		}
-		for _, e := range entries {
-			id := strings.TrimSuffix(e.Name(), ".img")
-			if !validID(id) || !strings.HasPrefix(id, dir.prefix) || dir.known(id) {
-				continue
+		for _, sd := range shardDirs {
+			entries, err := os.ReadDir(sd)
+			if err != nil {
+				return fmt.Errorf("read %s: %w", sd, err)
 			}
-			c.log.Info("removing the backing of a create that did not commit", zap.String("id", id))
-			if err := removeAll(dir.path + "/" + e.Name()); err != nil {
-				return err
+			for _, e := range entries {
+				id := strings.TrimSuffix(e.Name(), ".img")
+				if !validID(id) || !strings.HasPrefix(id, dir.prefix) || dir.known(id) {
+					continue
+				}
+				c.log.Info("removing the backing of a create that did not commit", zap.String("id", id))
+				if err := removeAll(filepath.Join(sd, e.Name())); err != nil {
+					return err
+				}
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -102,7 +103,7 @@ func (c *Controller) CreateSnapshot(ctx context.Context, req *driver.CreateSnaps
 	if err := fail("create-snapshot:after-backing"); err != nil {
 		return undo(err)
 	}
-	if err := c.l.persistEntries(c.l.snapshotsDir()); err != nil {
+	if err := c.l.persistEntries(filepath.Dir(backing)); err != nil {
 		return undo(err)
 	}
 	err = c.st.update(func(tx *bolt.Tx) error {
@@ -255,8 +256,10 @@ func (c *Controller) CreateVolumeGroupSnapshot(ctx context.Context, req *driver.
 	if err := fail("create-group-snapshot:after-backing"); err != nil {
 		return undo(err)
 	}
-	if err := c.l.persistEntries(c.l.snapshotsDir()); err != nil {
-		return undo(err)
+	for _, m := range members {
+		if err := c.l.persistEntries(filepath.Dir(c.l.snapshotBacking(m.Kind, m.ID))); err != nil {
+			return undo(err)
+		}
 	}
 	err = c.st.update(func(tx *bolt.Tx) error {
 		if getString(tx, bGroupNames, g.Name) != "" {
