@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -192,6 +193,10 @@ func (d *Driver) NewServer(opts ...grpc.ServerOption) *grpc.Server {
 	all := []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(d.UnaryInterceptors()...),
 		grpc.ChainStreamInterceptor(d.StreamInterceptors()...),
+		// Reused worker goroutines keep the stack a call through the interceptor chain needs;
+		// a fresh goroutine per call (grpc-go's default) grows a new stack every time. A busy
+		// pool still spawns a goroutine, so a slow call never blocks the others.
+		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
 	}
 	all = append(all, d.cfg.ServerOptions...)
 	all = append(all, opts...)

@@ -76,27 +76,42 @@ func UnaryServerInterceptor(logger *zap.Logger, opts ...Option) grpc.UnaryServer
 		start := time.Now()
 		method := shortMethod(info.FullMethod)
 		id := o.requestID(ctx)
-		if ce := logger.Check(zapcore.DebugLevel, "request"); ce != nil {
-			ce.Write(zap.String("method", method), zap.String("request_id", id), payload(o, "request", req))
-		}
+		logPayload(logger, o, "request", method, id, req)
 		resp, err := handler(ctx, req)
-		code := status.Code(err)
-		if ce := logger.Check(levelFor(code), "call"); ce != nil {
-			fields := make([]zap.Field, 0, 6)
-			fields = append(fields, zap.String("method", method), zap.String("request_id", id),
-				zap.Duration("duration", time.Since(start)), zap.String("code", code.String()))
-			if err != nil {
-				fields = append(fields, zap.String("error", status.Convert(err).Message()))
-			}
-			ce.Write(fields...)
-		}
+		logCall(logger, method, id, start, err)
 		if err == nil {
-			if ce := logger.Check(zapcore.DebugLevel, "response"); ce != nil {
-				ce.Write(zap.String("method", method), zap.String("request_id", id), payload(o, "response", resp))
-			}
+			logPayload(logger, o, "response", method, id, resp)
 		}
 		return resp, err
 	}
+}
+
+// The log calls live in small functions kept out of line (go:noinline): inlined, their zap.Field
+// values would sit in the interceptor's frame, and grpc-go runs each call on a fresh goroutine
+// whose stack would then have to grow to hold them, on every call, at any log level.
+//
+//go:noinline
+func logPayload(logger *zap.Logger, o *options, key, method, id string, m any) {
+	if ce := logger.Check(zapcore.DebugLevel, key); ce != nil {
+		ce.Write(zap.String("method", method), zap.String("request_id", id), payload(o, key, m))
+	}
+}
+
+//go:noinline
+func logCall(logger *zap.Logger, method, id string, start time.Time, err error) {
+	code := status.Code(err)
+	ce := logger.Check(levelFor(code), "call")
+	if ce == nil {
+		return
+	}
+	if err == nil {
+		ce.Write(zap.String("method", method), zap.String("request_id", id),
+			zap.Duration("duration", time.Since(start)), zap.String("code", code.String()))
+		return
+	}
+	ce.Write(zap.String("method", method), zap.String("request_id", id),
+		zap.Duration("duration", time.Since(start)), zap.String("code", code.String()),
+		zap.String("error", status.Convert(err).Message()))
 }
 
 func payload(o *options, key string, m any) zap.Field {

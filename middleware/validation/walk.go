@@ -100,6 +100,60 @@ func checkMessage(m protoreflect.Message, p *plan) *violation {
 
 func checkField(m protoreflect.Message, sv reflect.Value, fast bool, r *fieldRule) *violation {
 	switch r.kind {
+	case kMessage:
+		return checkSubMessage(m, sv, fast, r)
+	case kMessageList:
+		return checkSubList(m, sv, fast, r)
+	}
+	return checkLeaf(m, sv, fast, r)
+}
+
+func checkSubMessage(m protoreflect.Message, sv reflect.Value, fast bool, r *fieldRule) *violation {
+	if !m.Has(r.fd) {
+		if r.flags&fRequired != 0 {
+			return newViolation(problemMissing).at(r.seg)
+		}
+		return nil
+	}
+	sub := m.Get(r.fd).Message()
+	if r.flags&fWrapperNonNegative != 0 {
+		if fd := sub.Descriptor().Fields().ByNumber(1); fd != nil && sub.Get(fd).Int() < 0 {
+			return newViolation("must not be negative").at(r.seg)
+		}
+	}
+	if r.sub != nil {
+		if v := checkMessage(sub, r.sub); v != nil {
+			return v.at(r.seg)
+		}
+	}
+	return nil
+}
+
+func checkSubList(m protoreflect.Message, sv reflect.Value, fast bool, r *fieldRule) *violation {
+	l := messageList(m, sv, fast, r)
+	if l.n == 0 {
+		if r.flags&fRequired != 0 {
+			return newViolation(problemMissing).at(r.seg)
+		}
+		return nil
+	}
+	if r.sub != nil {
+		for i := 0; i < l.n; i++ {
+			if v := checkMessage(l.at(i), r.sub); v != nil {
+				return v.atIndex(i).at(r.seg)
+			}
+		}
+	}
+	return nil
+}
+
+// checkLeaf holds the checks of scalar, string and map fields. It is kept out of line so that the
+// recursion through checkMessage, checkSubMessage and checkSubList stays small: a big recursive
+// frame made every call's fresh goroutine stack grow, which cost more than the checks themselves.
+//
+//go:noinline
+func checkLeaf(m protoreflect.Message, sv reflect.Value, fast bool, r *fieldRule) *violation {
+	switch r.kind {
 	case kString:
 		s := m.Get(r.fd).String()
 		if s == "" {
@@ -151,24 +205,6 @@ func checkField(m protoreflect.Message, sv reflect.Value, fast bool, r *fieldRul
 		if n <= 0 && r.flags&fPositive != 0 {
 			return newViolation("must be greater than zero").at(r.seg)
 		}
-	case kMessage:
-		if !m.Has(r.fd) {
-			if r.flags&fRequired != 0 {
-				return newViolation(problemMissing).at(r.seg)
-			}
-			return nil
-		}
-		sub := m.Get(r.fd).Message()
-		if r.flags&fWrapperNonNegative != 0 {
-			if fd := sub.Descriptor().Fields().ByNumber(1); fd != nil && sub.Get(fd).Int() < 0 {
-				return newViolation("must not be negative").at(r.seg)
-			}
-		}
-		if r.sub != nil {
-			if v := checkMessage(sub, r.sub); v != nil {
-				return v.at(r.seg)
-			}
-		}
 	case kStringList:
 		list := stringList(m, sv, fast, r)
 		if list.n == 0 {
@@ -190,21 +226,6 @@ func checkField(m protoreflect.Message, sv reflect.Value, fast bool, r *fieldRul
 			for i := 0; i < list.n; i++ {
 				if s := list.at(i); len(s) > r.maxLen {
 					return tooLong(len(s), r.maxLen).atIndex(i).at(r.seg)
-				}
-			}
-		}
-	case kMessageList:
-		l := messageList(m, sv, fast, r)
-		if l.n == 0 {
-			if r.flags&fRequired != 0 {
-				return newViolation(problemMissing).at(r.seg)
-			}
-			return nil
-		}
-		if r.sub != nil {
-			for i := 0; i < l.n; i++ {
-				if v := checkMessage(l.at(i), r.sub); v != nil {
-					return v.atIndex(i).at(r.seg)
 				}
 			}
 		}

@@ -1,0 +1,26 @@
+module github.com/csikit/csikit/bench
+
+go 1.26.0
+
+replace github.com/csikit/csikit => ../
+
+require (
+	github.com/container-storage-interface/spec v1.13.0
+	github.com/csikit/csikit v0.0.0
+	github.com/dell/gocsi v1.12.0
+	github.com/kubernetes-csi/csi-lib-utils v0.25.0
+	github.com/sirupsen/logrus v1.9.3
+	go.uber.org/zap v1.28.0
+	google.golang.org/grpc v1.85.0
+	google.golang.org/protobuf v1.36.12
+)
+
+require (
+	github.com/akutz/gosync v0.1.0 // indirect
+	github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.4 // indirect
+	go.uber.org/multierr v1.10.0 // indirect
+	golang.org/x/net v0.60.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260825221802-da73d73af1c5 // indirect
+)
