@@ -176,27 +176,7 @@ func (b *planBuilder) build(md protoreflect.MessageDescriptor) *plan {
 	for i := range fds.Len() {
 		fd := fds.Get(i)
 		f := &p.fields[i]
-		f.fd = fd
-		f.name = string(fd.Name())
-		f.kind = fd.Kind()
-		f.secret = b.r.isSecret(fd)
-		switch {
-		case fd.IsMap():
-			f.card = cardMap
-			f.kind = fd.MapValue().Kind()
-			f.strMap = fd.MapKey().Kind() == protoreflect.StringKind && f.kind == protoreflect.StringKind
-			if md := fd.MapValue().Message(); md != nil {
-				f.sub = b.build(md)
-			}
-		case fd.IsList():
-			f.card = cardList
-		case fd.Message() != nil:
-			f.card = cardMessage
-		}
-		if fd.Message() != nil && !fd.IsMap() {
-			f.sub = b.build(fd.Message())
-		}
-		f.setEnum()
+		*f = newFieldPlan(fd, string(fd.Name()), b.r.isSecret(fd), b.build)
 		if od := fd.ContainingOneof(); od != nil && !od.IsSynthetic() {
 			f.inOneof = true
 			if !seenOneof[od.Index()] {
@@ -653,4 +633,28 @@ func strListAt(fbase unsafe.Pointer, f *fieldPlan) []string {
 
 func ptrListAt(fbase unsafe.Pointer, f *fieldPlan) []unsafe.Pointer {
 	return *(*[]unsafe.Pointer)(unsafe.Add(fbase, f.off))
+}
+
+// newFieldPlan describes one field: its shape, whether it is secret, and the plan of the message
+// it holds (from sub, which builds or looks up plans).
+func newFieldPlan(fd protoreflect.FieldDescriptor, name string, secret bool, sub func(protoreflect.MessageDescriptor) *plan) fieldPlan {
+	f := fieldPlan{fd: fd, name: name, kind: fd.Kind(), secret: secret}
+	switch {
+	case fd.IsMap():
+		f.card = cardMap
+		f.kind = fd.MapValue().Kind()
+		f.strMap = fd.MapKey().Kind() == protoreflect.StringKind && f.kind == protoreflect.StringKind
+		if md := fd.MapValue().Message(); md != nil {
+			f.sub = sub(md)
+		}
+	case fd.IsList():
+		f.card = cardList
+	case fd.Message() != nil:
+		f.card = cardMessage
+	}
+	if fd.Message() != nil && !fd.IsMap() {
+		f.sub = sub(fd.Message())
+	}
+	f.setEnum()
+	return f
 }

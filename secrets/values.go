@@ -65,6 +65,15 @@ func (r *Redactor) Scrub(text string, m proto.Message) string {
 // Scrub is Redactor.Scrub on the default Redactor (heuristic off).
 func Scrub(text string, m proto.Message) string { return defaultRedactor.Scrub(text, m) }
 
+// ScrubAny is Scrub for a request of unknown type, as gRPC interceptors hold it: text is returned
+// unchanged when req is not a proto message.
+func ScrubAny(text string, req any) string {
+	if m, ok := req.(proto.Message); ok {
+		return Scrub(text, m)
+	}
+	return text
+}
+
 // search prepares a walker for a secret search of m, or returns nil when m
 // cannot hold a secret.
 func (r *Redactor) search(m proto.Message) (*walker, cursor) {

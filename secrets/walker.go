@@ -543,25 +543,7 @@ func (r *registry) extensions(m protoreflect.Message) []fieldPlan {
 
 // fieldPlanOf builds a standalone plan for one field (used for extensions).
 func (r *registry) fieldPlanOf(fd protoreflect.FieldDescriptor) fieldPlan {
-	f := fieldPlan{fd: fd, name: "[" + string(fd.FullName()) + "]", kind: fd.Kind(), secret: r.isSecret(fd)}
-	switch {
-	case fd.IsMap():
-		f.card = cardMap
-		f.kind = fd.MapValue().Kind()
-		f.strMap = fd.MapKey().Kind() == protoreflect.StringKind && f.kind == protoreflect.StringKind
-		if md := fd.MapValue().Message(); md != nil {
-			f.sub = r.planFor(md)
-		}
-	case fd.IsList():
-		f.card = cardList
-	case fd.Message() != nil:
-		f.card = cardMessage
-	}
-	if fd.Message() != nil && !fd.IsMap() {
-		f.sub = r.planFor(fd.Message())
-	}
-	f.setEnum()
-	return f
+	return newFieldPlan(fd, "["+string(fd.FullName())+"]", r.isSecret(fd), r.planFor)
 }
 
 // sortedEntries collects the entries of m into buf, sorted by key.

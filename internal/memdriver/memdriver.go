@@ -273,6 +273,15 @@ func (d *Driver) CreateVolume(_ context.Context, req *driver.CreateVolumeRequest
 	return v.public(), nil
 }
 
+// volume returns a volume by ID; the caller holds d.mu.
+func (d *Driver) volume(id string) (*volume, error) {
+	v, ok := d.volumes[id]
+	if !ok {
+		return nil, fmt.Errorf("volume %q: %w", id, driver.ErrNotFound)
+	}
+	return v, nil
+}
+
 func (v *volume) public() *driver.Volume {
 	return &driver.Volume{ID: v.id, CapacityBytes: v.size, Context: v.context, Source: v.source, AccessibleTopology: v.topology}
 }
@@ -281,9 +290,9 @@ func (v *volume) public() *driver.Volume {
 func (d *Driver) DeleteVolume(_ context.Context, req *driver.DeleteVolumeRequest) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	v, ok := d.volumes[req.VolumeID]
-	if !ok {
-		return fmt.Errorf("volume %q: %w", req.VolumeID, driver.ErrNotFound)
+	v, err := d.volume(req.VolumeID)
+	if err != nil {
+		return err
 	}
 	if len(v.published) > 0 {
 		return fmt.Errorf("volume %q is published on %d node(s): %w", v.id, len(v.published), driver.ErrInUse)
@@ -301,9 +310,9 @@ func (d *Driver) DeleteVolume(_ context.Context, req *driver.DeleteVolumeRequest
 func (d *Driver) ValidateVolumeCapabilities(_ context.Context, req *driver.ValidateVolumeCapabilitiesRequest) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	v, ok := d.volumes[req.VolumeID]
-	if !ok {
-		return fmt.Errorf("volume %q: %w", req.VolumeID, driver.ErrNotFound)
+	v, err := d.volume(req.VolumeID)
+	if err != nil {
+		return err
 	}
 	for _, c := range req.Capabilities {
 		if c.Block && !v.block {
@@ -317,9 +326,9 @@ func (d *Driver) ValidateVolumeCapabilities(_ context.Context, req *driver.Valid
 func (d *Driver) ControllerPublishVolume(_ context.Context, req *driver.ControllerPublishRequest) (map[string]string, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	v, ok := d.volumes[req.VolumeID]
-	if !ok {
-		return nil, fmt.Errorf("volume %q: %w", req.VolumeID, driver.ErrNotFound)
+	v, err := d.volume(req.VolumeID)
+	if err != nil {
+		return nil, err
 	}
 	if req.NodeID != d.opts.NodeID {
 		return nil, fmt.Errorf("node %q: %w", req.NodeID, driver.ErrNotFound)
@@ -355,9 +364,9 @@ func (d *Driver) ControllerPublishVolume(_ context.Context, req *driver.Controll
 func (d *Driver) ControllerUnpublishVolume(_ context.Context, req *driver.ControllerUnpublishRequest) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	v, ok := d.volumes[req.VolumeID]
-	if !ok {
-		return fmt.Errorf("volume %q: %w", req.VolumeID, driver.ErrNotFound)
+	v, err := d.volume(req.VolumeID)
+	if err != nil {
+		return err
 	}
 	if req.NodeID == "" {
 		clear(v.published)
@@ -479,9 +488,9 @@ func (d *Driver) GetSnapshot(_ context.Context, req *driver.GetSnapshotRequest) 
 func (d *Driver) ControllerExpandVolume(_ context.Context, req *driver.ControllerExpandVolumeRequest) (int64, bool, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	v, ok := d.volumes[req.VolumeID]
-	if !ok {
-		return 0, false, fmt.Errorf("volume %q: %w", req.VolumeID, driver.ErrNotFound)
+	v, err := d.volume(req.VolumeID)
+	if err != nil {
+		return 0, false, err
 	}
 	size, err := req.Capacity.Resolve(v.size, BlockSize)
 	if err != nil {
@@ -512,9 +521,9 @@ func (d *Driver) ControllerExpandVolume(_ context.Context, req *driver.Controlle
 func (d *Driver) ControllerGetVolume(_ context.Context, req *driver.ControllerGetVolumeRequest) (*driver.VolumeEntry, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	v, ok := d.volumes[req.VolumeID]
-	if !ok {
-		return nil, fmt.Errorf("volume %q: %w", req.VolumeID, driver.ErrNotFound)
+	v, err := d.volume(req.VolumeID)
+	if err != nil {
+		return nil, err
 	}
 	e := v.entry()
 	return &e, nil
@@ -524,9 +533,9 @@ func (d *Driver) ControllerGetVolume(_ context.Context, req *driver.ControllerGe
 func (d *Driver) ControllerModifyVolume(_ context.Context, req *driver.ControllerModifyVolumeRequest) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	v, ok := d.volumes[req.VolumeID]
-	if !ok {
-		return fmt.Errorf("volume %q: %w", req.VolumeID, driver.ErrNotFound)
+	v, err := d.volume(req.VolumeID)
+	if err != nil {
+		return err
 	}
 	for k := range req.MutableParameters {
 		if !slices.Contains(d.opts.MutableParameters, k) {
@@ -554,9 +563,9 @@ func (d *Driver) MutableParameters(volumeID string) map[string]string {
 func (d *Driver) ControllerGetVolumeHealth(_ context.Context, req *driver.ControllerGetVolumeHealthRequest) (*driver.VolumeHealth, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	v, ok := d.volumes[req.VolumeID]
-	if !ok {
-		return nil, fmt.Errorf("volume %q: %w", req.VolumeID, driver.ErrNotFound)
+	v, err := d.volume(req.VolumeID)
+	if err != nil {
+		return nil, err
 	}
 	return &driver.VolumeHealth{VolumeID: v.id, Conditions: slices.Clone(v.health)}, nil
 }
@@ -611,9 +620,9 @@ func (d *Driver) NodeUnstageVolume(_ context.Context, req *driver.NodeUnstageReq
 func (d *Driver) NodePublishVolume(_ context.Context, req *driver.NodePublishRequest) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	v, ok := d.volumes[req.VolumeID]
-	if !ok {
-		return fmt.Errorf("volume %q: %w", req.VolumeID, driver.ErrNotFound)
+	v, err := d.volume(req.VolumeID)
+	if err != nil {
+		return err
 	}
 	if p, ok := d.staged[req.VolumeID]; !ok || p != req.StagingTargetPath {
 		return fmt.Errorf("volume %q is not staged at %q: %w", req.VolumeID, req.StagingTargetPath, driver.ErrFailedPrecondition)
@@ -672,9 +681,9 @@ func (d *Driver) NodeUnpublishVolume(_ context.Context, req *driver.NodeUnpublis
 func (d *Driver) NodeGetVolumeStats(_ context.Context, req *driver.NodeGetVolumeStatsRequest) ([]driver.VolumeUsage, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	v, ok := d.volumes[req.VolumeID]
-	if !ok {
-		return nil, fmt.Errorf("volume %q: %w", req.VolumeID, driver.ErrNotFound)
+	v, err := d.volume(req.VolumeID)
+	if err != nil {
+		return nil, err
 	}
 	if _, pub := d.published[v.id][req.VolumePath]; !pub && d.staged[v.id] != req.VolumePath {
 		return nil, fmt.Errorf("volume %q is not published or staged at %q: %w", v.id, req.VolumePath, driver.ErrNotFound)
@@ -687,9 +696,9 @@ func (d *Driver) NodeGetVolumeStats(_ context.Context, req *driver.NodeGetVolume
 func (d *Driver) NodeExpandVolume(_ context.Context, req *driver.NodeExpandVolumeRequest) (int64, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	v, ok := d.volumes[req.VolumeID]
-	if !ok {
-		return 0, fmt.Errorf("volume %q: %w", req.VolumeID, driver.ErrNotFound)
+	v, err := d.volume(req.VolumeID)
+	if err != nil {
+		return 0, err
 	}
 	if req.Capacity.RequiredBytes > v.size {
 		return 0, fmt.Errorf("volume %q has %d bytes; expand it on the controller first: %w", v.id, v.size, driver.ErrOutOfRange)
@@ -702,9 +711,9 @@ func (d *Driver) NodeExpandVolume(_ context.Context, req *driver.NodeExpandVolum
 func (d *Driver) NodeGetVolumeHealth(_ context.Context, req *driver.NodeGetVolumeHealthRequest) (*driver.VolumeHealth, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	v, ok := d.volumes[req.VolumeID]
-	if !ok {
-		return nil, fmt.Errorf("volume %q: %w", req.VolumeID, driver.ErrNotFound)
+	v, err := d.volume(req.VolumeID)
+	if err != nil {
+		return nil, err
 	}
 	return &driver.VolumeHealth{VolumeID: v.id, Conditions: slices.Clone(v.health)}, nil
 }

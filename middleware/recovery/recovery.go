@@ -13,7 +13,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/csikit/csikit/middleware/requestid"
 	"github.com/csikit/csikit/secrets"
@@ -53,14 +52,6 @@ func WithRequestID(f func(ctx context.Context) (context.Context, string)) Option
 	return func(o *options) { o.requestID = f }
 }
 
-// scrubRequest is the default scrubber: secrets.Scrub for proto requests.
-func scrubRequest(text string, req any) string {
-	if m, ok := req.(proto.Message); ok {
-		return secrets.Scrub(text, m)
-	}
-	return text
-}
-
 func newOptions(opts []Option) *options {
 	o := &options{}
 	for _, opt := range opts {
@@ -70,7 +61,7 @@ func newOptions(opts []Option) *options {
 		o.logger = defaultLogger()
 	}
 	if o.scrub == nil {
-		o.scrub = scrubRequest
+		o.scrub = secrets.ScrubAny
 	}
 	if o.requestID == nil {
 		o.requestID = requestid.Ensure

@@ -10,7 +10,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/csikit/csikit/secrets"
 )
@@ -48,21 +47,13 @@ func WithMaxMessageLen(n int) Option {
 	return func(o *options) { o.maxLen = n }
 }
 
-// scrubRequest is the default scrubber: secrets.Scrub for proto requests.
-func scrubRequest(text string, req any) string {
-	if m, ok := req.(proto.Message); ok {
-		return secrets.Scrub(text, m)
-	}
-	return text
-}
-
 func newOptions(opts []Option) *options {
 	o := &options{}
 	for _, opt := range opts {
 		opt(o)
 	}
 	if o.scrub == nil {
-		o.scrub = scrubRequest
+		o.scrub = secrets.ScrubAny
 	}
 	switch {
 	case o.maxLen <= 0:

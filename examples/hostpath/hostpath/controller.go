@@ -209,15 +209,7 @@ func (c *Controller) checkTopology(req *driver.TopologyRequirement) error {
 // commits its record. A failure at any step removes what was made.
 func (c *Controller) CreateVolume(ctx context.Context, req *driver.CreateVolumeRequest) (*driver.Volume, error) {
 	fp := req.Fingerprint()
-	var existing *volumeRecord
-	err := c.st.view(func(tx *bolt.Tx) error {
-		id := getString(tx, bVolumeNames, req.Name)
-		if id == "" {
-			return nil
-		}
-		existing = &volumeRecord{}
-		return getJSON(tx, bVolumes, id, existing)
-	})
+	existing, err := byName[volumeRecord](c.st, bVolumeNames, bVolumes, req.Name)
 	if err != nil {
 		return nil, err
 	}

@@ -60,15 +60,7 @@ func delSnapshot(tx *bolt.Tx, rec *snapshotRecord) error {
 // record. The same name with the same source returns the existing snapshot.
 func (c *Controller) CreateSnapshot(ctx context.Context, req *driver.CreateSnapshotRequest) (*driver.Snapshot, error) {
 	fp := req.Fingerprint()
-	var existing *snapshotRecord
-	err := c.st.view(func(tx *bolt.Tx) error {
-		id := getString(tx, bSnapshotNames, req.Name)
-		if id == "" {
-			return nil
-		}
-		existing = &snapshotRecord{}
-		return getJSON(tx, bSnapshots, id, existing)
-	})
+	existing, err := byName[snapshotRecord](c.st, bSnapshotNames, bSnapshots, req.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -203,15 +195,7 @@ func (c *Controller) ListSnapshotsPage(ctx context.Context, req *driver.ListSnap
 // one transaction.
 func (c *Controller) CreateVolumeGroupSnapshot(ctx context.Context, req *driver.CreateVolumeGroupSnapshotRequest) (*driver.GroupSnapshot, error) {
 	fp := req.Fingerprint()
-	var existing *groupRecord
-	err := c.st.view(func(tx *bolt.Tx) error {
-		id := getString(tx, bGroupNames, req.Name)
-		if id == "" {
-			return nil
-		}
-		existing = &groupRecord{}
-		return getJSON(tx, bGroups, id, existing)
-	})
+	existing, err := byName[groupRecord](c.st, bGroupNames, bGroups, req.Name)
 	if err != nil {
 		return nil, err
 	}

@@ -163,3 +163,17 @@ func addCounter(tx *bolt.Tx, bucket, key string, delta int64) error {
 	}
 	return tx.Bucket([]byte(bucket)).Put([]byte(key), []byte(fmt.Sprint(n)))
 }
+
+// byName looks up the record a create name points to: nil when the name is free.
+func byName[T any](s *store, namesBucket, recordsBucket, name string) (*T, error) {
+	var rec *T
+	err := s.view(func(tx *bolt.Tx) error {
+		id := getString(tx, namesBucket, name)
+		if id == "" {
+			return nil
+		}
+		rec = new(T)
+		return getJSON(tx, recordsBucket, id, rec)
+	})
+	return rec, err
+}
