@@ -80,6 +80,12 @@ type groupSnapshot struct {
 	created     time.Time
 }
 
+type staging struct {
+	path  string
+	block bool
+	mode  driver.AccessMode
+}
+
 type nodePublication struct {
 	volume   string
 	readonly bool
@@ -100,7 +106,7 @@ type Driver struct {
 	snapNames map[string]string
 	groups    map[string]*groupSnapshot
 	groupName map[string]string
-	staged    map[string]string                     // volume ID -> staging path
+	staged    map[string]staging                    // volume ID -> where and how it is staged
 	published map[string]map[string]nodePublication // volume ID -> target path -> how
 	notReady  bool
 }
@@ -127,7 +133,7 @@ func New(opts Options) *Driver {
 		snapNames: map[string]string{},
 		groups:    map[string]*groupSnapshot{},
 		groupName: map[string]string{},
-		staged:    map[string]string{},
+		staged:    map[string]staging{},
 		published: map[string]map[string]nodePublication{},
 	}
 }
@@ -297,7 +303,7 @@ func (d *Driver) DeleteVolume(_ context.Context, req *driver.DeleteVolumeRequest
 	if len(v.published) > 0 {
 		return fmt.Errorf("volume %q is published on %d node(s): %w", v.id, len(v.published), driver.ErrInUse)
 	}
-	if len(d.published[v.id]) > 0 || d.staged[v.id] != "" {
+	if _, staged := d.staged[v.id]; len(d.published[v.id]) > 0 || staged {
 		return fmt.Errorf("volume %q is staged or published on this node: %w", v.id, driver.ErrInUse)
 	}
 	delete(d.volumes, v.id)
@@ -595,10 +601,11 @@ func (d *Driver) NodeStageVolume(_ context.Context, req *driver.NodeStageRequest
 	if _, ok := d.volumes[req.VolumeID]; !ok {
 		return fmt.Errorf("volume %q: %w", req.VolumeID, driver.ErrNotFound)
 	}
-	if p, ok := d.staged[req.VolumeID]; ok && p != req.StagingTargetPath {
-		return fmt.Errorf("volume %q is staged at %q already: %w", req.VolumeID, p, driver.ErrAlreadyExists)
+	want := staging{path: req.StagingTargetPath, block: req.Capability.Block, mode: req.Capability.AccessMode}
+	if cur, ok := d.staged[req.VolumeID]; ok && cur != want {
+		return fmt.Errorf("volume %q is staged at %q with other settings: %w", req.VolumeID, cur.path, driver.ErrAlreadyExists)
 	}
-	d.staged[req.VolumeID] = req.StagingTargetPath
+	d.staged[req.VolumeID] = want
 	return nil
 }
 
@@ -624,7 +631,7 @@ func (d *Driver) NodePublishVolume(_ context.Context, req *driver.NodePublishReq
 	if err != nil {
 		return err
 	}
-	if p, ok := d.staged[req.VolumeID]; !ok || p != req.StagingTargetPath {
+	if st, ok := d.staged[req.VolumeID]; !ok || st.path != req.StagingTargetPath {
 		return fmt.Errorf("volume %q is not staged at %q: %w", req.VolumeID, req.StagingTargetPath, driver.ErrFailedPrecondition)
 	}
 	want := nodePublication{volume: v.id, readonly: req.Readonly, block: req.Capability.Block, mode: req.Capability.AccessMode}
@@ -685,7 +692,7 @@ func (d *Driver) NodeGetVolumeStats(_ context.Context, req *driver.NodeGetVolume
 	if err != nil {
 		return nil, err
 	}
-	if _, pub := d.published[v.id][req.VolumePath]; !pub && d.staged[v.id] != req.VolumePath {
+	if _, pub := d.published[v.id][req.VolumePath]; !pub && d.staged[v.id].path != req.VolumePath {
 		return nil, fmt.Errorf("volume %q is not published or staged at %q: %w", v.id, req.VolumePath, driver.ErrNotFound)
 	}
 	used := int64(len(v.blocks)) * BlockSize

@@ -2,6 +2,7 @@ package memdriver_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -61,5 +62,35 @@ func TestExpandRepeated(t *testing.T) {
 				t.Errorf("node_expansion_required = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestRestageWithOtherSettingsIsAlreadyExists(t *testing.T) {
+	d := memdriver.New(memdriver.Options{})
+	ctx := context.Background()
+	vol, err := d.CreateVolume(ctx, &driver.CreateVolumeRequest{Name: "v", Raw: &csi.CreateVolumeRequest{Name: "v"},
+		Capabilities: []driver.VolumeCapability{{AccessMode: driver.SingleNodeWriter}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stage := func(path string, block bool) error {
+		return d.NodeStageVolume(ctx, &driver.NodeStageRequest{VolumeID: vol.ID, StagingTargetPath: path,
+			Capability: driver.VolumeCapability{AccessMode: driver.SingleNodeWriter, Block: block}})
+	}
+	tests := []struct {
+		name  string
+		path  string
+		block bool
+		want  error
+	}{
+		{"first", "/s", false, nil},
+		{"same again", "/s", false, nil},
+		{"other path", "/other", false, driver.ErrAlreadyExists},
+		{"other access type", "/s", true, driver.ErrAlreadyExists},
+	}
+	for _, tt := range tests {
+		if err := stage(tt.path, tt.block); !errors.Is(err, tt.want) {
+			t.Fatalf("%s: %v, want %v", tt.name, err, tt.want)
+		}
 	}
 }
