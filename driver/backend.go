@@ -47,8 +47,10 @@ type VolumeLister interface {
 	ListVolumes(ctx context.Context, req *ListVolumesRequest) ([]VolumeEntry, error)
 }
 
-// VolumePageLister returns one page of volumes: at most req.Limit (0 = all) with IDs strictly
-// after req.After, sorted by ID (capability LIST_VOLUMES). One page then costs O(page).
+// VolumePageLister returns one page of volumes: at most req.Limit (0 = no limit) with IDs strictly
+// after req.After, in ascending byte order of ID (strings.Compare, not a locale collation)
+// (capability LIST_VOLUMES). One page then costs O(page). A page may be shorter than asked for;
+// the library asks again from its last ID until it has enough or a page comes back empty.
 type VolumePageLister interface {
 	ListVolumesPage(ctx context.Context, req *ListVolumesRequest) ([]VolumeEntry, error)
 }
@@ -90,8 +92,9 @@ type SnapshotGetter interface {
 // VolumeExpander grows volumes on the controller side (capability EXPAND_VOLUME).
 type VolumeExpander interface {
 	// ControllerExpandVolume returns the new capacity and whether NodeExpandVolume must follow. A
-	// missing volume is ErrNotFound; a range it cannot honour is ErrOutOfRange; a published volume
-	// that cannot grow online is ErrInUse.
+	// missing volume is ErrNotFound; a range it cannot honour is ErrOutOfRange. Published volumes
+	// must grow too unless Features.Expansion is ExpansionOffline; then a published volume is
+	// ErrInUse.
 	ControllerExpandVolume(ctx context.Context, req *ControllerExpandVolumeRequest) (capacityBytes int64, nodeExpansionRequired bool, err error)
 }
 

@@ -3,6 +3,8 @@ package driver
 import (
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -13,13 +15,15 @@ type ExpansionMode int
 
 const (
 	// ExpansionAuto advertises ONLINE expansion when the controller or node backend can expand,
-	// and nothing otherwise.
+	// and nothing otherwise. ONLINE is a promise: ControllerExpandVolume must then grow published
+	// volumes too; a backend that cannot should say ExpansionOffline.
 	ExpansionAuto ExpansionMode = iota
 	// ExpansionOnline: volumes may be expanded while published.
 	ExpansionOnline
 	// ExpansionOffline: published volumes are not expanded by ControllerExpandVolume.
 	ExpansionOffline
-	// ExpansionNone advertises no expansion capability even if a backend could expand.
+	// ExpansionNone turns expansion off: no VolumeExpansion capability and no EXPAND_VOLUME
+	// RPCs, even if a backend could expand.
 	ExpansionNone
 )
 
@@ -35,7 +39,8 @@ type Features struct {
 	// published on (LIST_VOLUMES_PUBLISHED_NODES; needs a ControllerPublisher).
 	ListVolumesPublishedNodes bool
 	// SingleNodeMultiWriter: the SINGLE_NODE_SINGLE_WRITER and SINGLE_NODE_MULTI_WRITER access
-	// modes are understood (controller and node SINGLE_NODE_MULTI_WRITER).
+	// modes are understood (controller and node SINGLE_NODE_MULTI_WRITER). A capability override
+	// list decides for its own service.
 	SingleNodeMultiWriter bool
 	// VolumeMountGroup: NodeStage/NodePublish apply VolumeCapability.MountGroup (node
 	// VOLUME_MOUNT_GROUP).
@@ -127,17 +132,31 @@ func discover(cfg *Config) backendSet {
 	}
 	b.group = cfg.GroupController
 	b.metadata = cfg.SnapshotMetadata
-	seen := map[any]bool{}
+	var seen []any
 	for _, v := range []any{cfg.Controller, cfg.Node, cfg.GroupController, cfg.SnapshotMetadata, cfg.Prober} {
-		if v == nil || seen[v] {
+		if v == nil || slices.ContainsFunc(seen, func(o any) bool { return sameBackend(o, v) }) {
 			continue
 		}
-		seen[v] = true
+		seen = append(seen, v)
 		if p, ok := v.(Prober); ok {
 			b.probers = append(b.probers, p)
 		}
 	}
 	return b
+}
+
+// sameBackend reports whether two backend values are the same one, so a value serving several
+// services is probed once. Values of incomparable types (a struct holding a map, say) are never
+// compared with ==, which would panic.
+func sameBackend(a, b any) (same bool) {
+	// A comparable struct can still hold an interface whose value is not; == then panics.
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
+	return ta == tb && ta.Comparable() && a == b
 }
 
 // deriveCapabilities resolves what the plugin advertises and checks it for consistency.
@@ -199,7 +218,6 @@ func deriveCapabilities(b *backendSet, f Features, o CapabilityOverrides) (capSe
 			f.CloneVolume = c.controller[csi.ControllerServiceCapability_RPC_CLONE_VOLUME]
 			f.PublishReadonly = c.controller[csi.ControllerServiceCapability_RPC_PUBLISH_READONLY]
 			f.ListVolumesPublishedNodes = c.controller[csi.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES]
-			f.SingleNodeMultiWriter = f.SingleNodeMultiWriter || c.controller[csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER]
 			if !c.controller[csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME] {
 				bad("controller capability override must include CREATE_DELETE_VOLUME: a Controller backend always serves CreateVolume and DeleteVolume")
 			}
@@ -207,6 +225,10 @@ func deriveCapabilities(b *backendSet, f Features, o CapabilityOverrides) (capSe
 		if c.controller[csi.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES] &&
 			!c.controller[csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME] {
 			bad("LIST_VOLUMES_PUBLISHED_NODES needs PUBLISH_UNPUBLISH_VOLUME (implement driver.ControllerPublisher)")
+		}
+		if c.controller[csi.ControllerServiceCapability_RPC_PUBLISH_READONLY] &&
+			!c.controller[csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME] {
+			bad("PUBLISH_READONLY needs PUBLISH_UNPUBLISH_VOLUME (implement driver.ControllerPublisher)")
 		}
 		if c.controller[csi.ControllerServiceCapability_RPC_LIST_VOLUME_HEALTH] &&
 			!c.controller[csi.ControllerServiceCapability_RPC_GET_VOLUME_HEALTH] {
@@ -251,7 +273,6 @@ func deriveCapabilities(b *backendSet, f Features, o CapabilityOverrides) (capSe
 				}
 				c.node[cp] = true
 			}
-			f.SingleNodeMultiWriter = f.SingleNodeMultiWriter || c.node[csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER]
 			f.VolumeMountGroup = c.node[csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP]
 		}
 	} else if o.Node != nil {
@@ -292,6 +313,9 @@ func deriveCapabilities(b *backendSet, f Features, o CapabilityOverrides) (capSe
 		}
 		c.expansion = csi.PluginCapability_VolumeExpansion_OFFLINE
 	case ExpansionNone:
+		// No expansion at all: the EXPAND_VOLUME RPCs are not served either.
+		c.controller[csi.ControllerServiceCapability_RPC_EXPAND_VOLUME] = false
+		c.node[csi.NodeServiceCapability_RPC_EXPAND_VOLUME] = false
 	default:
 		bad("unknown expansion mode %d", f.Expansion)
 	}

@@ -15,10 +15,11 @@ type controllerServer struct {
 	b *backendSet
 }
 
-// checkModes rejects the two alpha access modes unless the plugin advertises them; a CO that
+// checkModes rejects the two alpha access modes unless the service advertises them; a CO that
 // sends them anyway would otherwise get a volume the plugin does not know how to share.
-func (d *Driver) checkModes(field string, caps ...*csi.VolumeCapability) error {
-	if d.caps.features.SingleNodeMultiWriter {
+func (d *Driver) checkModes(node bool, field string, caps ...*csi.VolumeCapability) error {
+	if (!node && d.caps.controller[csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER]) ||
+		(node && d.caps.node[csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER]) {
 		return nil
 	}
 	for i, c := range caps {
@@ -36,7 +37,7 @@ func (d *Driver) checkModes(field string, caps ...*csi.VolumeCapability) error {
 
 func (s *controllerServer) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest) (*csi.CreateVolumeResponse, error) {
 	f := &s.d.caps.features
-	if err := s.d.checkModes("volume_capabilities", req.GetVolumeCapabilities()...); err != nil {
+	if err := s.d.checkModes(false, "volume_capabilities", req.GetVolumeCapabilities()...); err != nil {
 		return nil, err
 	}
 	if len(req.GetMutableParameters()) > 0 && !s.d.caps.hasController(csi.ControllerServiceCapability_RPC_MODIFY_VOLUME) {
@@ -98,7 +99,7 @@ func (s *controllerServer) ControllerPublishVolume(ctx context.Context, req *csi
 	if !s.d.caps.hasController(csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME) {
 		return nil, disabled(rpcControllerPublish, "PUBLISH_UNPUBLISH_VOLUME")
 	}
-	if err := s.d.checkModes("volume_capability", req.GetVolumeCapability()); err != nil {
+	if err := s.d.checkModes(false, "volume_capability", req.GetVolumeCapability()); err != nil {
 		return nil, err
 	}
 	if req.GetReadonly() && !s.d.caps.features.PublishReadonly {
@@ -138,7 +139,7 @@ func (s *controllerServer) ControllerUnpublishVolume(ctx context.Context, req *c
 // says yes or no. Modes the plugin does not advertise are declined without asking the backend.
 func (s *controllerServer) ValidateVolumeCapabilities(ctx context.Context, req *csi.ValidateVolumeCapabilitiesRequest) (*csi.ValidateVolumeCapabilitiesResponse, error) {
 	var declined error
-	if err := s.d.checkModes("volume_capabilities", req.GetVolumeCapabilities()...); err != nil {
+	if err := s.d.checkModes(false, "volume_capabilities", req.GetVolumeCapabilities()...); err != nil {
 		declined = err
 	}
 	if len(req.GetMutableParameters()) > 0 && !s.d.caps.hasController(csi.ControllerServiceCapability_RPC_MODIFY_VOLUME) {
@@ -160,7 +161,9 @@ func (s *controllerServer) ValidateVolumeCapabilities(ctx context.Context, req *
 		return &csi.ValidateVolumeCapabilitiesResponse{Message: fitString(status.Convert(declined).Message())}, nil
 	}
 	if err != nil {
-		return &csi.ValidateVolumeCapabilitiesResponse{Message: fitString(err.Error())}, nil
+		// The backend's reason reaches the CO in a successful response, past the status
+		// sanitiser: scrub it here.
+		return &csi.ValidateVolumeCapabilitiesResponse{Message: fitString(s.d.redactor.Scrub(err.Error(), req))}, nil
 	}
 	return &csi.ValidateVolumeCapabilitiesResponse{Confirmed: &csi.ValidateVolumeCapabilitiesResponse_Confirmed{
 		VolumeContext:      req.GetVolumeContext(),
@@ -289,7 +292,7 @@ func (s *controllerServer) ControllerExpandVolume(ctx context.Context, req *csi.
 		return nil, disabled(rpcControllerExpand, "EXPAND_VOLUME")
 	}
 	if c := req.GetVolumeCapability(); c != nil {
-		if err := s.d.checkModes("volume_capability", c); err != nil {
+		if err := s.d.checkModes(false, "volume_capability", c); err != nil {
 			return nil, err
 		}
 	}
@@ -304,9 +307,11 @@ func (s *controllerServer) ControllerExpandVolume(ctx context.Context, req *csi.
 	if err != nil {
 		return nil, mapError(rpcControllerExpand, err)
 	}
-	if !capacity.Contains(size) {
-		return nil, pluginBug(rpcControllerExpand, "volume %q has %d bytes after expansion, outside the requested range [%d, %d]",
-			req.GetVolumeId(), size, capacity.RequiredBytes, capacity.LimitBytes)
+	// A volume already bigger than asked is a valid, idempotent answer (the spec: "SHOULD reply
+	// 0 OK"); only a volume smaller than required breaks the contract.
+	if size < capacity.RequiredBytes {
+		return nil, pluginBug(rpcControllerExpand, "volume %q has %d bytes after expansion, less than the %d required",
+			req.GetVolumeId(), size, capacity.RequiredBytes)
 	}
 	return &csi.ControllerExpandVolumeResponse{CapacityBytes: size, NodeExpansionRequired: nodeExpansion}, nil
 }

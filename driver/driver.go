@@ -95,6 +95,9 @@ type Driver struct {
 	tokens *pagetoken.Codec
 	log    *zap.Logger
 	locker idempotency.Locker
+	// redactor hides secrets in logs and scrubs them from error messages, with the same rules
+	// everywhere (including the secret-looking-key heuristic when it is on).
+	redactor *secrets.Redactor
 
 	pluginInfo     *csi.GetPluginInfoResponse
 	pluginCaps     *csi.GetPluginCapabilitiesResponse
@@ -115,7 +118,8 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.Controller == nil && cfg.Node == nil && cfg.GroupController == nil && cfg.SnapshotMetadata == nil {
 		return nil, errors.New("no backend configured: set at least one of Controller, Node, GroupController, SnapshotMetadata")
 	}
-	d := &Driver{cfg: cfg, b: discover(&cfg), log: cfg.Logger}
+	d := &Driver{cfg: cfg, b: discover(&cfg), log: cfg.Logger,
+		redactor: secrets.NewRedactor(secrets.WithHeuristic(cfg.RedactSecretLookingKeys))}
 	if d.log == nil {
 		d.log = zap.NewNop()
 	}
@@ -160,14 +164,15 @@ func (d *Driver) Register(s grpc.ServiceRegistrar) {
 
 // UnaryInterceptors is the library's chain, outermost first: request ID, panic recovery, logging,
 // status sanitising (no details, no secret values, never an empty message), validation, locking,
-// then Config.UnaryInterceptors.
+// then Config.UnaryInterceptors. The request ID comes first (it cannot fail) so that a recovered
+// panic is reported with the call's ID; sanitising runs inside logging so that the log shows the
+// message the CO gets.
 func (d *Driver) UnaryInterceptors() []grpc.UnaryServerInterceptor {
-	redactor := secrets.NewRedactor(secrets.WithHeuristic(d.cfg.RedactSecretLookingKeys))
 	chain := []grpc.UnaryServerInterceptor{
 		requestid.UnaryServerInterceptor(),
-		recovery.UnaryServerInterceptor(recovery.WithLogger(d.log)),
-		logging.UnaryServerInterceptor(d.log, logging.WithRedactor(redactor)),
-		sanitize.UnaryServerInterceptor(),
+		recovery.UnaryServerInterceptor(recovery.WithLogger(d.log), recovery.WithScrubber(d.redactor.ScrubAny)),
+		logging.UnaryServerInterceptor(d.log, logging.WithRedactor(d.redactor)),
+		sanitize.UnaryServerInterceptor(sanitize.WithScrubber(d.redactor.ScrubAny)),
 		validation.UnaryServerInterceptor(validation.WithResponseChecks(d.cfg.CheckResponses)),
 		locking.UnaryServerInterceptor(d.locker, locking.CSIKeys),
 	}
@@ -176,12 +181,11 @@ func (d *Driver) UnaryInterceptors() []grpc.UnaryServerInterceptor {
 
 // StreamInterceptors is the streaming counterpart of UnaryInterceptors (SnapshotMetadata).
 func (d *Driver) StreamInterceptors() []grpc.StreamServerInterceptor {
-	redactor := secrets.NewRedactor(secrets.WithHeuristic(d.cfg.RedactSecretLookingKeys))
 	chain := []grpc.StreamServerInterceptor{
 		requestid.StreamServerInterceptor(),
-		recovery.StreamServerInterceptor(recovery.WithLogger(d.log)),
-		logging.StreamServerInterceptor(d.log, logging.WithRedactor(redactor)),
-		sanitize.StreamServerInterceptor(),
+		recovery.StreamServerInterceptor(recovery.WithLogger(d.log), recovery.WithScrubber(d.redactor.ScrubAny)),
+		logging.StreamServerInterceptor(d.log, logging.WithRedactor(d.redactor)),
+		sanitize.StreamServerInterceptor(sanitize.WithScrubber(d.redactor.ScrubAny)),
 		validation.StreamServerInterceptor(validation.WithResponseChecks(d.cfg.CheckResponses)),
 	}
 	return append(chain, d.cfg.StreamInterceptors...)
@@ -216,6 +220,9 @@ func (d *Driver) Serve(ctx context.Context, lis net.Listener) error {
 		zap.String("address", lis.Addr().String()))
 	select {
 	case err := <-served:
+		// The listener failed: close the connections and calls still open, so nothing keeps
+		// running behind a Serve that has returned.
+		srv.Stop()
 		if err != nil {
 			return fmt.Errorf("serve %s: %w", lis.Addr(), err)
 		}

@@ -185,6 +185,8 @@ func TestNewRejectsBadConfiguration(t *testing.T) {
 			"LIST_VOLUMES"},
 		{"published nodes without publish", driver.Config{Name: "ok.example.com", VendorVersion: "1", Controller: minimal{},
 			Features: driver.Features{ListVolumesPublishedNodes: true}}, "PUBLISH_UNPUBLISH_VOLUME"},
+		{"readonly publish without publish", driver.Config{Name: "ok.example.com", VendorVersion: "1", Controller: minimal{},
+			Features: driver.Features{PublishReadonly: true}}, "PUBLISH_READONLY"},
 		{"offline expansion without expander", driver.Config{Name: "ok.example.com", VendorVersion: "1", Controller: minimal{},
 			Features: driver.Features{Expansion: driver.ExpansionOffline}}, "OFFLINE"},
 		{"node override not served", driver.Config{Name: "ok.example.com", VendorVersion: "1", Node: minimal{},
@@ -475,4 +477,59 @@ func TestGetPluginInfo(t *testing.T) {
 	if resp.GetName() != "mem.csikit.dev" || resp.GetVendorVersion() != "1.0.0" || resp.GetManifest()["url"] != "https://csikit.dev" {
 		t.Fatalf("GetPluginInfo = %v", resp)
 	}
+}
+
+func TestCapabilityEdgeCases(t *testing.T) {
+	ctx := context.Background()
+	t.Run("ExpansionNone serves no expansion", func(t *testing.T) {
+		cfg := fullConfig(memdriver.New(memdriver.Options{}))
+		cfg.Features.Expansion = driver.ExpansionNone
+		p := start(t, cfg)
+		vol := createVolume(t, p, "x")
+		_, err := p.controller.ControllerExpandVolume(ctx, &csi.ControllerExpandVolumeRequest{VolumeId: vol.GetVolumeId(), CapacityRange: &csi.CapacityRange{RequiredBytes: 2 << 20}})
+		if status.Code(err) != codes.Unimplemented {
+			t.Fatalf("ControllerExpandVolume with ExpansionNone: %v, want UNIMPLEMENTED", err)
+		}
+		pc, err := p.identity.GetPluginCapabilities(ctx, &csi.GetPluginCapabilitiesRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range pc.GetCapabilities() {
+			if c.GetVolumeExpansion() != nil {
+				t.Fatalf("VolumeExpansion advertised with ExpansionNone: %v", pc)
+			}
+		}
+	})
+	t.Run("a controller override decides SINGLE_NODE_MULTI_WRITER for the controller", func(t *testing.T) {
+		cfg := fullConfig(memdriver.New(memdriver.Options{}))
+		cfg.Overrides.Controller = []csi.ControllerServiceCapability_RPC_Type{csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME}
+		cfg.Features = driver.Features{SingleNodeMultiWriter: true, VolumeAccessibilityConstraints: true}
+		p := start(t, cfg)
+		_, err := p.controller.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "m",
+			VolumeCapabilities: []*csi.VolumeCapability{mountCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_MULTI_WRITER)}})
+		if status.Code(err) != codes.InvalidArgument {
+			t.Fatalf("alpha mode with the controller capability overridden off: %v, want INVALID_ARGUMENT", err)
+		}
+		nc, err := p.node.NodeGetCapabilities(ctx, &csi.NodeGetCapabilitiesRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, c := range nc.GetCapabilities() {
+			found = found || c.GetRpc().GetType() == csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER
+		}
+		if !found {
+			t.Fatal("the node still advertises SINGLE_NODE_MULTI_WRITER from Features")
+		}
+	})
+	t.Run("an unhashable backend value", func(t *testing.T) {
+		type mapBacked struct {
+			minimal
+			vols map[string]int
+		}
+		b := mapBacked{vols: map[string]int{}}
+		if _, err := driver.New(driver.Config{Name: "map.example.com", VendorVersion: "1", Controller: b, Node: b}); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

@@ -100,26 +100,48 @@ func notFoundIsSuccess(r rpc) bool {
 
 // mapError turns a backend error into the status the RPC's error table demands. It returns nil
 // when the error means success for this RPC (not found on a delete).
+//
+// The sentinels decide first, wherever they are in the chain. A gRPC status keeps its code when
+// the backend returned it as is; wrapped deeper (an upstream SDK's status inside the backend's
+// error) only codes that mean the same in every RPC survive (unavailable, deadline, cancelled,
+// authentication), because an upstream NOT_FOUND or ALREADY_EXISTS says nothing about this RPC's
+// table. Status details are dropped: the spec says they MUST be empty.
 func mapError(r rpc, err error) error {
 	if err == nil {
 		return nil
 	}
-	if s, ok := status.FromError(err); ok {
-		// A backend that speaks gRPC keeps its code; a status with code OK is not an error we can
-		// send, so it is treated as a bug.
-		if s.Code() == codes.OK {
-			return status.Errorf(codes.Internal, "%s failed: the backend returned an error with code OK: %s", r, s.Message())
+	if code, ok := sentinelCode(r, err); ok {
+		if code == codes.OK {
+			return nil
 		}
-		return err
+		return status.Error(code, err.Error())
 	}
+	if s, ok := err.(interface{ GRPCStatus() *status.Status }); ok {
+		st := s.GRPCStatus()
+		switch {
+		case st.Code() == codes.OK:
+			return status.Errorf(codes.Internal, "%s failed: the backend returned an error with code OK: %s", r, st.Message())
+		case st.Code() == codes.NotFound && notFoundIsSuccess(r) && r != rpcControllerUnpublish:
+			// Deleting what does not exist succeeds; ControllerUnpublish keeps an explicit
+			// NOT_FOUND, the spec's way to say "cannot be regarded as unpublished".
+			return nil
+		}
+		return status.Error(st.Code(), st.Message())
+	}
+	if st, ok := status.FromError(err); ok {
+		switch st.Code() {
+		case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Unauthenticated, codes.PermissionDenied:
+			return status.Error(st.Code(), err.Error())
+		}
+	}
+	return status.Error(codes.Internal, fmt.Sprintf("%s failed: %v", r, err))
+}
+
+// sentinelCode maps the errors whose meaning does not depend on gRPC: the sentinels and the
+// context errors.
+func sentinelCode(r rpc, err error) (codes.Code, bool) {
 	code := codeFor(r, err)
-	if code == codes.OK {
-		return nil
-	}
-	if code == codes.Internal {
-		return status.Error(codes.Internal, fmt.Sprintf("%s failed: %v", r, err))
-	}
-	return status.Error(code, err.Error())
+	return code, code != codes.Internal
 }
 
 // codeFor is the per-RPC error table of DESIGN.md section 3.

@@ -54,6 +54,9 @@ func (d *Driver) checkGroup(r rpc, g *GroupSnapshot, sources []string) error {
 		if sn.GroupSnapshotID != "" && sn.GroupSnapshotID != g.ID {
 			return pluginBug(r, "member snapshot %q names group %q, not %q", sn.ID, sn.GroupSnapshotID, g.ID)
 		}
+		if sn.SourceVolumeID == "" {
+			return pluginBug(r, "member snapshot %q has no source volume ID", sn.ID)
+		}
 		if sources != nil && !slices.Contains(sources, sn.SourceVolumeID) {
 			return pluginBug(r, "member snapshot %q is of volume %q, which was not requested", sn.ID, sn.SourceVolumeID)
 		}

@@ -29,7 +29,8 @@ func (s *identityServer) Probe(ctx context.Context, _ *csi.ProbeRequest) (*csi.P
 	for _, p := range s.d.b.probers {
 		ok, err := p.Probe(ctx)
 		if err != nil {
-			if _, isStatus := status.FromError(err); isStatus || codeFor(rpcProbe, err) != codes.Internal {
+			_, isStatus := err.(interface{ GRPCStatus() *status.Status })
+			if _, isSentinel := sentinelCode(rpcProbe, err); isStatus || isSentinel {
 				return nil, mapError(rpcProbe, err)
 			}
 			return nil, status.Errorf(codes.FailedPrecondition, "plugin not healthy: %v", err)

@@ -560,3 +560,98 @@ func TestServeStopsGracefully(t *testing.T) {
 		t.Fatalf("socket still present after stop: %v", err)
 	}
 }
+
+// mountLeaky fails with errors that quote mount options, parameters and secrets.
+type mountLeaky struct{ minimal }
+
+func (mountLeaky) NodePublishVolume(_ context.Context, r *driver.NodePublishRequest) error {
+	return fmt.Errorf("mount -o %s failed", strings.Join(r.Capability.MountFlags, ","))
+}
+
+func (mountLeaky) CreateVolume(_ context.Context, r *driver.CreateVolumeRequest) (*driver.Volume, error) {
+	return nil, fmt.Errorf("storage array refused password %s", r.Parameters["password"])
+}
+
+func (mountLeaky) ValidateVolumeCapabilities(_ context.Context, r *driver.ValidateVolumeCapabilitiesRequest) error {
+	return fmt.Errorf("credentials %s may not use this volume: %w", r.Secrets["token"], driver.ErrUnsupported)
+}
+
+func TestMountOptionsAndSecretLookingParametersNeverLeak(t *testing.T) {
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()),
+		zapcore.AddSync(writerFunc(func(b []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return logs.Write(b) })), zapcore.DebugLevel)
+	p := start(t, driver.Config{Name: "leak.example.com", VendorVersion: "1", Controller: mountLeaky{}, Node: mountLeaky{},
+		Logger: zap.New(core), RedactSecretLookingKeys: true})
+	ctx := context.Background()
+	c := mountCap(snw)
+	c.GetMount().MountFlags = []string{"ro", "password=" + canary}
+	_, err := p.node.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: "v", TargetPath: "/t", VolumeCapability: c})
+	if err == nil || strings.Contains(err.Error(), canary) || !strings.Contains(err.Error(), "ro,password=") {
+		t.Fatalf("NodePublishVolume error = %v: want the options with the value scrubbed", err)
+	}
+	_, err = p.controller.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "n", VolumeCapabilities: []*csi.VolumeCapability{mountCap(snw)},
+		Parameters: map[string]string{"password": canary}})
+	if err == nil || strings.Contains(err.Error(), canary) {
+		t.Fatalf("CreateVolume error = %v: a secret-looking parameter leaked", err)
+	}
+	resp, err := p.controller.ValidateVolumeCapabilities(ctx, &csi.ValidateVolumeCapabilitiesRequest{VolumeId: "v",
+		VolumeCapabilities: []*csi.VolumeCapability{mountCap(snw)}, Secrets: map[string]string{"token": canary}})
+	if err != nil || resp.GetConfirmed() != nil || strings.Contains(resp.GetMessage(), canary) {
+		t.Fatalf("ValidateVolumeCapabilities = %v, %v: the declined reason leaked a secret", resp, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Contains(logs.String(), canary) {
+		t.Fatalf("a secret reached the log:\n%s", logs.String())
+	}
+}
+
+// failingListener accepts one connection, then fails for good once told to.
+type failingListener struct {
+	net.Listener
+	fail     chan struct{}
+	accepted bool
+}
+
+func (l *failingListener) Accept() (net.Conn, error) {
+	if !l.accepted {
+		l.accepted = true
+		return l.Listener.Accept()
+	}
+	<-l.fail
+	return nil, errors.New("accept: permanent failure")
+}
+
+func TestServeStopsTheServerWhenTheListenerFails(t *testing.T) {
+	d, err := driver.New(driver.Config{Name: "fail.example.com", VendorVersion: "1", Controller: minimal{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(t.TempDir(), "csi.sock")
+	inner, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis := &failingListener{Listener: inner, fail: make(chan struct{})}
+	served := make(chan error, 1)
+	go func() { served <- d.Serve(context.Background(), lis) }()
+	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	id := csi.NewIdentityClient(conn)
+	if _, err := id.Probe(context.Background(), &csi.ProbeRequest{}, grpc.WaitForReady(true)); err != nil {
+		t.Fatal(err)
+	}
+	close(lis.fail)
+	if err := <-served; err == nil || !strings.Contains(err.Error(), "permanent failure") {
+		t.Fatalf("Serve = %v, want the listener's error", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := id.Probe(ctx, &csi.ProbeRequest{}); err == nil {
+		t.Fatal("the server still answers after Serve returned")
+	}
+}

@@ -46,10 +46,16 @@ func page[T any](d *Driver, r rpc, scope string, items []T, id func(*T) string, 
 
 // sortedAfter sorts a full listing by ID and drops everything up to and including after. A
 // duplicate ID is a backend bug: the CO could not tell the two apart.
+//
+// The backend's slice is copied first: it may be a cache the backend reuses.
 func sortedAfter[T any](r rpc, items []T, id func(*T) string, after string) ([]T, error) {
+	items = slices.Clone(items)
 	slices.SortFunc(items, func(a, b T) int { return strings.Compare(id(&a), id(&b)) })
-	for i := 1; i < len(items); i++ {
-		if id(&items[i-1]) == id(&items[i]) {
+	for i := range items {
+		if id(&items[i]) == "" {
+			return nil, pluginBug(r, "the listing returned an empty ID")
+		}
+		if i > 0 && id(&items[i-1]) == id(&items[i]) {
 			return nil, pluginBug(r, "the listing returned ID %q twice", id(&items[i]))
 		}
 	}
@@ -61,6 +67,34 @@ func sortedAfter[T any](r rpc, items []T, id func(*T) string, after string) ([]T
 		i++
 	}
 	return items[i:], nil
+}
+
+// collectPages asks a page lister for pages until it has want items (0 = all) or a page comes back
+// empty, so a lister that returns short pages (as cloud APIs do) never truncates the listing.
+// Each page is checked: ascending IDs after the cursor, no more than asked for.
+func collectPages[T any](r rpc, after string, want int, id func(*T) string, fetch func(after string, limit int) ([]T, error)) ([]T, error) {
+	var out []T
+	for {
+		limit := 0
+		if want > 0 {
+			limit = want - len(out)
+		}
+		page, err := fetch(after, limit)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkPage(r, page, id, after, limit); err != nil {
+			return nil, err
+		}
+		if len(page) == 0 {
+			return out, nil
+		}
+		out = append(out, page...)
+		if want > 0 && len(out) >= want {
+			return out, nil
+		}
+		after = id(&page[len(page)-1])
+	}
 }
 
 // checkPage verifies a page lister's answer: ascending IDs after the cursor, at most limit items.
@@ -102,15 +136,15 @@ func (s *controllerServer) ListVolumes(ctx context.Context, req *csi.ListVolumes
 	max := int(req.GetMaxEntries())
 	var entries []VolumeEntry
 	if s.b.pager != nil {
-		limit := 0
+		want := 0
 		if max > 0 {
-			limit = max + 1 // one more tells whether another page exists
+			want = max + 1 // one more tells whether another page exists
 		}
-		entries, err = s.b.pager.ListVolumesPage(ctx, &ListVolumesRequest{After: after, Limit: limit, Raw: req})
+		entries, err = collectPages(rpcListVolumes, after, want, entryID, func(after string, limit int) ([]VolumeEntry, error) {
+			page, err := s.b.pager.ListVolumesPage(ctx, &ListVolumesRequest{After: after, Limit: limit, Raw: req})
+			return page, mapError(rpcListVolumes, err)
+		})
 		if err != nil {
-			return nil, mapError(rpcListVolumes, err)
-		}
-		if err := checkPage(rpcListVolumes, entries, entryID, after, limit); err != nil {
 			return nil, err
 		}
 	} else {
@@ -172,23 +206,28 @@ func (s *controllerServer) ListSnapshots(ctx context.Context, req *csi.ListSnaps
 			snaps = []Snapshot{*snap}
 		}
 	case s.b.snapPager != nil:
-		limit := 0
+		want := 0
 		if max > 0 {
-			limit = max + 1
+			want = max + 1
 		}
-		lreq.After, lreq.Limit = after, limit
-		snaps, err = s.b.snapPager.ListSnapshotsPage(ctx, lreq)
-		if err != nil {
-			return nil, mapError(rpcListSnapshots, err)
-		}
-		if err := checkPage(rpcListSnapshots, snaps, snapshotID, after, limit); err != nil {
-			return nil, err
-		}
-		// A page lister must filter itself: dropping entries here would hide whether more pages exist.
-		for i := range snaps {
-			if !matches(req, &snaps[i]) {
-				return nil, pluginBug(rpcListSnapshots, "the page lister returned snapshot %q, which does not match the request's filter", snaps[i].ID)
+		snaps, err = collectPages(rpcListSnapshots, after, want, snapshotID, func(after string, limit int) ([]Snapshot, error) {
+			page := *lreq
+			page.After, page.Limit = after, limit
+			snaps, err := s.b.snapPager.ListSnapshotsPage(ctx, &page)
+			if err != nil {
+				return nil, mapError(rpcListSnapshots, err)
 			}
+			// A page lister must filter itself: dropping entries here would hide whether more
+			// pages exist.
+			for i := range snaps {
+				if !matches(req, &snaps[i]) {
+					return nil, pluginBug(rpcListSnapshots, "the page lister returned snapshot %q, which does not match the request's filter", snaps[i].ID)
+				}
+			}
+			return snaps, nil
+		})
+		if err != nil {
+			return nil, err
 		}
 	default:
 		snaps, err = s.b.snapLister.ListSnapshots(ctx, lreq)
@@ -199,7 +238,8 @@ func (s *controllerServer) ListSnapshots(ctx context.Context, req *csi.ListSnaps
 			return nil, err
 		}
 	}
-	// Filter again: a full lister may ignore the filters, the CO must never see a non-matching entry.
+	// Filter again: a full lister may ignore the filters, the CO must never see a non-matching
+	// entry. The slice is the library's own here (collected, cloned or built above).
 	snaps = slices.DeleteFunc(snaps, func(sn Snapshot) bool { return !matches(req, &sn) })
 	snaps, next, err := page(s.d, rpcListSnapshots, scope, snaps, snapshotID, max)
 	if err != nil {

@@ -30,7 +30,7 @@ func (s *nodeServer) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolu
 	if !s.d.caps.hasNode(csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME) {
 		return nil, disabled(rpcNodeStage, "STAGE_UNSTAGE_VOLUME")
 	}
-	if err := s.d.checkModes("volume_capability", req.GetVolumeCapability()); err != nil {
+	if err := s.d.checkModes(true, "volume_capability", req.GetVolumeCapability()); err != nil {
 		return nil, err
 	}
 	if err := s.d.checkMountGroup(req.GetVolumeCapability()); err != nil {
@@ -67,13 +67,15 @@ func (s *nodeServer) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstage
 }
 
 func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
-	if err := s.d.checkModes("volume_capability", req.GetVolumeCapability()); err != nil {
+	if err := s.d.checkModes(true, "volume_capability", req.GetVolumeCapability()); err != nil {
 		return nil, err
 	}
 	if err := s.d.checkMountGroup(req.GetVolumeCapability()); err != nil {
 		return nil, err
 	}
-	if req.GetStagingTargetPath() == "" && s.d.caps.hasNode(csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME) {
+	// Inline ephemeral volumes are never staged: kubelet publishes them with an empty staging path.
+	ephemeral := req.GetVolumeContext()[EphemeralContextKey] == "true"
+	if req.GetStagingTargetPath() == "" && !ephemeral && s.d.caps.hasNode(csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME) {
 		return nil, status.Error(codes.FailedPrecondition,
 			"staging_target_path is empty: this plugin stages volumes (STAGE_UNSTAGE_VOLUME), so NodeStageVolume must succeed first and its path be passed here")
 	}
@@ -147,7 +149,7 @@ func (s *nodeServer) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVo
 		return nil, err
 	}
 	if c := req.GetVolumeCapability(); c != nil {
-		if err := s.d.checkModes("volume_capability", c); err != nil {
+		if err := s.d.checkModes(true, "volume_capability", c); err != nil {
 			return nil, err
 		}
 	}

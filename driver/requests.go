@@ -28,7 +28,8 @@ type CreateVolumeRequest struct {
 // Fingerprint is a stable digest of everything in the request that must match when the same name
 // is created again (capacity, capabilities, parameters, source, topology), never of secrets.
 // Store it with the volume; on a repeated CreateVolume with the same name, an equal fingerprint
-// means "return the existing volume" and a different one means ErrAlreadyExists.
+// means "return the existing volume" and a different one means ErrAlreadyExists. It is computed
+// from Raw, which the library always sets; a hand-built request in a test must set Raw too.
 func (r *CreateVolumeRequest) Fingerprint() string { return idempotency.Fingerprint(r.Raw) }
 
 // DeleteVolumeRequest asks to delete a volume. A volume that does not exist is already deleted:
@@ -190,7 +191,9 @@ type NodeUnstageRequest struct {
 }
 
 // NodePublishRequest asks to make a volume available at a workload's target path. When the backend
-// stages volumes, StagingTargetPath is guaranteed to be set.
+// stages volumes, StagingTargetPath is guaranteed to be set, except for an inline ephemeral volume
+// (VolumeContext[EphemeralContextKey] == "true"), which the backend creates here and deletes at
+// NodeUnpublishVolume.
 type NodePublishRequest struct {
 	VolumeID          string
 	StagingTargetPath string

@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -11,6 +12,11 @@ import (
 
 	"github.com/csikit/csikit/secrets"
 )
+
+// EphemeralContextKey is the volume context key Kubernetes sets to "true" on an inline ephemeral
+// volume. Such a volume is published without being created or staged first, so NodePublishVolume
+// receives no staging path even from a plugin that stages.
+const EphemeralContextKey = "csi.storage.k8s.io/ephemeral"
 
 // AccessMode says how many nodes and workloads may use a volume at once. The values are those of
 // csi.VolumeCapability_AccessMode_Mode, so a conversion is a plain cast.
@@ -141,6 +147,16 @@ func (s Secrets) String() string {
 
 // GoString is like String, so %#v does not leak values either.
 func (s Secrets) GoString() string { return "driver.Secrets" + s.String() }
+
+// MarshalJSON writes the keys with their values replaced, so encoding/json (and loggers that use
+// it) cannot leak a value either.
+func (s Secrets) MarshalJSON() ([]byte, error) {
+	redacted := make(map[string]string, len(s))
+	for k := range s {
+		redacted[k] = secrets.Placeholder
+	}
+	return json.Marshal(redacted)
+}
 
 // MarshalLogObject writes the keys with their values replaced.
 func (s Secrets) MarshalLogObject(enc zapcore.ObjectEncoder) error {

@@ -60,14 +60,17 @@ const (
 // fieldPlan is everything the walkers need to know about one field, computed
 // once per message type.
 type fieldPlan struct {
-	fd      protoreflect.FieldDescriptor
-	name    string
-	kind    protoreflect.Kind // element kind for lists, value kind for maps
-	card    card
-	secret  bool
-	inOneof bool
-	strMap  bool  // map<string,string>: subject to the key heuristic
-	sub     *plan // message, list element or map value type
+	fd     protoreflect.FieldDescriptor
+	name   string
+	kind   protoreflect.Kind // element kind for lists, value kind for maps
+	card   card
+	secret bool
+	// optionLike fields hold mount options ("ro", "password=x"): only the values of key=value
+	// options are sensitive, so keys and bare flags stay readable.
+	optionLike bool
+	inOneof    bool
+	strMap     bool  // map<string,string>: subject to the key heuristic
+	sub        *plan // message, list element or map value type
 
 	acc  acc
 	off  uintptr    // offset in the struct, or in the oneof wrapper for members
@@ -229,7 +232,7 @@ func (b *planBuilder) propagate() {
 			s, m, a := p.hasSecrets, p.hasStrMaps, p.hasAny
 			for i := range p.fields {
 				f := &p.fields[i]
-				s = s || f.secret
+				s = s || f.secret || f.optionLike
 				m = m || f.strMap
 				if f.sub != nil {
 					s = s || f.sub.hasSecrets
@@ -250,7 +253,7 @@ func (b *planBuilder) propagate() {
 			for j := range fds.Len() {
 				f := &p.fields[fds.Get(j).Index()]
 				for h, heuristic := range []bool{false, true} {
-					o.matters[h] = o.matters[h] || f.secret || (heuristic && f.strMap) ||
+					o.matters[h] = o.matters[h] || f.secret || f.optionLike || (heuristic && f.strMap) ||
 						(f.sub != nil && f.sub.needsWalk(heuristic))
 				}
 			}
@@ -639,6 +642,7 @@ func ptrListAt(fbase unsafe.Pointer, f *fieldPlan) []unsafe.Pointer {
 // it holds (from sub, which builds or looks up plans).
 func newFieldPlan(fd protoreflect.FieldDescriptor, name string, secret bool, sub func(protoreflect.MessageDescriptor) *plan) fieldPlan {
 	f := fieldPlan{fd: fd, name: name, kind: fd.Kind(), secret: secret}
+	f.optionLike = !secret && fd.IsList() && fd.Kind() == protoreflect.StringKind && optionLikeFields[fd.FullName()]
 	switch {
 	case fd.IsMap():
 		f.card = cardMap
@@ -657,4 +661,33 @@ func newFieldPlan(fd protoreflect.FieldDescriptor, name string, secret bool, sub
 	}
 	f.setEnum()
 	return f
+}
+
+// optionLikeFields are string lists of mount options. The CSI spec says mount_flags MAY contain
+// sensitive information and MUST NOT leak; hiding every flag would hide "ro" and "noatime" from
+// the operator too, so only the values of key=value options are treated as secret.
+var optionLikeFields = map[protoreflect.FullName]bool{
+	"csi.v1.VolumeCapability.MountVolume.mount_flags": true,
+}
+
+// redactOption hides the value of a key=value option and keeps the key: "password=x" becomes
+// "password=***stripped***"; a bare flag such as "ro" is kept as is.
+func redactOption(s string) string {
+	if i := strings.IndexByte(s, '='); i >= 0 {
+		return s[:i+1] + Placeholder
+	}
+	return s
+}
+
+// minOptionValue is the shortest option value scrubbed from free text: shorter values ("1",
+// "on") would scrub ordinary words out of error messages.
+const minOptionValue = 4
+
+// optionValue is the part of an option that is scrubbed from free text: the value of a
+// key=value option at least minOptionValue bytes long, or "".
+func optionValue(s string) string {
+	if i := strings.IndexByte(s, '='); i >= 0 && len(s)-i-1 >= minOptionValue {
+		return s[i+1:]
+	}
+	return ""
 }

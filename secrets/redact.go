@@ -89,6 +89,8 @@ func (rd redaction) field(f *fieldPlan, m protoreflect.Message, all bool) {
 				rd.message(f.sub, l.Get(i).Message(), secret)
 			case secret:
 				l.Set(i, redactedScalar(f.kind))
+			case f.optionLike:
+				l.Set(i, protoreflect.ValueOfString(redactOption(l.Get(i).String())))
 			}
 		}
 	case cardMessage:

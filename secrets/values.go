@@ -2,7 +2,9 @@ package secrets
 
 import (
 	"cmp"
+	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"unsafe"
 
@@ -42,7 +44,8 @@ func Values(m proto.Message) []string { return defaultRedactor.Values(m) }
 // replaced by Placeholder. Occurrences that overlap or touch are replaced by
 // a single Placeholder, and the result is scanned again until no secret
 // value is left in it except inside a Placeholder. It does not allocate when
-// m's type cannot hold a secret or text contains none of m's secrets.
+// m's type cannot hold a secret; when text contains none of m's secrets it
+// allocates at most a small cursor per nested message list it searches.
 func (r *Redactor) Scrub(text string, m proto.Message) string {
 	if text == "" {
 		return text
@@ -67,12 +70,15 @@ func Scrub(text string, m proto.Message) string { return defaultRedactor.Scrub(t
 
 // ScrubAny is Scrub for a request of unknown type, as gRPC interceptors hold it: text is returned
 // unchanged when req is not a proto message.
-func ScrubAny(text string, req any) string {
+func (r *Redactor) ScrubAny(text string, req any) string {
 	if m, ok := req.(proto.Message); ok {
-		return Scrub(text, m)
+		return r.Scrub(text, m)
 	}
 	return text
 }
+
+// ScrubAny is Redactor.ScrubAny on the default Redactor (heuristic off).
+func ScrubAny(text string, req any) string { return defaultRedactor.ScrubAny(text, req) }
 
 // search prepares a walker for a secret search of m, or returns nil when m
 // cannot hold a secret.
@@ -101,10 +107,48 @@ func (w *walker) emit(v string) {
 	if w.scan {
 		if strings.Contains(w.text, v) {
 			w.found = true
+			return
+		}
+		for _, e := range escapedForms(v) {
+			if strings.Contains(w.text, e) {
+				w.found = true
+				return
+			}
 		}
 		return
 	}
 	w.vals = append(w.vals, v)
+}
+
+// escapedForms are the ways a value appears when a program quotes it: the inside of %q
+// (strconv.Quote), of %+q (strconv.QuoteToASCII) and of a JSON string. Only forms that differ
+// from the value are returned, and nothing is allocated for the common value that needs no
+// escaping.
+func escapedForms(v string) []string {
+	plain := true
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return nil
+	}
+	var forms []string
+	add := func(f string) {
+		if f != v && f != "" && !slices.Contains(forms, f) {
+			forms = append(forms, f)
+		}
+	}
+	q := strconv.Quote(v)
+	add(q[1 : len(q)-1])
+	qa := strconv.QuoteToASCII(v)
+	add(qa[1 : len(qa)-1])
+	if j, err := json.Marshal(v); err == nil {
+		add(string(j[1 : len(j)-1]))
+	}
+	return forms
 }
 
 func (w *walker) emitBytes(b []byte) {
@@ -170,6 +214,10 @@ func b2i(b bool) int {
 func (w *walker) collectField(f *fieldPlan, c *cursor, fbase unsafe.Pointer, all bool) {
 	secret := all || f.secret
 	heur := w.heuristic && f.strMap
+	if f.optionLike && !secret {
+		w.collectOptions(f, c, fbase)
+		return
+	}
 	if !secret && !heur && (f.sub == nil || !f.sub.needsWalk(w.heuristic)) {
 		return
 	}
@@ -242,6 +290,24 @@ func (w *walker) collectField(f *fieldPlan, c *cursor, fbase unsafe.Pointer, all
 	}
 }
 
+// collectOptions emits the values of the key=value options of an option-like list.
+func (w *walker) collectOptions(f *fieldPlan, c *cursor, fbase unsafe.Pointer) {
+	if fbase != nil && f.acc == accStrList {
+		for _, s := range strListAt(fbase, f) {
+			w.emit(optionValue(s))
+		}
+		return
+	}
+	m := c.msg()
+	if !m.Has(f.fd) {
+		return
+	}
+	l := m.Get(f.fd).List()
+	for i := range l.Len() {
+		w.emit(optionValue(l.Get(i).String()))
+	}
+}
+
 func (w *walker) collectAny(c *cursor, all bool) {
 	url, val := anyParts(c)
 	if len(val) == 0 {
@@ -262,6 +328,12 @@ func (w *walker) collectAny(c *cursor, all bool) {
 // Each further round only happens if some original byte was replaced, so it
 // terminates.
 func scrubValues(text string, vals []string) string {
+	all := slices.Clone(vals)
+	for _, v := range vals {
+		all = append(all, escapedForms(v)...)
+	}
+	slices.SortFunc(all, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
+	vals = all
 	cur := text
 	var ph []bool // ph[i]: cur[i] belongs to an inserted Placeholder
 	for {

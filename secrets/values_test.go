@@ -1,7 +1,11 @@
 package secrets
 
 import (
+	"encoding/json"
+	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -87,6 +91,11 @@ func TestNoAllocations(t *testing.T) {
 		t.Skip("the race detector makes sync.Pool drop items, so pooled walkers allocate")
 	}
 	req := typicalCreateVolume()
+	// Mount options are searched too (their key=value values are sensitive); descending into the
+	// capability list costs two small cursor allocations, so the request without capabilities is
+	// the one that must not allocate.
+	noFlags := typicalCreateVolume()
+	noFlags.VolumeCapabilities = nil
 	topo := &csi.Topology{Segments: map[string]string{"zone": "a"}}
 	_ = String(req) // build the plans
 	_ = Values(topo)
@@ -96,7 +105,7 @@ func TestNoAllocations(t *testing.T) {
 	}{
 		{"Values without secret fields", func() { _ = Values(topo) }},
 		{"Scrub without secret fields", func() { _ = Scrub("zone a", topo) }},
-		{"Scrub with no secret in text", func() { _ = Scrub("volume not found", req) }},
+		{"Scrub with no secret in text", func() { _ = Scrub("volume not found", noFlags) }},
 		{"HasSecrets", func() { _ = HasSecrets(req.ProtoReflect().Descriptor()) }},
 		{"IsSecretField", func() { _ = IsSecretField(fieldOf(req, "secrets")) }},
 		{"LooksSecret", func() { _ = LooksSecret("encryptionKey") }},
@@ -106,4 +115,61 @@ func TestNoAllocations(t *testing.T) {
 			t.Errorf("%s: %v allocations per call", tt.name, n)
 		}
 	}
+}
+
+func TestMountOptionValuesAreSensitive(t *testing.T) {
+	req := &csi.NodePublishVolumeRequest{VolumeId: "v", TargetPath: "/t", VolumeCapability: &csi.VolumeCapability{
+		AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{
+			MountFlags: []string{"ro", "noatime", "password=hunter2", "uid=1", "sec=krb5p", "context=x"}}}}}
+	text := String(req)
+	for _, want := range []string{`"ro"`, `"noatime"`, `"password=` + Placeholder + `"`, `"uid=` + Placeholder + `"`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("redacted output lacks %s: %s", want, text)
+		}
+	}
+	if strings.Contains(text, "hunter2") || strings.Contains(text, "krb5p") {
+		t.Fatalf("an option value leaked: %s", text)
+	}
+	// Only values of at least four bytes are scrubbed from free text, so short ones ("1", "x")
+	// do not eat ordinary words.
+	if got := Values(req); !slices.Equal(got, []string{"hunter2", "krb5p"}) {
+		t.Fatalf("Values = %q, want the long option values", got)
+	}
+	if got := Scrub("mount -o password=hunter2,sec=krb5p failed on node 1", req); strings.Contains(got, "hunter2") || strings.Contains(got, "krb5p") || !strings.Contains(got, "node 1") {
+		t.Fatalf("Scrub = %q", got)
+	}
+	red := Redact(req).(*csi.NodePublishVolumeRequest)
+	if flags := red.GetVolumeCapability().GetMount().GetMountFlags(); flags[2] != "password="+Placeholder || flags[0] != "ro" {
+		t.Fatalf("Redact flags = %q", flags)
+	}
+}
+
+func TestScrubFindsQuotedForms(t *testing.T) {
+	for _, secret := range []string{`pa"ss\word`, "pässwörd-ünïcode", "tab\there", "<html>&amp;"} {
+		req := &csi.NodeStageVolumeRequest{Secrets: map[string]string{"password": secret}}
+		for _, text := range []string{
+			fmt.Sprintf("login %q failed", secret),
+			fmt.Sprintf("login %+q failed", secret),
+			fmt.Sprintf("login %s failed", mustJSON(t, secret)),
+			"login " + secret + " failed",
+		} {
+			got := Scrub(text, req)
+			if strings.Contains(got, secret) || !strings.Contains(got, Placeholder) {
+				t.Errorf("Scrub(%q) = %q: the quoted secret survived", text, got)
+			}
+			for _, form := range escapedForms(secret) {
+				if strings.Contains(got, form) {
+					t.Errorf("Scrub(%q) = %q: the escaped form %q survived", text, got, form)
+				}
+			}
+		}
+	}
+}
+
+func mustJSON(t *testing.T, s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

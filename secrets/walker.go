@@ -445,6 +445,8 @@ func (w *walker) writeListElems(enc zapcore.ArrayEncoder, fr *frame) {
 		for _, s := range fr.strs {
 			if f.secret {
 				s = Placeholder
+			} else if f.optionLike {
+				s = redactOption(s)
 			}
 			enc.AppendString(s)
 		}
@@ -468,6 +470,8 @@ func (w *walker) writeListElems(enc zapcore.ArrayEncoder, fr *frame) {
 				enc.AppendString(Placeholder)
 			case f.kind == protoreflect.MessageKind || f.kind == protoreflect.GroupKind:
 				w.appendMessage(enc, f.sub.cursorOf(v.Message()), fr.depth)
+			case f.optionLike:
+				enc.AppendString(redactOption(v.String()))
 			default:
 				w.appendScalar(enc, f, v)
 			}

@@ -297,6 +297,8 @@ func (r *registry) compileField(memo map[protoreflect.MessageDescriptor]*plan, f
 			rule.kind = kStringList
 			if n, ok := totalLimitFields[full]; ok {
 				rule.total = n
+			} else if n, ok := maxLenOverrides[full]; ok {
+				rule.maxLen = n
 			} else {
 				rule.maxLen = maxString
 			}

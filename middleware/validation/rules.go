@@ -32,9 +32,15 @@ var relativeIsNotFound = map[protoreflect.FullName]bool{
 	"csi.v1.NodeExpandVolumeRequest.volume_path":   true,
 }
 
-// maxLenOverrides replaces the general string limit of single fields.
+// maxLenOverrides replaces the general string limit of single fields (of each element, for
+// repeated ones). A node ID may be 256 bytes in NodeGetInfo, and the CO passes it back as is, so
+// every field that carries a node ID takes the same limit.
 var maxLenOverrides = map[protoreflect.FullName]int{
-	"csi.v1.NodeGetInfoResponse.node_id": maxNodeID,
+	"csi.v1.NodeGetInfoResponse.node_id":                                 maxNodeID,
+	"csi.v1.ControllerPublishVolumeRequest.node_id":                      maxNodeID,
+	"csi.v1.ControllerUnpublishVolumeRequest.node_id":                    maxNodeID,
+	"csi.v1.ListVolumesResponse.VolumeStatus.published_node_ids":         maxNodeID,
+	"csi.v1.ControllerGetVolumeResponse.VolumeStatus.published_node_ids": maxNodeID,
 }
 
 // totalLimitFields are repeated strings limited in total instead of per element.
