@@ -39,6 +39,10 @@ type Controller struct {
 	l   layout
 	st  *store
 	log *zap.Logger
+	// nodeInUse, when the node runs in the same process, names where the node's records have a
+	// volume staged or published ("" if nowhere): a delete is refused even if the kernel's
+	// tables were to miss the mount.
+	nodeInUse func(id string) (string, error)
 }
 
 // NewController opens (or creates) the controller state under cfg.StateDir and reconciles it
@@ -251,7 +255,7 @@ func (c *Controller) CreateVolume(ctx context.Context, req *driver.CreateVolumeR
 			return nil, fmt.Errorf("source: %w", err)
 		}
 		srcPath, srcSize = c.l.snapshotBacking(snap.Kind, snap.ID), snap.Size
-		if kind, fsType, err = compatibleSource(kind, fsType, snap.Kind, snap.FSType, req.Capabilities); err != nil {
+		if kind, fsType, err = compatibleSource(kind, fsType, snap.Kind, snap.FSType, req.Parameters, req.Capabilities); err != nil {
 			return nil, err
 		}
 	case req.Source.VolumeID != "":
@@ -260,7 +264,7 @@ func (c *Controller) CreateVolume(ctx context.Context, req *driver.CreateVolumeR
 			return nil, fmt.Errorf("source: %w", err)
 		}
 		srcPath, srcSize = c.l.backing(src.Kind, src.ID), src.Size
-		if kind, fsType, err = compatibleSource(kind, fsType, src.Kind, src.FSType, req.Capabilities); err != nil {
+		if kind, fsType, err = compatibleSource(kind, fsType, src.Kind, src.FSType, req.Parameters, req.Capabilities); err != nil {
 			return nil, err
 		}
 	}
@@ -316,8 +320,19 @@ func (c *Controller) CreateVolume(ctx context.Context, req *driver.CreateVolumeR
 }
 
 // compatibleSource adopts the source's backing: data cannot move between a directory and a
-// formatted image.
-func compatibleSource(kind, fsType, srcKind, srcFSType string, caps []driver.VolumeCapability) (string, string, error) {
+// formatted image. What the request says explicitly (the kind or filesystem parameter, a
+// capability's fs_type) must match the source; it is refused, not ignored, when it does not.
+func compatibleSource(kind, fsType, srcKind, srcFSType string, params map[string]string, caps []driver.VolumeCapability) (string, string, error) {
+	if p := params[ParamKind]; p != "" && p != srcKind {
+		return "", "", fmt.Errorf("parameter %s=%q does not match the source, a %q volume: %w", ParamKind, p, srcKind, driver.ErrUnsupported)
+	}
+	hasMount := slices.ContainsFunc(caps, func(c driver.VolumeCapability) bool { return !c.Block })
+	if p := params[ParamFSType]; p != "" && hasMount && p != srcFSType {
+		if srcFSType == "" {
+			return "", "", fmt.Errorf("parameter %s=%q does not match the source, which has no filesystem of its own: %w", ParamFSType, p, driver.ErrUnsupported)
+		}
+		return "", "", fmt.Errorf("parameter %s=%q does not match the source's filesystem %q: %w", ParamFSType, p, srcFSType, driver.ErrUnsupported)
+	}
 	if srcKind == kind && srcFSType == fsType {
 		return kind, fsType, nil
 	}
@@ -364,12 +379,21 @@ func (c *Controller) DeleteVolume(ctx context.Context, req *driver.DeleteVolumeR
 	if len(rec.Published) > 0 {
 		return fmt.Errorf("volume %q is published on node %s: %w", rec.ID, strings.Join(sortedKeys(rec.Published), ", "), driver.ErrInUse)
 	}
+	if c.nodeInUse != nil {
+		if where, err := c.nodeInUse(rec.ID); err != nil {
+			return err
+		} else if where != "" {
+			return fmt.Errorf("volume %q is in use on this node at its %s: %w", rec.ID, where, driver.ErrInUse)
+		}
+	}
 	backing := c.l.backing(rec.Kind, rec.ID)
 	if where, err := backingInUse(rec.Kind, backing); err != nil {
 		return err
 	} else if where != "" {
 		return fmt.Errorf("volume %q is in use at %s: %w", rec.ID, where, driver.ErrInUse)
 	}
+	// removeAll never deletes through a mount: one made inside the volume since the check above
+	// stops it with ErrInUse.
 	if err := removeAll(backing); err != nil {
 		return err
 	}
@@ -572,16 +596,19 @@ func (c *Controller) ControllerExpandVolume(ctx context.Context, req *driver.Con
 		if !req.Capacity.Contains(rec.Size) {
 			return 0, false, fmt.Errorf("volume %q has %d bytes and cannot shrink to %d: %w", rec.ID, rec.Size, req.Capacity.LimitBytes, driver.ErrOutOfRange)
 		}
+		// A retry after a grow that committed but did not reach the image: finish it.
+		if err := c.growImage(rec); err != nil {
+			return 0, false, err
+		}
 		return rec.Size, nodeExpansion, nil
 	}
 	if size > c.cfg.MaxVolumeSize {
 		return 0, false, fmt.Errorf("%d bytes is more than the largest volume, %d bytes: %w", size, c.cfg.MaxVolumeSize, driver.ErrOutOfRange)
 	}
-	if rec.Kind == kindFile {
-		if err := os.Truncate(c.l.volumeImage(rec.ID), size); err != nil {
-			return 0, false, fmt.Errorf("grow image: %w", err)
-		}
-	}
+	// The space is reserved first and the image grown after, so a refused expansion leaves the
+	// image as it was; a failed grow gives the reservation back, and one cut short by a crash is
+	// finished by the reconciliation at start-up (images never shrink to a smaller record).
+	oldSize := rec.Size
 	err = c.st.update(func(tx *bolt.Tx) error {
 		var cur volumeRecord
 		if err := getJSON(tx, bVolumes, rec.ID, &cur); err != nil {
@@ -594,6 +621,7 @@ func (c *Controller) ControllerExpandVolume(ctx context.Context, req *driver.Con
 		if used := counter(tx, bMeta, metaUsed); used+delta > c.cfg.CapacityBytes {
 			return fmt.Errorf("growing by %d bytes needs more than the %d free: %w", delta, c.cfg.CapacityBytes-used, driver.ErrResourceExhausted)
 		}
+		oldSize = cur.Size
 		cur.Size = size
 		if err := putJSON(tx, bVolumes, cur.ID, &cur); err != nil {
 			return err
@@ -603,7 +631,53 @@ func (c *Controller) ControllerExpandVolume(ctx context.Context, req *driver.Con
 	if err != nil {
 		return 0, false, err
 	}
+	grown := *rec
+	grown.Size = size
+	if err := c.growImage(&grown); err != nil {
+		if rerr := c.releaseGrowth(rec.ID, oldSize, size); rerr != nil {
+			c.log.Error("cannot give back the space of a failed expansion; the next start recomputes it",
+				zap.String("volume", rec.ID), zap.Error(rerr))
+		}
+		return 0, false, err
+	}
 	return size, nodeExpansion, nil
+}
+
+// growImage makes an image volume's file as large as its record says, never smaller.
+func (c *Controller) growImage(rec *volumeRecord) error {
+	if rec.Kind != kindFile {
+		return nil
+	}
+	path := c.l.volumeImage(rec.ID)
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("grow image: %w", err)
+	}
+	if fi.Size() >= rec.Size {
+		return nil
+	}
+	if err := os.Truncate(path, rec.Size); err != nil {
+		return fmt.Errorf("grow image: %w", err)
+	}
+	return nil
+}
+
+// releaseGrowth undoes a committed expansion from oldSize to newSize whose image could not grow.
+func (c *Controller) releaseGrowth(id string, oldSize, newSize int64) error {
+	return c.st.update(func(tx *bolt.Tx) error {
+		var cur volumeRecord
+		if err := getJSON(tx, bVolumes, id, &cur); err != nil {
+			return err
+		}
+		if cur.Size != newSize {
+			return nil
+		}
+		cur.Size = oldSize
+		if err := putJSON(tx, bVolumes, cur.ID, &cur); err != nil {
+			return err
+		}
+		return addCounter(tx, bMeta, metaUsed, oldSize-newSize)
+	})
 }
 
 // ControllerGetVolume returns one volume with its published nodes.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -38,13 +39,62 @@ func needRoot(t *testing.T) {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	dir := t.TempDir()
-	e := &env{t: t, dir: dir, cfg: Config{
+	return newEnvAt(t, dir, Config{
 		StateDir: filepath.Join(dir, "state"), NodeID: "node-1", CapacityBytes: 64 << 30,
 		MaxVolumesPerNode: 8, MutableParameters: []string{"iops"},
-	}}
+	})
+}
+
+// newEnvAt serves a plugin with cfg; dir holds the socket and, as the test likes, the state and
+// the paths it mounts on. Whatever a failed test leaves mounted or attached under dir is undone
+// when it ends.
+func newEnvAt(t *testing.T, dir string, cfg Config) *env {
+	t.Helper()
+	releaseKernelState(t, dir)
+	e := &env{t: t, dir: dir, cfg: cfg}
 	e.start()
 	t.Cleanup(func() { e.stop() })
 	return e
+}
+
+// releaseKernelState registers a cleanup that unmounts every mount under dir and detaches every
+// loop device on a file under it, so a failing test leaks nothing into the next.
+func releaseKernelState(t *testing.T, dir string) {
+	if os.Geteuid() != 0 {
+		return
+	}
+	t.Cleanup(func() {
+		real, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			return
+		}
+		infos, err := mountInfos()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		for i := len(infos) - 1; i >= 0; i-- { // newest first: inner mounts before outer ones
+			if within(infos[i].MountPoint, real) {
+				if err := unix.Unmount(infos[i].MountPoint, unix.MNT_DETACH); err != nil {
+					t.Errorf("cleanup: unmount %s: %v", infos[i].MountPoint, err)
+				}
+			}
+		}
+		devs, err := loopDevices()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		for backing, ds := range devs {
+			if within(backing, real) {
+				for _, d := range ds {
+					if err := detachLoop(d); err != nil {
+						t.Errorf("cleanup: %v", err)
+					}
+				}
+			}
+		}
+	})
 }
 
 // start opens the plugin on the state directory and serves it.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -44,8 +45,9 @@ const (
 // volumeContextKind tells the node how the volume is backed.
 const volumeContextKind = "hostpath.csikit.dev/kind"
 
-// ephemeralContextKey marks an inline ephemeral volume (set by kubelet).
-const ephemeralContextKey = "csi.storage.k8s.io/ephemeral"
+// ephemeralContextKey marks an inline ephemeral volume (set by kubelet); the library then lets
+// NodePublishVolume through without a staging path.
+const ephemeralContextKey = driver.EphemeralContextKey
 
 // Config configures the driver.
 type Config struct {
@@ -73,11 +75,19 @@ func (c *Config) defaults() error {
 	if c.StateDir == "" {
 		return errors.New("state directory is required")
 	}
+	// The state directory is made and then named by its canonical path: the kernel reports loop
+	// backing files and mount roots by real paths, and the in-use checks compare with them. A
+	// state directory reached through a symlink would otherwise look unused while it is mounted.
+	if err := os.MkdirAll(c.StateDir, 0o750); err != nil {
+		return fmt.Errorf("state directory: %w", err)
+	}
 	abs, err := filepath.Abs(c.StateDir)
 	if err != nil {
 		return fmt.Errorf("state directory: %w", err)
 	}
-	c.StateDir = abs
+	if c.StateDir, err = filepath.EvalSymlinks(abs); err != nil {
+		return fmt.Errorf("state directory: %w", err)
+	}
 	if c.CapacityBytes <= 0 {
 		c.CapacityBytes = 100 << 30
 	}
@@ -176,9 +186,30 @@ const (
 
 var controllerBuckets = []string{bVolumes, bVolumeNames, bSnapshots, bSnapshotNames, bSnapsByVolume, bGroups, bGroupNames, bMeta}
 
-// newMounter is the mount-utils stack shared by the node and the controller's in-use checks.
+// newMounter is the node's mount-utils stack.
 func newMounter() *mount.SafeFormatAndMount {
-	return mount.NewSafeFormatAndMount(mount.New(""), utilexec.New())
+	return mount.NewSafeFormatAndMount(&serialMounts{Interface: mount.New("")}, utilexec.New())
+}
+
+// serialMounts runs mount-utils' mounts one at a time. Its Mounter finds out whether systemd is
+// there at the first mount and caches the answer without synchronisation, so two first mounts at
+// once race. Only the mount command is serialised: mkfs, e2fsck and resize2fs run outside it, in
+// parallel across volumes.
+type serialMounts struct {
+	mount.Interface
+	mu sync.Mutex
+}
+
+func (m *serialMounts) Mount(source, target, fstype string, options []string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.Interface.Mount(source, target, fstype, options)
+}
+
+func (m *serialMounts) MountSensitive(source, target, fstype string, options, sensitiveOptions []string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.Interface.MountSensitive(source, target, fstype, options, sensitiveOptions)
 }
 
 // Open checks the configuration and opens the state. It does not start serving.
@@ -200,15 +231,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
-}
-
-func removeAll(path string) error {
-	// Most backings are an empty directory or a single file: one unlink does it.
-	if err := os.Remove(path); err == nil || errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err := os.RemoveAll(path); err != nil {
-		return fmt.Errorf("remove %s: %w", path, err)
-	}
-	return nil
 }

@@ -360,8 +360,9 @@ func TestVolumeKinds(t *testing.T) {
 		if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
 			t.Fatal(err)
 		}
+		// As kubelet sends it for an inline volume: no staging path, the CO's own volume ID.
 		req := &csi.NodePublishVolumeRequest{VolumeId: "csi-inline-1234", TargetPath: target, VolumeCapability: mountCap(""),
-			VolumeContext: map[string]string{ephemeralContextKey: "true"}, StagingTargetPath: filepath.Join(e.dir, "unused")}
+			VolumeContext: map[string]string{ephemeralContextKey: "true"}}
 		for range 2 {
 			if _, err := e.node.NodePublishVolume(ctx, req); err != nil {
 				t.Fatal(err)
@@ -369,6 +370,15 @@ func TestVolumeKinds(t *testing.T) {
 		}
 		if err := os.WriteFile(filepath.Join(target, "f"), payload, 0o600); err != nil {
 			t.Fatal(err)
+		}
+		// Stats and health take the CO's volume ID too.
+		stats, err := e.node.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: req.VolumeId, VolumePath: target})
+		if err != nil || len(stats.GetUsage()) != 2 {
+			t.Fatalf("NodeGetVolumeStats of an ephemeral volume = %v, %v", stats, err)
+		}
+		health, err := e.node.NodeGetVolumeHealth(ctx, &csi.NodeGetVolumeHealthRequest{VolumeId: req.VolumeId, VolumePublishPath: target})
+		if err != nil || len(health.GetVolumeHealth().GetHealthStatuses()) != 0 {
+			t.Fatalf("NodeGetVolumeHealth of an ephemeral volume = %v, %v", health, err)
 		}
 		for range 2 {
 			if _, err := e.node.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: req.VolumeId, TargetPath: target}); err != nil {

@@ -19,7 +19,12 @@ import (
 // is two steps.
 var loopMu sync.Mutex
 
-// loopDevices lists attached loop devices by backing file.
+// deletedSuffix is what the kernel appends to the backing file of a loop device whose file was
+// unlinked.
+const deletedSuffix = " (deleted)"
+
+// loopDevices lists attached loop devices by backing file (as the kernel names it, without the
+// deleted suffix).
 func loopDevices() (map[string][]string, error) {
 	entries, err := filepath.Glob("/sys/block/loop*/loop/backing_file")
 	if err != nil {
@@ -31,23 +36,83 @@ func loopDevices() (map[string][]string, error) {
 		if err != nil {
 			continue // detached between the glob and the read
 		}
-		backing := strings.TrimSuffix(strings.TrimSpace(string(raw)), " (deleted)")
+		backing := strings.TrimSuffix(strings.TrimSpace(string(raw)), deletedSuffix)
 		dev := "/dev/" + filepath.Base(filepath.Dir(filepath.Dir(e)))
 		out[backing] = append(out[backing], dev)
 	}
 	return out, nil
 }
 
+// loopsFor lists the loop devices attached to the image at backing (a canonical path).
+func loopsFor(backing string) ([]string, error) {
+	entries, err := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		raw, err := os.ReadFile(e)
+		if err != nil {
+			continue // detached between the glob and the read
+		}
+		dev := "/dev/" + filepath.Base(filepath.Dir(filepath.Dir(e)))
+		if sameBacking(dev, strings.TrimSpace(string(raw)), backing) {
+			out = append(out, dev)
+		}
+	}
+	return out, nil
+}
+
 // loopFor returns a device already attached to backing, or "".
 func loopFor(backing string) (string, error) {
-	devs, err := loopDevices()
-	if err != nil {
+	devs, err := loopsFor(backing)
+	if err != nil || len(devs) == 0 {
 		return "", err
 	}
-	if d := devs[backing]; len(d) > 0 {
-		return d[0], nil
+	return devs[0], nil
+}
+
+// loopBacking names the loop device major:minor and the file attached to it, as the kernel
+// reports it. os.ErrNotExist means no such device or nothing attached.
+func loopBacking(major, minor uint32) (dev, backing string, err error) {
+	sys := fmt.Sprintf("/sys/dev/block/%d:%d", major, minor)
+	raw, err := os.ReadFile(sys + "/loop/backing_file")
+	if err != nil {
+		return "", "", err
 	}
-	return "", nil
+	link, err := os.Readlink(sys)
+	if err != nil {
+		return "", "", err
+	}
+	return "/dev/" + filepath.Base(link), strings.TrimSpace(string(raw)), nil
+}
+
+// sameBacking says whether the loop device dev, whose backing file the kernel names attached, is
+// attached to the image at backing. The state directory is canonical, so the kernel's name of an
+// image the driver attached is its canonical path; the inode then confirms it is the same file,
+// not another one at that path.
+func sameBacking(dev, attached, backing string) bool {
+	path, deleted := strings.CutSuffix(attached, deletedSuffix)
+	if path != backing {
+		return false
+	}
+	want, err := statID(backing)
+	if err != nil {
+		return deleted // the image is gone; the device holds what was this volume's image
+	}
+	if deleted {
+		return false // an unlinked file is not the image now at that path
+	}
+	f, err := os.OpenFile(dev, os.O_RDONLY, 0)
+	if err != nil {
+		return true // cannot ask the device: the path has to do
+	}
+	defer f.Close()
+	info, err := unix.IoctlLoopGetStatus64(int(f.Fd()))
+	if err != nil {
+		return !errors.Is(err, unix.ENXIO) // ENXIO: detached meanwhile
+	}
+	return info.Device == want.dev && info.Inode == want.ino
 }
 
 // attachLoop attaches backing to a free loop device, or returns the device it is attached to.
@@ -96,11 +161,11 @@ func attachLoop(backing string) (string, error) {
 func detachLoops(backing string) error {
 	loopMu.Lock()
 	defer loopMu.Unlock()
-	devs, err := loopDevices()
+	devs, err := loopsFor(backing)
 	if err != nil {
 		return err
 	}
-	for _, dev := range devs[backing] {
+	for _, dev := range devs {
 		if err := detachLoop(dev); err != nil {
 			return err
 		}

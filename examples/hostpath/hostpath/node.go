@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 
 	bolt "go.etcd.io/bbolt"
 	"go.uber.org/zap"
@@ -21,23 +20,28 @@ import (
 
 // Node buckets.
 const (
-	bStaged    = "staged"    // volume ID -> stagedRecord
-	bPublished = "published" // volume ID + "\x00" + target -> publishedRecord
+	bStaged     = "staged"     // volume ID -> stagedRecord
+	bPublished  = "published"  // volume ID + "\x00" + canonical target -> publishedRecord
+	bFormatting = "formatting" // volume ID -> filesystem type: mkfs was started on the volume
 )
 
 type stagedRecord struct {
-	VolumeID string            `json:"volume"`
-	Path     string            `json:"path"`
-	Kind     string            `json:"kind"`
-	Block    bool              `json:"block"`
-	FSType   string            `json:"fsType,omitempty"`
-	Device   string            `json:"device,omitempty"`
-	Mode     driver.AccessMode `json:"mode"`
+	VolumeID string `json:"volume"`
+	// Path is the canonical staging path (see canonical); Requested the path as the CO gave it.
+	Path      string            `json:"path"`
+	Requested string            `json:"requested,omitempty"`
+	Kind      string            `json:"kind"`
+	Block     bool              `json:"block"`
+	FSType    string            `json:"fsType,omitempty"`
+	Device    string            `json:"device,omitempty"`
+	Mode      driver.AccessMode `json:"mode"`
 }
 
 type publishedRecord struct {
-	VolumeID  string            `json:"volume"`
+	VolumeID string `json:"volume"`
+	// Target is the canonical target path (see canonical); Requested the path as the CO gave it.
 	Target    string            `json:"target"`
+	Requested string            `json:"requested,omitempty"`
 	Staging   string            `json:"staging,omitempty"`
 	Readonly  bool              `json:"ro"`
 	Block     bool              `json:"block"`
@@ -45,10 +49,31 @@ type publishedRecord struct {
 	Ephemeral bool              `json:"ephemeral,omitempty"`
 }
 
+// sameSettings compares two publications by what was asked, not by how the path was spelled.
+func (p publishedRecord) sameSettings(o publishedRecord) bool {
+	p.Requested, o.Requested = "", ""
+	return p == o
+}
+
+// pathOr is where a staged volume is mounted, or else the publication's target.
+func (s *stagedRecord) pathOr(p *publishedRecord) string {
+	if s != nil {
+		return s.Path
+	}
+	return p.Target
+}
+
 func pubKey(volumeID, target string) string { return volumeID + "\x00" + target }
 
 // Node is the node side of the driver: it stages, publishes and expands volumes with real loop
 // devices, mkfs, mounts and bind mounts, and keeps what it did in the node database.
+//
+// Calls on one volume never overlap: the csikit library holds each volume ID exclusively for
+// NodeStage, NodeUnstage, NodePublish, NodeUnpublish and NodeExpand (an inline ephemeral volume's
+// backing is derived from the CO's volume ID, which is the one held), and the reconciliation
+// runs before serving. So a check followed by a mount on one volume is safe without a lock here,
+// and calls on different volumes (mkfs, e2fsck, resize2fs included) run in parallel. Only a
+// staging or target path is locked, against two volumes sent to the same path.
 type Node struct {
 	cfg     Config
 	l       layout
@@ -56,9 +81,7 @@ type Node struct {
 	log     *zap.Logger
 	mounter *mount.SafeFormatAndMount
 	resizer *mount.ResizeFs
-	// mu serialises the node's mount operations on one volume with the reconciliation that
-	// inspects them; calls on different volumes run in parallel.
-	mu sync.Mutex
+	paths   pathLocks
 }
 
 // NewNode opens (or creates) the node state and reconciles it with the kernel: records of mounts
@@ -72,7 +95,7 @@ func NewNode(cfg Config) (*Node, error) {
 	if cfg.NodeID == "" {
 		return nil, errors.New("node ID is required")
 	}
-	st, err := openStore(filepath.Join(l.root, "node.db"), bStaged, bPublished)
+	st, err := openStore(filepath.Join(l.root, "node.db"), bStaged, bPublished, bFormatting)
 	if err != nil {
 		return nil, err
 	}
@@ -105,6 +128,19 @@ func (n *Node) backingOf(id string) (kind, path string, err error) {
 	return "", "", fmt.Errorf("volume %q: %w", id, driver.ErrNotFound)
 }
 
+// volumeOf finds a volume by the ID the CO uses for it: a volume's own ID, or the CO's ID of an
+// inline ephemeral volume, whose directory has an ID derived from it (see ephemeralID).
+func (n *Node) volumeOf(coID string) (id, kind, path string, err error) {
+	if kind, path, err := n.backingOf(coID); err == nil {
+		return coID, kind, path, nil
+	}
+	eph := ephemeralID(coID)
+	if kind, path, err := n.backingOf(eph); err == nil {
+		return eph, kind, path, nil
+	}
+	return "", "", "", fmt.Errorf("volume %q: %w", coID, driver.ErrNotFound)
+}
+
 func (n *Node) staged(id string) (*stagedRecord, error) {
 	var rec stagedRecord
 	err := n.st.view(func(tx *bolt.Tx) error { return getJSON(tx, bStaged, id, &rec) })
@@ -121,6 +157,24 @@ func (n *Node) published(id, target string) (*publishedRecord, error) {
 		return nil, nil
 	}
 	return &rec, err
+}
+
+// publicationAt finds the volume's publication at a path: canon as lookupPath returned it, given
+// as the CO sent it.
+func (n *Node) publicationAt(id, canon, given string) (*publishedRecord, error) {
+	if rec, err := n.published(id, canon); err != nil || rec != nil {
+		return rec, err
+	}
+	pubs, err := n.publications(id)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pubs {
+		if samePath(p.Target, p.Requested, canon, given) {
+			return &p, nil
+		}
+	}
+	return nil, nil
 }
 
 // publications lists the targets where a volume is published.
@@ -141,6 +195,26 @@ func (n *Node) publications(id string) ([]publishedRecord, error) {
 	return out, err
 }
 
+// inUse names where this node has the volume staged or published by its records, or "". The
+// controller asks it before a delete when both run in one process.
+func (n *Node) inUse(id string) (string, error) {
+	st, err := n.staged(id)
+	if err != nil {
+		return "", err
+	}
+	if st != nil {
+		return "staging path " + st.Path, nil
+	}
+	pubs, err := n.publications(id)
+	if err != nil {
+		return "", err
+	}
+	if len(pubs) > 0 {
+		return "target path " + pubs[0].Target, nil
+	}
+	return "", nil
+}
+
 func fsTypeFor(cp driver.VolumeCapability, volumeContext map[string]string) string {
 	switch {
 	case cp.FSType != "":
@@ -151,10 +225,63 @@ func fsTypeFor(cp driver.VolumeCapability, volumeContext map[string]string) stri
 	return "ext4"
 }
 
-// isMounted reports whether path is a mount point.
+// isMounted reports whether path (canonical) is a mount point.
 func (n *Node) isMounted(path string) (bool, error) {
 	m, err := mountAt(path)
 	return m != nil, err
+}
+
+// topMount returns the top mount at path (canonical) and whether it shows this volume's backing;
+// nil when nothing is mounted there.
+func topMount(path, kind, backing string) (*mount.MountInfo, owner, error) {
+	m, err := mountAt(path)
+	if err != nil || m == nil {
+		return nil, ownerOther, err
+	}
+	o, err := mountOwner(m, kind, backing)
+	return m, o, err
+}
+
+// trust says which mounts at a recorded or given path the driver may take for this volume's.
+type trust int
+
+const (
+	trustOurs   trust = iota // only a mount that shows this volume's backing
+	trustRecord              // also a detached loop device's node: a record says the driver mounted it
+	trustAll                 // anything: a record says the driver mounted it, and the backing is gone
+)
+
+// unmountOurs unmounts what this volume has mounted at path, the whole stack if a retry mounted it
+// twice. Something else mounted there is left alone: FAILED_PRECONDITION.
+func (n *Node) unmountOurs(field, path, kind, backing string, t trust) error {
+	for range 8 {
+		m, o, err := topMount(path, kind, backing)
+		if err != nil {
+			return err
+		}
+		if m == nil {
+			return nil
+		}
+		if t != trustAll && (o == ownerOther || (o == ownerUnknown && t != trustRecord)) {
+			return fmt.Errorf("%s %q has a mount that is not this volume's; it is left alone: %w", field, path, driver.ErrFailedPrecondition)
+		}
+		if err := n.mounter.Unmount(path); err != nil {
+			return fmt.Errorf("unmount %s: %w", field, err)
+		}
+	}
+	return fmt.Errorf("%s %q: still mounted after 8 unmounts", field, path)
+}
+
+// trustFor is the trust a call has in the mounts at a path: more with a record, all when the
+// record's volume has no backing left to compare with.
+func trustFor(hasRecord bool, backingErr error) trust {
+	switch {
+	case !hasRecord:
+		return trustOurs
+	case backingErr != nil:
+		return trustAll
+	}
+	return trustRecord
 }
 
 // NodeStageVolume makes the volume available at the staging path: a bind mount of a directory
@@ -165,10 +292,25 @@ func (n *Node) NodeStageVolume(ctx context.Context, req *driver.NodeStageRequest
 		return err
 	}
 	cp := req.Capability
-	if err := capabilitiesFit(kind, req.VolumeContext[ParamFSType], []driver.VolumeCapability{cp}); err != nil && !(kind == kindFile && !cp.Block) {
+	ctxFS := req.VolumeContext[ParamFSType]
+	switch {
+	case kind == kindFile && !cp.Block && ctxFS == "" && req.VolumeContext[volumeContextKind] == kindFile:
+		// The controller says so: an image created for block access has no filesystem, and
+		// mkfs would destroy what the workload wrote to it.
+		return fmt.Errorf("volume %q is a raw block volume (created without a filesystem) and cannot be staged for filesystem access: %w",
+			req.VolumeID, driver.ErrUnsupported)
+	case kind == kindFile && !cp.Block && ctxFS == "":
+		// No volume context: the device itself decides (see guardFormat).
+	default:
+		if err := capabilitiesFit(kind, ctxFS, []driver.VolumeCapability{cp}); err != nil {
+			return err
+		}
+	}
+	staging, err := preparePath("staging_target_path", req.StagingTargetPath)
+	if err != nil {
 		return err
 	}
-	want := stagedRecord{VolumeID: req.VolumeID, Path: req.StagingTargetPath, Kind: kind, Block: cp.Block, Mode: cp.AccessMode}
+	want := stagedRecord{VolumeID: req.VolumeID, Path: staging, Requested: filepath.Clean(req.StagingTargetPath), Kind: kind, Block: cp.Block, Mode: cp.AccessMode}
 	if kind == kindFile && !cp.Block {
 		want.FSType = fsTypeFor(cp, req.VolumeContext)
 	}
@@ -180,8 +322,8 @@ func (n *Node) NodeStageVolume(ctx context.Context, req *driver.NodeStageRequest
 		}
 		return nil
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
+	unlock := n.paths.lock(staging)
+	defer unlock()
 	var undo []func()
 	rollback := func(err error) error {
 		for i := len(undo) - 1; i >= 0; i-- {
@@ -189,20 +331,31 @@ func (n *Node) NodeStageVolume(ctx context.Context, req *driver.NodeStageRequest
 		}
 		return err
 	}
-	if err := os.MkdirAll(req.StagingTargetPath, 0o750); err != nil {
+	if err := os.Mkdir(staging, 0o750); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("create staging path: %w", err)
 	}
-	mounted, err := n.isMounted(req.StagingTargetPath)
+	if fi, err := os.Lstat(staging); err != nil {
+		return fmt.Errorf("staging path: %w", err)
+	} else if !fi.IsDir() {
+		return fmt.Errorf("staging_target_path %q is not a directory: %w", req.StagingTargetPath, driver.ErrInvalidArgument)
+	}
+	top, o, err := topMount(staging, kind, backing)
 	if err != nil {
 		return err
 	}
+	if top != nil && (o != ownerThis || cp.Block) {
+		// Another volume's mount, or anything else: never adopted, never mounted over.
+		return fmt.Errorf("staging_target_path %q already has a mount that is not this volume staged for %s access: %w",
+			req.StagingTargetPath, accessName(cp.Block), driver.ErrFailedPrecondition)
+	}
+	mounted := top != nil // this volume's, left by a stage that did not commit: adopted
 	switch {
 	case kind == kindDir:
 		if !mounted {
-			if err := n.mounter.Mount(backing, req.StagingTargetPath, "", []string{"bind"}); err != nil {
+			if err := n.mounter.Mount(backing, staging, "", []string{"bind"}); err != nil {
 				return fmt.Errorf("bind-mount the volume at the staging path: %w", err)
 			}
-			undo = append(undo, func() { _ = n.mounter.Unmount(req.StagingTargetPath) })
+			undo = append(undo, func() { _ = n.mounter.Unmount(staging) })
 		}
 	default:
 		existing, err := loopFor(backing)
@@ -218,35 +371,123 @@ func (n *Node) NodeStageVolume(ctx context.Context, req *driver.NodeStageRequest
 		}
 		want.Device = dev
 		if !cp.Block && !mounted {
-			if err := n.growExtOffline(dev, req.StagingTargetPath); err != nil {
+			if err := n.growExtOffline(dev, staging); err != nil {
+				return rollback(err)
+			}
+			if err := n.guardFormat(req.VolumeID, dev, backing, want.FSType); err != nil {
 				return rollback(err)
 			}
 			// Mount flags may be sensitive (the spec says so): they go only to the kernel.
-			if err := n.mounter.FormatAndMountSensitive(dev, req.StagingTargetPath, want.FSType, nil, cp.MountFlags); err != nil {
+			if err := n.mounter.FormatAndMountSensitive(dev, staging, want.FSType, nil, cp.MountFlags); err != nil {
 				return rollback(fmt.Errorf("format and mount %s as %s: %w", dev, want.FSType, err))
 			}
-			undo = append(undo, func() { _ = n.mounter.Unmount(req.StagingTargetPath) })
+			undo = append(undo, func() { _ = n.mounter.Unmount(staging) })
 		}
 	}
 	if err := fail("node-stage:before-commit"); err != nil {
 		return rollback(err)
 	}
-	if err := n.st.update(func(tx *bolt.Tx) error { return putJSON(tx, bStaged, want.VolumeID, &want) }); err != nil {
+	err = n.st.update(func(tx *bolt.Tx) error {
+		if err := putJSON(tx, bStaged, want.VolumeID, &want); err != nil {
+			return err
+		}
+		return del(tx, bFormatting, want.VolumeID)
+	})
+	if err != nil {
 		return rollback(err)
 	}
 	return nil
 }
 
-// NodeUnstageVolume undoes NodeStageVolume from the kernel's state, not only the record, so it also
-// cleans up after a stage that crashed before it committed.
-func (n *Node) NodeUnstageVolume(ctx context.Context, req *driver.NodeUnstageRequest) error {
-	kind, backing, err := n.backingOf(req.VolumeID)
-	rec, rerr := n.staged(req.VolumeID)
-	if rerr != nil {
-		return rerr
+// guardFormat makes sure mount-utils will format dev only if it holds nothing. It refuses to
+// format a device with an existing filesystem by itself; this also refuses a device with data but
+// no filesystem signature (a raw block volume's content), unless this node started formatting it
+// before (mkfs interrupted by a crash leaves data without a signature). It records that it is
+// about to format before mkfs runs.
+func (n *Node) guardFormat(id, dev, backing, fsType string) error {
+	format, err := n.mounter.GetDiskFormat(dev)
+	if err != nil {
+		return fmt.Errorf("inspect %s for a filesystem: %w", dev, err)
 	}
-	if err != nil && rec == nil {
+	if format != "" {
+		return nil // mounted as it is, or refused by mount-utils if it is not fsType
+	}
+	var started bool
+	if err := n.st.view(func(tx *bolt.Tx) error { started = getString(tx, bFormatting, id) != ""; return nil }); err != nil {
 		return err
+	}
+	if started {
+		return nil
+	}
+	empty, err := imageIsZero(backing)
+	if err != nil {
+		return err
+	}
+	if !empty {
+		return fmt.Errorf("volume %q holds data but no filesystem (was it written as a raw block device?); it is not formatted, "+
+			"to keep that data: %w", id, driver.ErrFailedPrecondition)
+	}
+	return n.st.update(func(tx *bolt.Tx) error { return putString(tx, bFormatting, id, fsType) })
+}
+
+// imageIsZero reports whether every byte of the image file is zero. Only its data extents are
+// read: a fresh sparse image has none.
+func imageIsZero(path string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, fmt.Errorf("open image: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	extents, err := dataExtents(f, fi.Size())
+	if err != nil {
+		return false, err
+	}
+	buf := make([]byte, 1<<20)
+	for _, e := range extents {
+		for off := e.Offset; off < e.Offset+e.Size; {
+			n := min(int64(len(buf)), e.Offset+e.Size-off)
+			if err := readAt(f, buf[:n], off); err != nil {
+				return false, err
+			}
+			for _, b := range buf[:n] {
+				if b != 0 {
+					return false, nil
+				}
+			}
+			off += n
+		}
+	}
+	return true, nil
+}
+
+// NodeUnstageVolume undoes NodeStageVolume from the kernel's state, not only the record, so it also
+// cleans up after a stage that crashed before it committed. It unmounts only this volume's mount
+// at the staging path, and only at the path the volume was staged at.
+func (n *Node) NodeUnstageVolume(ctx context.Context, req *driver.NodeUnstageRequest) error {
+	kind, backing, backingErr := n.backingOf(req.VolumeID)
+	rec, err := n.staged(req.VolumeID)
+	if err != nil {
+		return err
+	}
+	if backingErr != nil && rec == nil {
+		return backingErr
+	}
+	if backingErr != nil {
+		kind, backing = rec.Kind, n.l.backing(rec.Kind, req.VolumeID)
+	}
+	staging, err := lookupPath(req.StagingTargetPath)
+	if err != nil {
+		return fmt.Errorf("staging_target_path: %w", err)
+	}
+	if rec != nil && !samePath(rec.Path, rec.Requested, staging, req.StagingTargetPath) {
+		return fmt.Errorf("volume %q is staged at %q, not at %q: %w", req.VolumeID, rec.Path, req.StagingTargetPath, driver.ErrFailedPrecondition)
+	}
+	if rec != nil {
+		staging = rec.Path
 	}
 	pubs, err := n.publications(req.VolumeID)
 	if err != nil {
@@ -255,19 +496,18 @@ func (n *Node) NodeUnstageVolume(ctx context.Context, req *driver.NodeUnstageReq
 	if len(pubs) > 0 {
 		return fmt.Errorf("volume %q is still published at %s: %w", req.VolumeID, pubs[0].Target, driver.ErrFailedPrecondition)
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if mounted, err := n.isMounted(req.StagingTargetPath); err != nil {
+	unlock := n.paths.lock(staging)
+	defer unlock()
+	if err := n.unmountOurs("staging_target_path", staging, kind, backing, trustFor(rec != nil, backingErr)); err != nil {
 		return err
-	} else if mounted {
-		if err := n.mounter.Unmount(req.StagingTargetPath); err != nil {
-			return fmt.Errorf("unmount staging path: %w", err)
-		}
 	}
 	if kind == kindFile {
 		if err := detachLoops(backing); err != nil {
 			return err
 		}
+	}
+	if rec == nil {
+		return nil
 	}
 	return n.st.update(func(tx *bolt.Tx) error { return del(tx, bStaged, req.VolumeID) })
 }
@@ -278,7 +518,7 @@ func (n *Node) NodePublishVolume(ctx context.Context, req *driver.NodePublishReq
 	if req.VolumeContext[ephemeralContextKey] == "true" {
 		return n.publishEphemeral(req)
 	}
-	kind, _, err := n.backingOf(req.VolumeID)
+	kind, backing, err := n.backingOf(req.VolumeID)
 	if err != nil {
 		return err
 	}
@@ -286,16 +526,35 @@ func (n *Node) NodePublishVolume(ctx context.Context, req *driver.NodePublishReq
 	if err != nil {
 		return err
 	}
-	if st == nil || st.Path != req.StagingTargetPath {
+	staging, err := lookupPath(req.StagingTargetPath)
+	if err != nil {
+		return fmt.Errorf("staging_target_path: %w", err)
+	}
+	if st == nil || !samePath(st.Path, st.Requested, staging, req.StagingTargetPath) {
 		return fmt.Errorf("volume %q is not staged at %q; call NodeStageVolume first: %w", req.VolumeID, req.StagingTargetPath, driver.ErrFailedPrecondition)
 	}
 	cp := req.Capability
 	if cp.Block != st.Block {
 		return fmt.Errorf("volume %q is staged for %s access: %w", req.VolumeID, accessName(st.Block), driver.ErrUnsupported)
 	}
-	want := publishedRecord{VolumeID: req.VolumeID, Target: req.TargetPath, Staging: req.StagingTargetPath,
+	source := st.Path
+	if cp.Block {
+		dev, err := loopFor(backing)
+		if err != nil {
+			return err
+		}
+		if dev == "" {
+			return fmt.Errorf("volume %q has no loop device any more; stage it again: %w", req.VolumeID, driver.ErrFailedPrecondition)
+		}
+		source = dev
+	}
+	target, err := preparePath("target_path", req.TargetPath)
+	if err != nil {
+		return err
+	}
+	want := publishedRecord{VolumeID: req.VolumeID, Target: target, Requested: filepath.Clean(req.TargetPath), Staging: st.Path,
 		Readonly: req.Readonly, Block: cp.Block, Mode: cp.AccessMode}
-	return n.publish(want, kind, st.Device, req.StagingTargetPath, cp.MountFlags)
+	return n.publish(want, kind, backing, source, cp.MountFlags)
 }
 
 func accessName(block bool) string {
@@ -305,12 +564,13 @@ func accessName(block bool) string {
 	return "filesystem"
 }
 
-// publish mounts source at the target and commits the record, idempotently.
-func (n *Node) publish(want publishedRecord, kind, device, staging string, flags []string) error {
+// publish mounts source at the target and commits the record, idempotently. backing is what the
+// mount shows, to tell this volume's mount from another's.
+func (n *Node) publish(want publishedRecord, kind, backing, source string, flags []string) error {
 	if cur, err := n.published(want.VolumeID, want.Target); err != nil {
 		return err
 	} else if cur != nil {
-		if *cur != want {
+		if !cur.sameSettings(want) {
 			return fmt.Errorf("volume %q is published at %q with other settings: %w", want.VolumeID, want.Target, driver.ErrAlreadyExists)
 		}
 		return nil
@@ -319,51 +579,56 @@ func (n *Node) publish(want publishedRecord, kind, device, staging string, flags
 	if err != nil {
 		return err
 	}
-	if want.Mode == driver.SingleNodeSingleWriter && len(others) > 0 {
-		return fmt.Errorf("volume %q is SINGLE_NODE_SINGLE_WRITER and already published at %s: %w", want.VolumeID, others[0].Target, driver.ErrFailedPrecondition)
+	for _, o := range others {
+		if want.Mode == driver.SingleNodeSingleWriter || o.Mode == driver.SingleNodeSingleWriter {
+			return fmt.Errorf("volume %q is already published at %s and SINGLE_NODE_SINGLE_WRITER allows one publication: %w",
+				want.VolumeID, o.Target, driver.ErrFailedPrecondition)
+		}
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	source := staging
+	unlock := n.paths.lock(want.Target)
+	defer unlock()
 	options := []string{"bind"}
 	if want.Readonly {
 		options = append(options, "ro")
 	}
 	created := false
 	if want.Block {
-		source = device
-		if _, err := os.Stat(want.Target); errors.Is(err, os.ErrNotExist) {
-			f, err := os.OpenFile(want.Target, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-			if err != nil {
-				return fmt.Errorf("create block target: %w", err)
-			}
+		f, err := os.OpenFile(want.Target, os.O_CREATE|os.O_EXCL|os.O_WRONLY|unix.O_NOFOLLOW, 0o600)
+		switch {
+		case err == nil:
 			f.Close()
 			created = true
+		case !errors.Is(err, os.ErrExist):
+			return fmt.Errorf("create block target: %w", err)
 		}
 	} else {
-		if _, err := os.Stat(want.Target); errors.Is(err, os.ErrNotExist) {
+		switch err := os.Mkdir(want.Target, 0o750); {
+		case err == nil:
 			created = true
-		}
-		if err := os.MkdirAll(want.Target, 0o750); err != nil {
+		case !errors.Is(err, os.ErrExist):
 			return fmt.Errorf("create target: %w", err)
 		}
 	}
 	cleanup := func() {
 		if created {
-			os.Remove(want.Target)
+			_ = removeTarget(want.Target)
 		}
 	}
-	mounted, err := n.isMounted(want.Target)
+	top, o, err := topMount(want.Target, kind, backing)
 	if err != nil {
 		cleanup()
 		return err
 	}
-	if !mounted {
+	if top != nil && o != ownerThis {
+		cleanup()
+		return fmt.Errorf("target_path %q already has a mount that is not this volume's: %w", want.Requested, driver.ErrFailedPrecondition)
+	}
+	if top == nil {
 		if err := n.mounter.MountSensitive(source, want.Target, "", options, flags); err != nil {
 			cleanup()
 			return fmt.Errorf("bind-mount at the target: %w", err)
 		}
-	}
+	} // else this volume's, left by a publish that did not commit: adopted
 	rollback := func(err error) error {
 		_ = n.mounter.Unmount(want.Target)
 		cleanup()
@@ -375,117 +640,149 @@ func (n *Node) publish(want publishedRecord, kind, device, staging string, flags
 	if err := n.st.update(func(tx *bolt.Tx) error { return putJSON(tx, bPublished, pubKey(want.VolumeID, want.Target), &want) }); err != nil {
 		return rollback(err)
 	}
-	_ = kind
 	return nil
 }
 
 // publishEphemeral creates a directory volume for an inline ephemeral volume and publishes it.
+// Such a volume is never staged: kubelet sends no staging path, and any it sends is ignored.
 func (n *Node) publishEphemeral(req *driver.NodePublishRequest) error {
 	if req.Capability.Block {
 		return fmt.Errorf("inline ephemeral volumes are directories and cannot be block devices: %w", driver.ErrUnsupported)
+	}
+	target, err := preparePath("target_path", req.TargetPath)
+	if err != nil {
+		return err
 	}
 	id := ephemeralID(req.VolumeID)
 	dir := n.l.volumeDir(id)
 	if err := os.Mkdir(dir, 0o750); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("create ephemeral volume: %w", err)
 	}
-	want := publishedRecord{VolumeID: id, Target: req.TargetPath, Readonly: req.Readonly, Mode: req.Capability.AccessMode, Ephemeral: true}
-	err := n.publish(want, kindDir, "", dir, req.Capability.MountFlags)
+	want := publishedRecord{VolumeID: id, Target: target, Requested: filepath.Clean(req.TargetPath), Readonly: req.Readonly,
+		Mode: req.Capability.AccessMode, Ephemeral: true}
+	err = n.publish(want, kindDir, dir, dir, req.Capability.MountFlags)
 	if err != nil {
-		if pubs, perr := n.publications(id); perr == nil && len(pubs) == 0 {
-			os.RemoveAll(dir)
-		}
+		n.removeEphemeralIfUnused(id)
 	}
 	return err
 }
 
+// removeEphemeralIfUnused deletes an ephemeral volume's directory once it has no publication and
+// nothing mounts it.
+func (n *Node) removeEphemeralIfUnused(id string) error {
+	pubs, err := n.publications(id)
+	if err != nil || len(pubs) > 0 {
+		return err
+	}
+	points, err := mountsUsing(n.l.volumeDir(id))
+	if err != nil || len(points) > 0 {
+		return err
+	}
+	return removeAll(n.l.volumeDir(id))
+}
+
 // NodeUnpublishVolume unmounts the target and removes it. It works from the kernel's state, so it
-// also cleans up after a publish that crashed before it committed, and it succeeds when there is
-// nothing left to do.
+// also cleans up after a publish that crashed before it committed (an inline ephemeral one too),
+// and it succeeds when there is nothing left to do. It unmounts only this volume's mounts and
+// removes only what the driver creates at a target: an empty directory or an empty file.
 func (n *Node) NodeUnpublishVolume(ctx context.Context, req *driver.NodeUnpublishRequest) error {
-	id := req.VolumeID
-	rec, err := n.published(id, req.TargetPath)
+	target, err := lookupPath(req.TargetPath)
 	if err != nil {
+		return fmt.Errorf("target_path: %w", err)
+	}
+	var rec *publishedRecord
+	id := req.VolumeID
+	for _, candidate := range []string{req.VolumeID, ephemeralID(req.VolumeID)} {
+		if rec, err = n.publicationAt(candidate, target, req.TargetPath); err != nil {
+			return err
+		} else if rec != nil {
+			id = candidate
+			break
+		}
+	}
+	var kind, backing string
+	var backingErr error
+	if rec != nil {
+		target = rec.Target
+		kind, backing, backingErr = n.backingOf(id)
+	} else {
+		id, kind, backing, err = n.volumeOf(req.VolumeID)
+		if err != nil {
+			if _, lerr := os.Lstat(target); errors.Is(lerr, os.ErrNotExist) {
+				return nil // already unpublished
+			}
+			return err
+		}
+	}
+	unlock := n.paths.lock(target)
+	defer unlock()
+	if err := n.unmountOurs("target_path", target, kind, backing, trustFor(rec != nil, backingErr)); err != nil {
 		return err
 	}
-	if rec == nil {
-		if eph := ephemeralID(id); func() bool { r, _ := n.published(eph, req.TargetPath); return r != nil }() {
-			id = eph
-			rec, _ = n.published(eph, req.TargetPath)
-		}
-	}
-	_, _, backErr := n.backingOf(id)
-	if rec == nil && backErr != nil {
-		if _, err := os.Lstat(req.TargetPath); errors.Is(err, os.ErrNotExist) {
-			return nil // already unpublished
-		}
-		return backErr
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if mounted, err := n.isMounted(req.TargetPath); err != nil {
-		return err
-	} else if mounted {
-		if err := n.mounter.Unmount(req.TargetPath); err != nil {
-			return fmt.Errorf("unmount target: %w", err)
-		}
-	}
-	if err := os.Remove(req.TargetPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove target: %w", err)
-	}
-	if err := n.st.update(func(tx *bolt.Tx) error { return del(tx, bPublished, pubKey(id, req.TargetPath)) }); err != nil {
+	if err := removeTarget(target); err != nil {
 		return err
 	}
-	if rec != nil && rec.Ephemeral {
-		if pubs, err := n.publications(id); err == nil && len(pubs) == 0 {
-			return removeAll(n.l.volumeDir(id))
+	if rec != nil {
+		if err := n.st.update(func(tx *bolt.Tx) error { return del(tx, bPublished, pubKey(id, rec.Target)) }); err != nil {
+			return err
 		}
+	}
+	if strings.HasPrefix(id, "eph-") {
+		return n.removeEphemeralIfUnused(id)
 	}
 	return nil
 }
 
-// pathOfVolume says whether path is where this volume is staged or published.
-func (n *Node) pathOfVolume(id, path string) (staged *stagedRecord, pub *publishedRecord, err error) {
+// pathOfVolume finds the volume's staging or publication at a path (canonical, and as given).
+func (n *Node) pathOfVolume(id, canon, given string) (staged *stagedRecord, pub *publishedRecord, err error) {
 	st, err := n.staged(id)
 	if err != nil {
 		return nil, nil, err
 	}
-	if st != nil && filepath.Clean(st.Path) == filepath.Clean(path) {
+	if st != nil && samePath(st.Path, st.Requested, canon, given) {
 		return st, nil, nil
 	}
-	p, err := n.published(id, path)
-	if err != nil {
-		return nil, nil, err
-	}
-	if p == nil {
-		p, err = n.published(id, filepath.Clean(path))
-	}
-	return st, p, err
+	p, err := n.publicationAt(id, canon, given)
+	return nil, p, err
 }
 
 // NodeGetVolumeStats reports bytes and inodes of a mounted volume, or the size of a block one.
 func (n *Node) NodeGetVolumeStats(ctx context.Context, req *driver.NodeGetVolumeStatsRequest) ([]driver.VolumeUsage, error) {
-	if _, _, err := n.backingOf(req.VolumeID); err != nil {
-		return nil, err
-	}
-	st, pub, err := n.pathOfVolume(req.VolumeID, req.VolumePath)
+	id, _, backing, err := n.volumeOf(req.VolumeID)
 	if err != nil {
 		return nil, err
 	}
-	onPath := pub != nil || (st != nil && filepath.Clean(st.Path) == filepath.Clean(req.VolumePath))
-	if !onPath {
+	path, err := lookupPath(req.VolumePath)
+	if err != nil {
+		return nil, fmt.Errorf("volume_path: %w", err)
+	}
+	st, pub, err := n.pathOfVolume(id, path, req.VolumePath)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil && pub == nil {
 		return nil, fmt.Errorf("volume %q is not staged or published at %q: %w", req.VolumeID, req.VolumePath, driver.ErrNotFound)
 	}
-	if (pub != nil && pub.Block) || (pub == nil && st != nil && st.Block) {
-		size, err := deviceSize(st.Device)
+	if (pub != nil && pub.Block) || (st != nil && st.Block) {
+		// The loop device is looked up, not taken from a record: after a restart it may have
+		// another number, or be gone.
+		dev, err := loopFor(backing)
+		if err != nil {
+			return nil, err
+		}
+		if dev == "" {
+			return nil, fmt.Errorf("volume %q has no loop device attached any more, so nothing is at %q: %w", req.VolumeID, req.VolumePath, driver.ErrNotFound)
+		}
+		size, err := deviceSize(dev)
 		if err != nil {
 			return nil, err
 		}
 		return []driver.VolumeUsage{{Unit: driver.UsageBytes, Total: size}}, nil
 	}
+	mounted := st.pathOr(pub)
 	var fs unix.Statfs_t
-	if err := unix.Statfs(req.VolumePath, &fs); err != nil {
-		return nil, fmt.Errorf("statfs %s: %w", req.VolumePath, err)
+	if err := unix.Statfs(mounted, &fs); err != nil {
+		return nil, fmt.Errorf("statfs %s: %w", mounted, err)
 	}
 	bs := fs.Bsize
 	return []driver.VolumeUsage{
@@ -540,15 +837,22 @@ func (n *Node) NodeExpandVolume(ctx context.Context, req *driver.NodeExpandVolum
 // NodeGetVolumeHealth reports a volume whose backing or mounts are gone.
 func (n *Node) NodeGetVolumeHealth(ctx context.Context, req *driver.NodeGetVolumeHealthRequest) (*driver.VolumeHealth, error) {
 	h := &driver.VolumeHealth{VolumeID: req.VolumeID}
-	if _, _, err := n.backingOf(req.VolumeID); err != nil {
-		return nil, err
-	}
-	pubs, err := n.publications(req.VolumeID)
+	id, _, _, err := n.volumeOf(req.VolumeID)
 	if err != nil {
 		return nil, err
 	}
+	pubs, err := n.publications(id)
+	if err != nil {
+		return nil, err
+	}
+	var canon string
+	if req.VolumePublishPath != "" {
+		if canon, err = lookupPath(req.VolumePublishPath); err != nil {
+			return nil, fmt.Errorf("volume_path: %w", err)
+		}
+	}
 	for _, p := range pubs {
-		if req.VolumePublishPath != "" && filepath.Clean(req.VolumePublishPath) != p.Target {
+		if req.VolumePublishPath != "" && !samePath(p.Target, p.Requested, canon, req.VolumePublishPath) {
 			continue
 		}
 		if ok, err := n.isMounted(p.Target); err == nil && !ok {
@@ -689,19 +993,34 @@ func (n *Node) reconcile() error {
 		}
 	}
 	for _, id := range ephemeral {
-		pubs, err := n.publications(id)
-		if err != nil {
-			return err
-		}
-		if len(pubs) == 0 {
-			if points, err := bindMountsOf(n.l.volumeDir(id)); err == nil && len(points) == 0 {
-				if err := removeAll(n.l.volumeDir(id)); err != nil {
-					return err
-				}
-			}
+		if err := n.removeEphemeralIfUnused(id); err != nil {
+			// In use or not removable now: its unpublish, or the next start, tries again.
+			n.log.Warn("cannot remove an unpublished ephemeral volume", zap.String("volume", id), zap.Error(err))
 		}
 	}
-	return nil
+	// Format intents of volumes that are gone.
+	var intents []string
+	if err := n.st.view(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte(bFormatting)).ForEach(func(k, _ []byte) error {
+			if _, _, err := n.backingOf(string(k)); err != nil {
+				intents = append(intents, string(k))
+			}
+			return nil
+		})
+	}); err != nil {
+		return err
+	}
+	if len(intents) == 0 {
+		return nil
+	}
+	return n.st.update(func(tx *bolt.Tx) error {
+		for _, k := range intents {
+			if err := del(tx, bFormatting, k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 func deviceMounted(infos []mount.MountInfo, dev string) bool {

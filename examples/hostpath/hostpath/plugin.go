@@ -49,6 +49,9 @@ func Open(cfg Config, mode string) (*Plugin, error) {
 		}
 		p.Node = n
 	}
+	if p.Controller != nil && p.Node != nil {
+		p.Controller.nodeInUse = p.Node.inUse
+	}
 	return p, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	bolt "go.etcd.io/bbolt"
@@ -13,9 +14,13 @@ import (
 
 // reconcile makes the controller state and the disk agree after a crash. Creates write the
 // backing before the record, deletes remove the backing before the record, so:
-//   - a backing without a record is a create that did not commit: it is removed;
+//   - a backing without a record is a create that did not commit: it is removed (unless it is in
+//     use, which a create's leftover cannot be);
 //   - a record without a backing is a delete that did not commit: the record is dropped;
-//   - the used-bytes and attachment counters are recomputed from the records.
+//   - a group snapshot with a member gone is a group delete that did not commit: it is finished;
+//   - an image smaller than its record is an expansion that did not finish: it is grown;
+//   - the used-bytes (volumes and snapshots) and attachment counters are recomputed from the
+//     records.
 func (c *Controller) reconcile() error {
 	volumes := map[string]volumeRecord{}
 	snapshots := map[string]snapshotRecord{}
@@ -77,8 +82,19 @@ func (c *Controller) reconcile() error {
 				if !validID(id) || !strings.HasPrefix(id, dir.prefix) || dir.known(id) {
 					continue
 				}
+				path := filepath.Join(sd, e.Name())
+				kind := kindDir
+				if e.Name() != id {
+					kind = kindFile
+				}
+				if where, err := backingInUse(kind, path); err != nil || where != "" {
+					// Not the leftover of a create after all: something uses it. Never deleted
+					// from under a user; an operator has to look.
+					c.log.Warn("keeping a backing without a record: it is in use", zap.String("id", id), zap.String("where", where), zap.Error(err))
+					continue
+				}
 				c.log.Info("removing the backing of a create that did not commit", zap.String("id", id))
-				if err := removeAll(filepath.Join(sd, e.Name())); err != nil {
+				if err := removeAll(path); err != nil {
 					return err
 				}
 			}
@@ -92,10 +108,40 @@ func (c *Controller) reconcile() error {
 			goneVolumes = append(goneVolumes, r)
 		}
 	}
+	gone := map[string]bool{} // snapshot IDs whose records are dropped
 	var goneSnapshots []snapshotRecord
 	for _, r := range snapshots {
 		if _, err := os.Stat(c.l.snapshotBacking(r.Kind, r.ID)); errors.Is(err, os.ErrNotExist) {
 			goneSnapshots = append(goneSnapshots, r)
+			gone[r.ID] = true
+		}
+	}
+	// A group with a member gone is a group delete that did not commit (a create commits the
+	// group and all its members at once): it is finished, the remaining members removed too.
+	var goneGroups []groupRecord
+	for _, g := range groups {
+		if !slices.ContainsFunc(g.Members, func(m string) bool { _, ok := snapshots[m]; return !ok || gone[m] }) {
+			continue
+		}
+		c.log.Info("finishing the delete of a group snapshot that did not commit", zap.String("group", g.ID))
+		for _, m := range g.Members {
+			r, ok := snapshots[m]
+			if !ok || gone[m] {
+				continue
+			}
+			if err := removeAll(c.l.snapshotBacking(r.Kind, r.ID)); err != nil {
+				return err
+			}
+			goneSnapshots = append(goneSnapshots, r)
+			gone[m] = true
+		}
+		goneGroups = append(goneGroups, g)
+	}
+	// Image files smaller than their record: an expansion that committed and was cut short
+	// before it grew the file. Images only ever grow.
+	for _, r := range volumes {
+		if err := c.growImage(&r); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
 		}
 	}
 	return c.st.update(func(tx *bolt.Tx) error {
@@ -113,27 +159,22 @@ func (c *Controller) reconcile() error {
 		}
 		for _, r := range goneSnapshots {
 			c.log.Info("dropping the record of a snapshot delete that did not commit", zap.String("snapshot", r.ID))
+			delete(snapshots, r.ID)
 			if err := delSnapshot(tx, &r); err != nil {
 				return err
 			}
 		}
-		for _, g := range groups {
-			alive := 0
-			for _, m := range g.Members {
-				if _, ok := snapshots[m]; ok && !contains(goneSnapshots, m) {
-					alive++
-				}
+		for _, g := range goneGroups {
+			if err := del(tx, bGroups, g.ID); err != nil {
+				return err
 			}
-			if alive == 0 {
-				if err := del(tx, bGroups, g.ID); err != nil {
-					return err
-				}
+			if getString(tx, bGroupNames, g.Name) == g.ID {
 				if err := del(tx, bGroupNames, g.Name); err != nil {
 					return err
 				}
 			}
 		}
-		// Recompute the counters from the records.
+		// Recompute the counters from the records: volumes and snapshots use pool space.
 		meta := tx.Bucket([]byte(bMeta))
 		var keys [][]byte
 		_ = meta.ForEach(func(k, _ []byte) error { keys = append(keys, append([]byte(nil), k...)); return nil })
@@ -150,6 +191,9 @@ func (c *Controller) reconcile() error {
 				attached[node]++
 			}
 		}
+		for _, r := range snapshots {
+			used += r.Size
+		}
 		if err := addCounter(tx, bMeta, metaUsed, used); err != nil {
 			return err
 		}
@@ -160,13 +204,4 @@ func (c *Controller) reconcile() error {
 		}
 		return nil
 	})
-}
-
-func contains(rs []snapshotRecord, id string) bool {
-	for _, r := range rs {
-		if r.ID == id {
-			return true
-		}
-	}
-	return false
 }

@@ -32,7 +32,12 @@ func (c *Controller) copySnapshot(vol *volumeRecord, snapID string) error {
 	return nil
 }
 
+// putSnapshot commits a snapshot record and counts its size as used: a snapshot is a full copy
+// in the pool.
 func putSnapshot(tx *bolt.Tx, rec *snapshotRecord) error {
+	if err := addCounter(tx, bMeta, metaUsed, rec.Size); err != nil {
+		return err
+	}
 	if err := putJSON(tx, bSnapshots, rec.ID, rec); err != nil {
 		return err
 	}
@@ -44,7 +49,11 @@ func putSnapshot(tx *bolt.Tx, rec *snapshotRecord) error {
 	return putString(tx, bSnapsByVolume, rec.Source+"/"+rec.ID, "")
 }
 
+// delSnapshot drops a snapshot record and gives its space back.
 func delSnapshot(tx *bolt.Tx, rec *snapshotRecord) error {
+	if err := addCounter(tx, bMeta, metaUsed, -rec.Size); err != nil {
+		return err
+	}
 	if err := del(tx, bSnapshots, rec.ID); err != nil {
 		return err
 	}
@@ -54,6 +63,14 @@ func delSnapshot(tx *bolt.Tx, rec *snapshotRecord) error {
 		}
 	}
 	return del(tx, bSnapsByVolume, rec.Source+"/"+rec.ID)
+}
+
+// checkSpace refuses a copy of size bytes that does not fit in the pool.
+func checkSpace(tx *bolt.Tx, capacity, size int64) error {
+	if used := counter(tx, bMeta, metaUsed); used+size > capacity {
+		return fmt.Errorf("the snapshot needs %d bytes, %d are free: %w", size, capacity-used, driver.ErrResourceExhausted)
+	}
+	return nil
 }
 
 // CreateSnapshot copies the volume's backing (directory tree or sparse image) and commits the
@@ -101,6 +118,9 @@ func (c *Controller) CreateSnapshot(ctx context.Context, req *driver.CreateSnaps
 	err = c.st.update(func(tx *bolt.Tx) error {
 		if getString(tx, bSnapshotNames, rec.Name) != "" {
 			return fmt.Errorf("snapshot %q was created concurrently: %w", rec.Name, driver.ErrPending)
+		}
+		if err := checkSpace(tx, c.cfg.CapacityBytes, rec.Size); err != nil {
+			return err
 		}
 		return putSnapshot(tx, rec)
 	})
@@ -248,6 +268,13 @@ func (c *Controller) CreateVolumeGroupSnapshot(ctx context.Context, req *driver.
 	err = c.st.update(func(tx *bolt.Tx) error {
 		if getString(tx, bGroupNames, g.Name) != "" {
 			return fmt.Errorf("group snapshot %q was created concurrently: %w", g.Name, driver.ErrPending)
+		}
+		var total int64
+		for _, m := range members {
+			total += m.Size
+		}
+		if err := checkSpace(tx, c.cfg.CapacityBytes, total); err != nil {
+			return err
 		}
 		for _, m := range members {
 			if err := putSnapshot(tx, m); err != nil {

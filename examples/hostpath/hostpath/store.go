@@ -8,6 +8,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/csikit/csikit/driver"
 )
 
 // store is an embedded transactional key-value store (bbolt): every change commits atomically
@@ -23,6 +25,10 @@ type store struct {
 	db    *bolt.DB
 	queue chan *writeOp
 	wg    sync.WaitGroup
+	// mu guards closed and the send on queue: a handler still running after a hard stop gets
+	// errClosed from update instead of sending on a closed channel.
+	mu     sync.RWMutex
+	closed bool
 }
 
 type writeOp struct {
@@ -97,18 +103,37 @@ func (s *store) commitLoop() {
 	}
 }
 
+// errClosed is what a write gets once the store is closed: the plugin is stopping, retry later.
+var errClosed = fmt.Errorf("state store is closed: %w", driver.ErrUnavailable)
+
 // update applies fn in a durable transaction, possibly shared with other writers.
 func (s *store) update(fn func(*bolt.Tx) error) error {
 	op := &writeOp{fn: fn, done: make(chan error, 1)}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return errClosed
+	}
+	// Sending under the read lock: close waits for queued sends, and the committer keeps
+	// draining until the queue is closed, so a full queue cannot deadlock with close.
 	s.queue <- op
+	s.mu.RUnlock()
 	return <-op.done
 }
 
 // view runs fn in a read-only transaction; readers never wait for writers.
 func (s *store) view(fn func(*bolt.Tx) error) error { return s.db.View(fn) }
 
+// close commits what is queued, then closes the database. It may be called more than once.
 func (s *store) close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
 	close(s.queue)
+	s.mu.Unlock()
 	s.wg.Wait()
 	return s.db.Close()
 }

@@ -1,0 +1,506 @@
+package hostpath
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	bolt "go.etcd.io/bbolt"
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+func (e *env) stage(vol *csi.Volume, staging string, cp *csi.VolumeCapability) error {
+	_, err := e.node.NodeStageVolume(context.Background(), &csi.NodeStageVolumeRequest{VolumeId: vol.GetVolumeId(),
+		StagingTargetPath: staging, VolumeCapability: cp, VolumeContext: vol.GetVolumeContext()})
+	return err
+}
+
+func (e *env) unstage(id, staging string) error {
+	_, err := e.node.NodeUnstageVolume(context.Background(), &csi.NodeUnstageVolumeRequest{VolumeId: id, StagingTargetPath: staging})
+	return err
+}
+
+func (e *env) publish(vol *csi.Volume, staging, target string, cp *csi.VolumeCapability) error {
+	_, err := e.node.NodePublishVolume(context.Background(), &csi.NodePublishVolumeRequest{VolumeId: vol.GetVolumeId(),
+		StagingTargetPath: staging, TargetPath: target, VolumeCapability: cp, VolumeContext: vol.GetVolumeContext()})
+	return err
+}
+
+func (e *env) unpublish(id, target string) error {
+	_, err := e.node.NodeUnpublishVolume(context.Background(), &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: target})
+	return err
+}
+
+func wantCode(t *testing.T, what string, err error, want codes.Code) {
+	t.Helper()
+	if status.Code(err) != want {
+		t.Fatalf("%s: %v, want %v", what, err, want)
+	}
+}
+
+// TestNodeRefusesSymlinkAtPath: a symlink at the staging or target path would send the mount
+// elsewhere (and unpublish would then leak it); it is refused and nothing is mounted.
+func TestNodeRefusesSymlinkAtPath(t *testing.T) {
+	needRoot(t)
+	e := newEnv(t)
+	dirVol := e.create(t, "dir", 1<<20, mountCap(""))
+	blockVol := e.create(t, "block", 1<<20, blockCap())
+	tests := []struct {
+		name   string
+		vol    *csi.Volume
+		cp     *csi.VolumeCapability
+		victim func(t *testing.T, path string) // makes what the symlink points to
+		stage  bool                            // the symlink is the staging path, not the target
+	}{
+		{"target is a symlink to a directory", dirVol, mountCap(""), func(t *testing.T, p string) { must(t, os.Mkdir(p, 0o755)) }, false},
+		{"block target is a symlink to a file", blockVol, blockCap(), func(t *testing.T, p string) { must(t, os.WriteFile(p, []byte("host data"), 0o644)) }, false},
+		{"staging path is a symlink to a directory", dirVol, mountCap(""), func(t *testing.T, p string) { must(t, os.Mkdir(p, 0o755)) }, true},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base := filepath.Join(e.dir, fmt.Sprint("case", i))
+			must(t, os.MkdirAll(base, 0o755))
+			victim, link := filepath.Join(base, "victim"), filepath.Join(base, "link")
+			tt.victim(t, victim)
+			must(t, os.Symlink(victim, link))
+			staging := filepath.Join(base, "staging")
+			if tt.stage {
+				wantCode(t, "stage on a symlink", e.stage(tt.vol, link, tt.cp), codes.InvalidArgument)
+			} else {
+				must(t, e.stage(tt.vol, staging, tt.cp))
+				wantCode(t, "publish on a symlink", e.publish(tt.vol, staging, link, tt.cp), codes.InvalidArgument)
+				must(t, e.unpublish(tt.vol.GetVolumeId(), link))
+				must(t, e.unstage(tt.vol.GetVolumeId(), staging))
+			}
+			if m := e.ourMounts(); len(m) != 0 {
+				t.Fatalf("mounts left: %v", m)
+			}
+			if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+				t.Fatalf("the CO's symlink was changed: %v, %v", fi, err)
+			}
+		})
+	}
+}
+
+// TestNodeActsOnlyOnItsOwnPaths: unpublish and unstage touch only what this volume mounted at
+// the path it was staged or published at, and remove only an empty directory or file; stage and
+// publish never adopt or mount over another volume's mount.
+func TestNodeActsOnlyOnItsOwnPaths(t *testing.T) {
+	needRoot(t)
+	e := newEnv(t)
+	a := e.create(t, "a", 1<<20, mountCap(""))
+	b := e.create(t, "b", 16<<20, mountCap("ext4"))
+	c := e.create(t, "c", 1<<20, mountCap(""))
+	stA, stB, tgtB := filepath.Join(e.dir, "stA"), filepath.Join(e.dir, "stB"), filepath.Join(e.dir, "tgtB")
+	must(t, e.stage(a, stA, mountCap("")))
+	must(t, e.stage(b, stB, mountCap("ext4")))
+	must(t, e.publish(b, stB, tgtB, mountCap("ext4")))
+	file := filepath.Join(e.dir, "precious.txt")
+	must(t, os.WriteFile(file, []byte("x"), 0o644))
+	full := filepath.Join(e.dir, "full-dir")
+	must(t, os.MkdirAll(filepath.Join(full, "sub"), 0o755))
+	link := filepath.Join(e.dir, "a-link")
+	must(t, os.Symlink(full, link))
+	mountsBefore := e.ourMounts()
+
+	tests := []struct {
+		name string
+		call func() error
+		want codes.Code
+	}{
+		{"unpublish A at B's target", func() error { return e.unpublish(a.GetVolumeId(), tgtB) }, codes.FailedPrecondition},
+		{"unpublish A at a file with content", func() error { return e.unpublish(a.GetVolumeId(), file) }, codes.OK},
+		{"unpublish A at a directory with content", func() error { return e.unpublish(a.GetVolumeId(), full) }, codes.OK},
+		{"unpublish A at a symlink", func() error { return e.unpublish(a.GetVolumeId(), link) }, codes.OK},
+		{"unstage A at B's staging path", func() error { return e.unstage(a.GetVolumeId(), stB) }, codes.FailedPrecondition},
+		{"unstage B at another path", func() error { return e.unstage(b.GetVolumeId(), filepath.Join(e.dir, "nowhere")) }, codes.FailedPrecondition},
+		{"publish A over B's target", func() error { return e.publish(a, stA, tgtB, mountCap("")) }, codes.FailedPrecondition},
+		{"stage C over B's staging path", func() error { return e.stage(c, stB, mountCap("")) }, codes.FailedPrecondition},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wantCode(t, tt.name, tt.call(), tt.want)
+			if got := e.ourMounts(); !slices.Equal(got, mountsBefore) {
+				t.Fatalf("mounts changed: %v -> %v", mountsBefore, got)
+			}
+			if _, err := os.Stat(filepath.Join(full, "sub")); err != nil {
+				t.Fatalf("a directory with content was touched: %v", err)
+			}
+			if got, err := os.ReadFile(file); err != nil || string(got) != "x" {
+				t.Fatalf("a file with content was touched: %q, %v", got, err)
+			}
+			if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+				t.Fatalf("a symlink was touched: %v", err)
+			}
+			if r, _ := e.plugin.Node.published(b.GetVolumeId(), tgtB); r == nil {
+				t.Fatal("B's publication record is gone")
+			}
+			for _, id := range []string{a.GetVolumeId(), b.GetVolumeId()} {
+				if r, _ := e.plugin.Node.staged(id); r == nil {
+					t.Fatalf("the staged record of %s is gone", id)
+				}
+			}
+		})
+	}
+	must(t, e.unpublish(b.GetVolumeId(), tgtB))
+	must(t, e.unstage(b.GetVolumeId(), stB))
+	must(t, e.unstage(a.GetVolumeId(), stA))
+	if m, l := e.ourMounts(), e.ourLoops(); len(m)+len(l) != 0 {
+		t.Fatalf("left mounts %v and loop devices %v", m, l)
+	}
+}
+
+// writeImage writes a recognisable pattern into an image, as a raw block workload would.
+func writeImage(t *testing.T, path string, offsets ...int64) []byte {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 4096)
+	copy(buf, "precious raw application data")
+	for _, off := range offsets {
+		if _, err := f.WriteAt(buf, off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return buf
+}
+
+func imageHas(t *testing.T, path string, data []byte, off int64) bool {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got := make([]byte, len(data))
+	if _, err := f.ReadAt(got, off); err != nil {
+		t.Fatal(err)
+	}
+	return string(got) == string(data)
+}
+
+// TestRawBlockVolumeIsNeverFormatted: staging for filesystem access never runs mkfs over a raw
+// block volume's data, whether or not the CO passes the volume context; it still formats an
+// empty image, and one whose mkfs this node started and a crash cut short.
+func TestRawBlockVolumeIsNeverFormatted(t *testing.T) {
+	needRoot(t)
+	e := newEnv(t)
+	tests := []struct {
+		name        string
+		create      *csi.VolumeCapability
+		noContext   bool
+		data        bool // raw data written before the stage
+		mkfsStarted bool // this node recorded that it began formatting
+		want        codes.Code
+	}{
+		{"raw block volume, with volume context", blockCap(), false, true, false, codes.FailedPrecondition},
+		{"raw block volume without data, with volume context", blockCap(), false, false, false, codes.FailedPrecondition},
+		{"raw block volume, without volume context", blockCap(), true, true, false, codes.FailedPrecondition},
+		{"empty ext4 volume, without volume context", mountCap("ext4"), true, false, false, codes.OK},
+		{"ext4 volume whose mkfs was cut short", mountCap("ext4"), true, true, true, codes.OK},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vol := e.create(t, fmt.Sprint("raw", i), 16<<20, tt.create)
+			img := e.plugin.Controller.l.volumeImage(vol.GetVolumeId())
+			var data []byte
+			if tt.data {
+				data = writeImage(t, img, 1<<20, 8<<20)
+			}
+			if tt.mkfsStarted {
+				must(t, e.plugin.Node.st.update(func(tx *bolt.Tx) error { return putString(tx, bFormatting, vol.GetVolumeId(), "ext4") }))
+			}
+			if tt.noContext {
+				vol.VolumeContext = nil
+			}
+			staging := filepath.Join(e.dir, fmt.Sprint("st", i))
+			err := e.stage(vol, staging, mountCap(""))
+			wantCode(t, "stage for filesystem access", err, tt.want)
+			if err != nil && tt.data && !imageHas(t, img, data, 8<<20) {
+				t.Fatal("the refused stage destroyed the volume's data")
+			}
+			must(t, e.unstage(vol.GetVolumeId(), staging))
+			if m, l := e.ourMounts(), e.ourLoops(); len(m)+len(l) != 0 {
+				t.Fatalf("left mounts %v and loop devices %v", m, l)
+			}
+		})
+	}
+}
+
+// TestEphemeralPublishCutShortIsUnpublished: a publish of an inline volume killed after its mount
+// and before its commit leaves a mount, a directory and no record; unpublish by the CO's ID
+// removes all of it.
+func TestEphemeralPublishCutShortIsUnpublished(t *testing.T) {
+	needRoot(t)
+	e := newEnv(t)
+	coID := "csi-0123456789abcdef"
+	target := filepath.Join(e.dir, "pod", "target")
+	dir := e.plugin.Node.l.volumeDir(ephemeralID(coID))
+	must(t, os.Mkdir(dir, 0o750))
+	must(t, os.MkdirAll(target, 0o750))
+	if err := unix.Mount(dir, target, "", unix.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	e.restart() // the reconciliation keeps the directory: it is mounted
+	must(t, e.unpublish(coID, target))
+	if m := e.ourMounts(); len(m) != 0 {
+		t.Fatalf("left mounts %v", m)
+	}
+	for _, p := range []string{target, dir} {
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s left: %v", p, err)
+		}
+	}
+}
+
+// TestStatsOfBlockPublicationWithoutItsLoopDevice: the loop device under a block publication was
+// detached (losetup -D) and the plugin restarted, so no staged record remains: stats answer
+// NOT_FOUND instead of panicking, and unpublish still cleans up.
+func TestStatsOfBlockPublicationWithoutItsLoopDevice(t *testing.T) {
+	needRoot(t)
+	e := newEnv(t)
+	vol := e.create(t, "b", 16<<20, blockCap())
+	staging, target := filepath.Join(e.dir, "st"), filepath.Join(e.dir, "tgt")
+	must(t, e.stage(vol, staging, blockCap()))
+	must(t, e.publish(vol, staging, target, blockCap()))
+	must(t, detachLoops(e.plugin.Controller.l.volumeImage(vol.GetVolumeId())))
+	e.restart()
+	_, err := e.node.NodeGetVolumeStats(context.Background(), &csi.NodeGetVolumeStatsRequest{VolumeId: vol.GetVolumeId(), VolumePath: target})
+	wantCode(t, "NodeGetVolumeStats", err, codes.NotFound)
+	must(t, e.unpublish(vol.GetVolumeId(), target))
+	must(t, e.unstage(vol.GetVolumeId(), staging))
+	if m := e.ourMounts(); len(m) != 0 {
+		t.Fatalf("left mounts %v", m)
+	}
+}
+
+// TestKubeletDirThroughSymlink: the kubelet directory is reached through a symlink (as
+// /var/lib/kubelet -> /data/kubelet): mounts are seen, health is right, and unpublish and
+// unstage clean up.
+func TestKubeletDirThroughSymlink(t *testing.T) {
+	needRoot(t)
+	e := newEnv(t)
+	ctx := context.Background()
+	must(t, os.Mkdir(filepath.Join(e.dir, "data-kubelet"), 0o755))
+	must(t, os.Symlink(filepath.Join(e.dir, "data-kubelet"), filepath.Join(e.dir, "kubelet")))
+	for _, tc := range []struct {
+		name string
+		cp   *csi.VolumeCapability
+	}{{"dir", mountCap("")}, {"ext4", mountCap("ext4")}, {"block", blockCap()}} {
+		t.Run(tc.name, func(t *testing.T) {
+			vol := e.create(t, tc.name, 16<<20, tc.cp)
+			id := vol.GetVolumeId()
+			staging := filepath.Join(e.dir, "kubelet", "plugins", tc.name)
+			target := filepath.Join(e.dir, "kubelet", "pods", tc.name, "target")
+			for range 2 {
+				must(t, e.stage(vol, staging, tc.cp))
+				must(t, e.publish(vol, staging, target, tc.cp))
+			}
+			h, err := e.node.NodeGetVolumeHealth(ctx, &csi.NodeGetVolumeHealthRequest{VolumeId: id, VolumePublishPath: target})
+			if err != nil || len(h.GetVolumeHealth().GetHealthStatuses()) != 0 {
+				t.Fatalf("health right after publish: %v, %v", h, err)
+			}
+			if _, err := e.node.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: id, VolumePath: target}); err != nil {
+				t.Fatalf("stats: %v", err)
+			}
+			for range 2 {
+				must(t, e.unpublish(id, target))
+				must(t, e.unstage(id, staging))
+			}
+			if m, l := e.ourMounts(), e.ourLoops(); len(m)+len(l) != 0 {
+				t.Fatalf("left mounts %v and loop devices %v", m, l)
+			}
+			if _, err := os.Lstat(target); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("target left: %v", err)
+			}
+		})
+	}
+}
+
+// TestInUseSeenByTheKernel: the in-use checks that guard DeleteVolume see a staged volume when
+// the state directory is reached through a symlink and on btrfs (top level and subvolume, where
+// stat's device is not mountinfo's), for every kind of volume, from the kernel's tables alone.
+func TestInUseSeenByTheKernel(t *testing.T) {
+	needRoot(t)
+	layouts := []struct {
+		name  string
+		state func(t *testing.T, dir string) string
+	}{
+		{"state directory through a symlink", func(t *testing.T, dir string) string {
+			must(t, os.Mkdir(filepath.Join(dir, "real"), 0o750))
+			must(t, os.Symlink(filepath.Join(dir, "real"), filepath.Join(dir, "state")))
+			return filepath.Join(dir, "state")
+		}},
+		{"btrfs top level", func(t *testing.T, dir string) string { return filepath.Join(btrfs(t, dir), "state") }},
+		{"btrfs subvolume", func(t *testing.T, dir string) string {
+			sv := filepath.Join(btrfs(t, dir), "sv")
+			if out, err := exec.Command("btrfs", "subvolume", "create", sv).CombinedOutput(); err != nil {
+				t.Fatalf("btrfs subvolume create: %v %s", err, out)
+			}
+			return filepath.Join(sv, "state")
+		}},
+	}
+	for _, lt := range layouts {
+		t.Run(lt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			e := newEnvAt(t, dir, Config{StateDir: lt.state(t, dir), NodeID: "node-1", CapacityBytes: 1 << 30})
+			for _, tc := range []struct {
+				name string
+				cp   *csi.VolumeCapability
+			}{{"dir", mountCap("")}, {"block", blockCap()}, {"ext4", mountCap("ext4")}} {
+				vol := e.create(t, tc.name, 16<<20, tc.cp)
+				id := vol.GetVolumeId()
+				kind := vol.GetVolumeContext()[volumeContextKind]
+				backing := e.plugin.Controller.l.backing(kind, id)
+				staging := filepath.Join(dir, "stage-"+tc.name)
+				must(t, e.stage(vol, staging, tc.cp))
+				if where, err := backingInUse(kind, backing); err != nil || where == "" {
+					t.Fatalf("%s: staged volume not seen in use by the kernel checks: %q, %v", tc.name, where, err)
+				}
+				_, err := e.controller.DeleteVolume(context.Background(), &csi.DeleteVolumeRequest{VolumeId: id})
+				wantCode(t, tc.name+": DeleteVolume of a staged volume", err, codes.FailedPrecondition)
+				if kind == kindDir {
+					// A subPath mount: a directory inside the volume bind-mounted elsewhere.
+					sub, subTarget := filepath.Join(staging, "sub"), filepath.Join(dir, "subpath")
+					must(t, os.Mkdir(sub, 0o755))
+					must(t, os.Mkdir(subTarget, 0o755))
+					must(t, unix.Mount(sub, subTarget, "", unix.MS_BIND, ""))
+					must(t, e.unstage(id, staging))
+					if where, err := backingInUse(kind, backing); err != nil || where != subTarget {
+						t.Fatalf("a bind mount of a directory inside the volume: in use at %q, %v; want %s", where, err, subTarget)
+					}
+					must(t, unix.Unmount(subTarget, 0))
+				} else {
+					must(t, e.unstage(id, staging))
+				}
+				if where, err := backingInUse(kind, backing); err != nil || where != "" {
+					t.Fatalf("%s: unstaged volume in use at %q, %v", tc.name, where, err)
+				}
+				if _, err := e.controller.DeleteVolume(context.Background(), &csi.DeleteVolumeRequest{VolumeId: id}); err != nil {
+					t.Fatalf("%s: DeleteVolume after unstage: %v", tc.name, err)
+				}
+			}
+		})
+	}
+}
+
+// btrfs makes a btrfs file system on a loop device under dir and mounts it; it skips the test
+// when mkfs.btrfs is not installed.
+func btrfs(t *testing.T, dir string) string {
+	t.Helper()
+	if _, err := exec.LookPath("mkfs.btrfs"); err != nil {
+		t.Skip("needs mkfs.btrfs (btrfs-progs)")
+	}
+	img := filepath.Join(dir, "btrfs.img")
+	must(t, createImage(img, 256<<20))
+	if out, err := exec.Command("mkfs.btrfs", "-q", img).CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.btrfs: %v %s", err, out)
+	}
+	mnt := filepath.Join(dir, "mnt")
+	must(t, os.Mkdir(mnt, 0o755))
+	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
+		t.Fatalf("mount btrfs: %v %s", err, out)
+	}
+	return mnt
+}
+
+// TestParallelVolumeLives drives many volumes of every kind through their whole life at once:
+// nothing serialises them but the library's per-volume lock, and nothing is left behind.
+func TestParallelVolumeLives(t *testing.T) {
+	needRoot(t)
+	dir := t.TempDir()
+	e := newEnvAt(t, dir, Config{StateDir: filepath.Join(dir, "state"), NodeID: "node-1", CapacityBytes: 64 << 30})
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for w := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range 2 {
+				cp := []*csi.VolumeCapability{mountCap(""), mountCap("ext4"), blockCap()}[w%3]
+				name := fmt.Sprintf("w%d-%d", w, it)
+				r, err := e.controller.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: name, VolumeCapabilities: []*csi.VolumeCapability{cp},
+					CapacityRange: &csi.CapacityRange{RequiredBytes: 16 << 20}})
+				if err != nil {
+					errs <- fmt.Errorf("%s create: %w", name, err)
+					return
+				}
+				vol := r.GetVolume()
+				id := vol.GetVolumeId()
+				st, tg := filepath.Join(dir, name, "st"), filepath.Join(dir, name, "tg")
+				steps := []func() error{
+					func() error { return e.stage(vol, st, cp) },
+					func() error { return e.publish(vol, st, tg, cp) },
+					func() error { return e.unpublish(id, tg) },
+					func() error { return e.unstage(id, st) },
+					func() error {
+						_, err := e.controller.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: id})
+						return err
+					},
+				}
+				for i, s := range steps {
+					if err := s(); err != nil {
+						errs <- fmt.Errorf("%s step %d: %w", name, i, err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if m, l := e.ourMounts(), e.ourLoops(); len(m)+len(l) != 0 {
+		t.Fatalf("left mounts %v and loop devices %v", m, l)
+	}
+}
+
+// TestSingleNodeSingleWriterPublishesOnce: a SINGLE_NODE_SINGLE_WRITER publication excludes any
+// other, whichever of the two came first.
+func TestSingleNodeSingleWriterPublishesOnce(t *testing.T) {
+	needRoot(t)
+	e := newEnv(t)
+	withMode := func(m csi.VolumeCapability_AccessMode_Mode) *csi.VolumeCapability {
+		c := mountCap("")
+		c.AccessMode.Mode = m
+		return c
+	}
+	snsw, snmw := withMode(csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER), withMode(csi.VolumeCapability_AccessMode_SINGLE_NODE_MULTI_WRITER)
+	tests := []struct {
+		name          string
+		first, second *csi.VolumeCapability
+	}{
+		{"single writer first", snsw, snmw},
+		{"single writer second", snmw, snsw},
+		{"two single writers", snsw, snsw},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vol := e.create(t, fmt.Sprint("snsw", i), 1<<20, mountCap(""))
+			base := filepath.Join(e.dir, fmt.Sprint("snsw", i))
+			staging, t1, t2 := filepath.Join(base, "st"), filepath.Join(base, "t1"), filepath.Join(base, "t2")
+			must(t, e.stage(vol, staging, tt.first))
+			must(t, e.publish(vol, staging, t1, tt.first))
+			wantCode(t, "second publication", e.publish(vol, staging, t2, tt.second), codes.FailedPrecondition)
+			must(t, e.unpublish(vol.GetVolumeId(), t1))
+			must(t, e.publish(vol, staging, t2, tt.second)) // alone now
+			must(t, e.unpublish(vol.GetVolumeId(), t2))
+			must(t, e.unstage(vol.GetVolumeId(), staging))
+		})
+	}
+}
