@@ -6,7 +6,6 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
-	"sync/atomic"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -14,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/csikit/csikit/internal/streamcapture"
 	"github.com/csikit/csikit/middleware/requestid"
 	"github.com/csikit/csikit/secrets"
 )
@@ -96,10 +96,10 @@ func StreamServerInterceptor(opts ...Option) grpc.StreamServerInterceptor {
 	o := newOptions(opts)
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
 		ctx, id := o.requestID(ss.Context())
-		w := &stream{ServerStream: ss, ctx: ctx}
+		w := &stream{Stream: streamcapture.New(ss), ctx: ctx}
 		defer func() {
 			if r := recover(); r != nil {
-				err = o.report(info.FullMethod, id, r, w.request())
+				err = o.report(info.FullMethod, id, r, w.First())
 			}
 		}()
 		return handler(srv, w)
@@ -142,29 +142,11 @@ func shortMethod(fullMethod string) string {
 	return fullMethod
 }
 
-// stream carries the request ID context and remembers the first message
-// received, which is the stream's request for the scrubber.
+// stream carries the request ID context; the capture keeps the first message received, which is
+// the stream's request for the scrubber.
 type stream struct {
-	grpc.ServerStream
-	ctx   context.Context
-	first atomic.Pointer[received]
+	*streamcapture.Stream
+	ctx context.Context
 }
-
-type received struct{ m any }
 
 func (s *stream) Context() context.Context { return s.ctx }
-
-func (s *stream) RecvMsg(m any) error {
-	err := s.ServerStream.RecvMsg(m)
-	if err == nil && s.first.Load() == nil {
-		s.first.CompareAndSwap(nil, &received{m})
-	}
-	return err
-}
-
-func (s *stream) request() any {
-	if r := s.first.Load(); r != nil {
-		return r.m
-	}
-	return nil
-}

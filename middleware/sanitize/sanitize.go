@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync/atomic"
 	"unicode/utf8"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/csikit/csikit/internal/streamcapture"
 	"github.com/csikit/csikit/secrets"
 )
 
@@ -81,9 +81,9 @@ func UnaryServerInterceptor(opts ...Option) grpc.UnaryServerInterceptor {
 func StreamServerInterceptor(opts ...Option) grpc.StreamServerInterceptor {
 	o := newOptions(opts)
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		w := &stream{ServerStream: ss}
+		w := streamcapture.New(ss)
 		if err := handler(srv, w); err != nil {
-			return o.sanitize(info.FullMethod, err, w.request())
+			return o.sanitize(info.FullMethod, err, w.First())
 		}
 		return nil
 	}
@@ -150,28 +150,4 @@ func shortMethod(fullMethod string) string {
 		return fullMethod[i+1:]
 	}
 	return fullMethod
-}
-
-// stream remembers the first message received, which is the stream's request
-// for the scrubber.
-type stream struct {
-	grpc.ServerStream
-	first atomic.Pointer[received]
-}
-
-type received struct{ m any }
-
-func (s *stream) RecvMsg(m any) error {
-	err := s.ServerStream.RecvMsg(m)
-	if err == nil && s.first.Load() == nil {
-		s.first.CompareAndSwap(nil, &received{m})
-	}
-	return err
-}
-
-func (s *stream) request() any {
-	if r := s.first.Load(); r != nil {
-		return r.m
-	}
-	return nil
 }

@@ -1,47 +1,12 @@
-// Package conformance runs csi-sanity and csikit's own specs against the hostpath driver: with real
-// mounts, loop devices and mkfs when the test runs as root, and without the mount specs otherwise.
+// Package conformance runs csi-sanity and csikit's own specs against the hostpath driver with
+// filesystem volumes: with real mounts, loop devices and mkfs when the test runs as root, and
+// without the mount specs otherwise.
 package conformance
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
-	"github.com/csikit/csikit/driver/drivertest"
-	"github.com/csikit/csikit/examples/hostpath/hostpath"
+	"github.com/csikit/csikit/examples/hostpath/internal/conformancerun"
 )
 
-func TestConformance(t *testing.T) {
-	dir := t.TempDir()
-	p, err := hostpath.Open(hostpath.Config{
-		StateDir:          filepath.Join(dir, "state"),
-		NodeID:            "conformance-node",
-		MaxVolumesPerNode: 32,
-		MutableParameters: []string{"iops"},
-	}, hostpath.ModeBoth)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	cfg := p.Config()
-	cfg.CheckResponses = true
-	privileged := os.Geteuid() == 0
-	if !privileged {
-		t.Log("not root: the specs that mount are skipped (run as root for the full, privileged profile)")
-	}
-	res := drivertest.CSI(t, cfg, drivertest.Options{
-		Privileged:                  privileged,
-		TestVolumeSize:              64 << 20,
-		TestVolumeExpandSize:        128 << 20,
-		TestVolumeMutableParameters: map[string]string{"iops": "3000"},
-		TestNodeVolumeAttachLimit:   true,
-		IdempotentCount:             5,
-	})
-	t.Logf("specs: %d ran, %d passed, %d skipped, %d failed", res.Ran, res.Passed, res.Skipped, res.Failed)
-	for spec, reason := range res.Skips {
-		t.Logf("skipped %q: %s", spec, reason)
-	}
-	if res.Failed != 0 {
-		t.Fatalf("%d specs failed", res.Failed)
-	}
-}
+func TestConformance(t *testing.T) { conformancerun.Run(t, "mount") }
