@@ -75,63 +75,18 @@ type capSet struct {
 	features   Features
 }
 
-// backendSet is what the configured backends implement, found once by type assertion.
+// backendSet holds the configured backends. Which optional interfaces they implement is read
+// from rpcTable; handlers assert the interface they call (see impl).
 type backendSet struct {
 	controller Controller
-	publisher  ControllerPublisher
-	lister     VolumeLister
-	pager      VolumePageLister
-	capacity   CapacityReporter
-	snapshots  Snapshotter
-	snapLister SnapshotLister
-	snapPager  SnapshotPageLister
-	snapGetter SnapshotGetter
-	expander   VolumeExpander
-	getter     VolumeGetter
-	modifier   VolumeModifier
-	health     VolumeHealthGetter
-	healthList VolumeHealthLister
-
-	node          Node
-	stager        NodeStager
-	stats         VolumeStatsReporter
-	nodeExpander  NodeExpander
-	nodeHealth    NodeVolumeHealthGetter
-	storageHealth StorageHealthReporter
-
-	group    GroupController
-	metadata SnapshotMetadata
-	probers  []Prober
+	node       Node
+	group      GroupController
+	metadata   SnapshotMetadata
+	probers    []Prober
 }
 
 func discover(cfg *Config) backendSet {
-	var b backendSet
-	if c := cfg.Controller; c != nil {
-		b.controller = c
-		b.publisher, _ = c.(ControllerPublisher)
-		b.lister, _ = c.(VolumeLister)
-		b.pager, _ = c.(VolumePageLister)
-		b.capacity, _ = c.(CapacityReporter)
-		b.snapshots, _ = c.(Snapshotter)
-		b.snapLister, _ = c.(SnapshotLister)
-		b.snapPager, _ = c.(SnapshotPageLister)
-		b.snapGetter, _ = c.(SnapshotGetter)
-		b.expander, _ = c.(VolumeExpander)
-		b.getter, _ = c.(VolumeGetter)
-		b.modifier, _ = c.(VolumeModifier)
-		b.health, _ = c.(VolumeHealthGetter)
-		b.healthList, _ = c.(VolumeHealthLister)
-	}
-	if n := cfg.Node; n != nil {
-		b.node = n
-		b.stager, _ = n.(NodeStager)
-		b.stats, _ = n.(VolumeStatsReporter)
-		b.nodeExpander, _ = n.(NodeExpander)
-		b.nodeHealth, _ = n.(NodeVolumeHealthGetter)
-		b.storageHealth, _ = n.(StorageHealthReporter)
-	}
-	b.group = cfg.GroupController
-	b.metadata = cfg.SnapshotMetadata
+	b := backendSet{controller: cfg.Controller, node: cfg.Node, group: cfg.GroupController, metadata: cfg.SnapshotMetadata}
 	var seen []any
 	for _, v := range []any{cfg.Controller, cfg.Node, cfg.GroupController, cfg.SnapshotMetadata, cfg.Prober} {
 		if v == nil || slices.ContainsFunc(seen, func(o any) bool { return sameBackend(o, v) }) {
@@ -143,6 +98,58 @@ func discover(cfg *Config) backendSet {
 		}
 	}
 	return b
+}
+
+// of returns the backend serving a service, or nil when none is configured. Identity is always
+// served, by the library.
+func (b *backendSet) of(svc service) any {
+	switch svc {
+	case svcController:
+		if b.controller != nil {
+			return b.controller
+		}
+	case svcNode:
+		if b.node != nil {
+			return b.node
+		}
+	case svcGroupController:
+		if b.group != nil {
+			return b.group
+		}
+	case svcSnapshotMetadata:
+		if b.metadata != nil {
+			return b.metadata
+		}
+	case svcIdentity:
+		return b
+	}
+	return nil
+}
+
+// serves reports whether the configured backends can serve the RPC: its service has a backend,
+// and that backend implements one of the interfaces the table names for it.
+func (b *backendSet) serves(s *rpcSpec) bool {
+	v := b.of(s.service)
+	if v == nil {
+		return false
+	}
+	if len(s.serves) == 0 {
+		return true
+	}
+	t := reflect.TypeOf(v)
+	for _, it := range s.serves {
+		if t.Implements(it) {
+			return true
+		}
+	}
+	return false
+}
+
+// impl returns the backend as the optional interface T. Handlers call it only for RPCs whose
+// guard has passed, so the assertion always holds there.
+func impl[T any](v any) T {
+	t, _ := v.(T)
+	return t
 }
 
 // sameBackend reports whether two backend values are the same one, so a value serving several
@@ -167,25 +174,16 @@ func deriveCapabilities(b *backendSet, f Features, o CapabilityOverrides) (capSe
 
 	// served lists what the backends could serve, independent of any override.
 	type ctrlCap = csi.ControllerServiceCapability_RPC_Type
-	servedCtrl := map[ctrlCap]string{}
-	if b.controller != nil {
-		servedCtrl[csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME] = "Controller"
-		add := func(ok bool, cp ctrlCap, iface string) {
-			if ok {
-				servedCtrl[cp] = iface
-			}
+	type nodeCap = csi.NodeServiceCapability_RPC_Type
+	servedCtrl := map[ctrlCap]bool{}
+	servedNode := map[nodeCap]bool{}
+	for _, s := range rpcTable {
+		if s.ctrlCap != 0 && b.serves(s) {
+			servedCtrl[s.ctrlCap] = true
 		}
-		add(b.publisher != nil, csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME, "ControllerPublisher")
-		add(b.lister != nil || b.pager != nil, csi.ControllerServiceCapability_RPC_LIST_VOLUMES, "VolumeLister")
-		add(b.capacity != nil, csi.ControllerServiceCapability_RPC_GET_CAPACITY, "CapacityReporter")
-		add(b.snapshots != nil, csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT, "Snapshotter")
-		add(b.snapLister != nil || b.snapPager != nil, csi.ControllerServiceCapability_RPC_LIST_SNAPSHOTS, "SnapshotLister")
-		add(b.snapGetter != nil, csi.ControllerServiceCapability_RPC_GET_SNAPSHOT, "SnapshotGetter")
-		add(b.expander != nil, csi.ControllerServiceCapability_RPC_EXPAND_VOLUME, "VolumeExpander")
-		add(b.getter != nil, csi.ControllerServiceCapability_RPC_GET_VOLUME, "VolumeGetter")
-		add(b.modifier != nil, csi.ControllerServiceCapability_RPC_MODIFY_VOLUME, "VolumeModifier")
-		add(b.health != nil, csi.ControllerServiceCapability_RPC_GET_VOLUME_HEALTH, "VolumeHealthGetter")
-		add(b.healthList != nil, csi.ControllerServiceCapability_RPC_LIST_VOLUME_HEALTH, "VolumeHealthLister")
+		if s.nodeCap != 0 && b.serves(s) {
+			servedNode[s.nodeCap] = true
+		}
 	}
 	featureCtrl := map[ctrlCap]bool{
 		csi.ControllerServiceCapability_RPC_CLONE_VOLUME:                 true,
@@ -209,7 +207,7 @@ func deriveCapabilities(b *backendSet, f Features, o CapabilityOverrides) (capSe
 					bad("controller capability override %d is not a known capability", cp)
 					continue
 				}
-				if _, ok := servedCtrl[cp]; !ok && !featureCtrl[cp] {
+				if !servedCtrl[cp] && !featureCtrl[cp] {
 					bad("controller capability %s is listed but the backend does not implement the interface that serves it", cp)
 					continue
 				}
@@ -246,14 +244,7 @@ func deriveCapabilities(b *backendSet, f Features, o CapabilityOverrides) (capSe
 		}
 	}
 
-	type nodeCap = csi.NodeServiceCapability_RPC_Type
-	servedNode := map[nodeCap]bool{}
 	if b.node != nil {
-		servedNode[csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME] = b.stager != nil
-		servedNode[csi.NodeServiceCapability_RPC_GET_VOLUME_STATS] = b.stats != nil
-		servedNode[csi.NodeServiceCapability_RPC_EXPAND_VOLUME] = b.nodeExpander != nil
-		servedNode[csi.NodeServiceCapability_RPC_GET_VOLUME_HEALTH] = b.nodeHealth != nil
-		servedNode[csi.NodeServiceCapability_RPC_GET_STORAGE_HEALTH] = b.storageHealth != nil
 		if o.Node == nil {
 			for cp, ok := range servedNode {
 				c.node[cp] = ok
@@ -291,7 +282,7 @@ func deriveCapabilities(b *backendSet, f Features, o CapabilityOverrides) (capSe
 	}
 	c.plugin[csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS] = f.VolumeAccessibilityConstraints
 	c.plugin[csi.PluginCapability_Service_SNAPSHOT_ACCESSIBILITY_CONSTRAINTS] = f.SnapshotAccessibilityConstraints
-	if f.SnapshotAccessibilityConstraints && b.controller != nil && b.snapshots == nil {
+	if f.SnapshotAccessibilityConstraints && b.controller != nil && !servedCtrl[csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT] {
 		bad("SnapshotAccessibilityConstraints needs snapshots (implement driver.Snapshotter)")
 	}
 

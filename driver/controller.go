@@ -93,19 +93,13 @@ func (s *controllerServer) DeleteVolume(ctx context.Context, req *csi.DeleteVolu
 }
 
 func (s *controllerServer) ControllerPublishVolume(ctx context.Context, req *csi.ControllerPublishVolumeRequest) (*csi.ControllerPublishVolumeResponse, error) {
-	if s.b.publisher == nil {
-		return nil, unimplemented(rpcControllerPublish, "ControllerPublisher")
-	}
-	if !s.d.caps.hasController(csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME) {
-		return nil, disabled(rpcControllerPublish, "PUBLISH_UNPUBLISH_VOLUME")
-	}
 	if err := s.d.checkModes(false, "volume_capability", req.GetVolumeCapability()); err != nil {
 		return nil, err
 	}
 	if req.GetReadonly() && !s.d.caps.features.PublishReadonly {
 		return nil, status.Error(codes.InvalidArgument, "readonly: this plugin does not advertise PUBLISH_READONLY, so readonly must be false")
 	}
-	pc, err := s.b.publisher.ControllerPublishVolume(ctx, &ControllerPublishRequest{
+	pc, err := impl[ControllerPublisher](s.b.controller).ControllerPublishVolume(ctx, &ControllerPublishRequest{
 		VolumeID:      req.GetVolumeId(),
 		NodeID:        req.GetNodeId(),
 		Capability:    capabilityFromCSI(req.GetVolumeCapability()),
@@ -121,13 +115,7 @@ func (s *controllerServer) ControllerPublishVolume(ctx context.Context, req *csi
 }
 
 func (s *controllerServer) ControllerUnpublishVolume(ctx context.Context, req *csi.ControllerUnpublishVolumeRequest) (*csi.ControllerUnpublishVolumeResponse, error) {
-	if s.b.publisher == nil {
-		return nil, unimplemented(rpcControllerUnpublish, "ControllerPublisher")
-	}
-	if !s.d.caps.hasController(csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME) {
-		return nil, disabled(rpcControllerUnpublish, "PUBLISH_UNPUBLISH_VOLUME")
-	}
-	err := s.b.publisher.ControllerUnpublishVolume(ctx, &ControllerUnpublishRequest{
+	err := impl[ControllerPublisher](s.b.controller).ControllerUnpublishVolume(ctx, &ControllerUnpublishRequest{
 		VolumeID: req.GetVolumeId(), NodeID: req.GetNodeId(), Secrets: req.GetSecrets(), Raw: req})
 	if err := mapError(rpcControllerUnpublish, err); err != nil {
 		return nil, err
@@ -174,16 +162,10 @@ func (s *controllerServer) ValidateVolumeCapabilities(ctx context.Context, req *
 }
 
 func (s *controllerServer) GetCapacity(ctx context.Context, req *csi.GetCapacityRequest) (*csi.GetCapacityResponse, error) {
-	if s.b.capacity == nil {
-		return nil, unimplemented(rpcGetCapacity, "CapacityReporter")
-	}
-	if !s.d.caps.hasController(csi.ControllerServiceCapability_RPC_GET_CAPACITY) {
-		return nil, disabled(rpcGetCapacity, "GET_CAPACITY")
-	}
 	if req.GetAccessibleTopology() != nil && !s.d.caps.features.VolumeAccessibilityConstraints {
 		return nil, status.Error(codes.InvalidArgument, "accessible_topology: this plugin does not advertise VOLUME_ACCESSIBILITY_CONSTRAINTS, so it takes no topology")
 	}
-	c, err := s.b.capacity.GetCapacity(ctx, &GetCapacityRequest{
+	c, err := impl[CapacityReporter](s.b.controller).GetCapacity(ctx, &GetCapacityRequest{
 		Capabilities: capabilitiesFromCSI(req.GetVolumeCapabilities()),
 		Parameters:   req.GetParameters(),
 		Topology:     Topology(req.GetAccessibleTopology().GetSegments()),
@@ -210,16 +192,10 @@ func (s *controllerServer) ControllerGetCapabilities(context.Context, *csi.Contr
 }
 
 func (s *controllerServer) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequest) (*csi.CreateSnapshotResponse, error) {
-	if s.b.snapshots == nil {
-		return nil, unimplemented(rpcCreateSnapshot, "Snapshotter")
-	}
-	if !s.d.caps.hasController(csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT) {
-		return nil, disabled(rpcCreateSnapshot, "CREATE_DELETE_SNAPSHOT")
-	}
 	if req.GetAccessibilityRequirements() != nil && !s.d.caps.features.SnapshotAccessibilityConstraints {
 		return nil, status.Error(codes.InvalidArgument, "accessibility_requirements: this plugin does not advertise SNAPSHOT_ACCESSIBILITY_CONSTRAINTS, so it takes no topology")
 	}
-	snap, err := s.b.snapshots.CreateSnapshot(ctx, &CreateSnapshotRequest{
+	snap, err := impl[Snapshotter](s.b.controller).CreateSnapshot(ctx, &CreateSnapshotRequest{
 		Name:           req.GetName(),
 		SourceVolumeID: req.GetSourceVolumeId(),
 		Parameters:     req.GetParameters(),
@@ -254,13 +230,7 @@ func (d *Driver) checkSnapshot(r rpc, snap *Snapshot) error {
 }
 
 func (s *controllerServer) DeleteSnapshot(ctx context.Context, req *csi.DeleteSnapshotRequest) (*csi.DeleteSnapshotResponse, error) {
-	if s.b.snapshots == nil {
-		return nil, unimplemented(rpcDeleteSnapshot, "Snapshotter")
-	}
-	if !s.d.caps.hasController(csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT) {
-		return nil, disabled(rpcDeleteSnapshot, "CREATE_DELETE_SNAPSHOT")
-	}
-	err := s.b.snapshots.DeleteSnapshot(ctx, &DeleteSnapshotRequest{SnapshotID: req.GetSnapshotId(), Secrets: req.GetSecrets(), Raw: req})
+	err := impl[Snapshotter](s.b.controller).DeleteSnapshot(ctx, &DeleteSnapshotRequest{SnapshotID: req.GetSnapshotId(), Secrets: req.GetSecrets(), Raw: req})
 	if err := mapError(rpcDeleteSnapshot, err); err != nil {
 		return nil, err
 	}
@@ -268,13 +238,7 @@ func (s *controllerServer) DeleteSnapshot(ctx context.Context, req *csi.DeleteSn
 }
 
 func (s *controllerServer) GetSnapshot(ctx context.Context, req *csi.GetSnapshotRequest) (*csi.GetSnapshotResponse, error) {
-	if s.b.snapGetter == nil {
-		return nil, unimplemented(rpcGetSnapshot, "SnapshotGetter")
-	}
-	if !s.d.caps.hasController(csi.ControllerServiceCapability_RPC_GET_SNAPSHOT) {
-		return nil, disabled(rpcGetSnapshot, "GET_SNAPSHOT")
-	}
-	snap, err := s.b.snapGetter.GetSnapshot(ctx, &GetSnapshotRequest{SnapshotID: req.GetSnapshotId(), Secrets: req.GetSecrets(), Raw: req})
+	snap, err := impl[SnapshotGetter](s.b.controller).GetSnapshot(ctx, &GetSnapshotRequest{SnapshotID: req.GetSnapshotId(), Secrets: req.GetSecrets(), Raw: req})
 	if err != nil {
 		return nil, mapError(rpcGetSnapshot, err)
 	}
@@ -285,19 +249,13 @@ func (s *controllerServer) GetSnapshot(ctx context.Context, req *csi.GetSnapshot
 }
 
 func (s *controllerServer) ControllerExpandVolume(ctx context.Context, req *csi.ControllerExpandVolumeRequest) (*csi.ControllerExpandVolumeResponse, error) {
-	if s.b.expander == nil {
-		return nil, unimplemented(rpcControllerExpand, "VolumeExpander")
-	}
-	if !s.d.caps.hasController(csi.ControllerServiceCapability_RPC_EXPAND_VOLUME) {
-		return nil, disabled(rpcControllerExpand, "EXPAND_VOLUME")
-	}
 	if c := req.GetVolumeCapability(); c != nil {
 		if err := s.d.checkModes(false, "volume_capability", c); err != nil {
 			return nil, err
 		}
 	}
 	capacity := capacityFromCSI(req.GetCapacityRange())
-	size, nodeExpansion, err := s.b.expander.ControllerExpandVolume(ctx, &ControllerExpandVolumeRequest{
+	size, nodeExpansion, err := impl[VolumeExpander](s.b.controller).ControllerExpandVolume(ctx, &ControllerExpandVolumeRequest{
 		VolumeID:   req.GetVolumeId(),
 		Capacity:   capacity,
 		Capability: optionalCapabilityFromCSI(req.GetVolumeCapability()),
@@ -317,13 +275,7 @@ func (s *controllerServer) ControllerExpandVolume(ctx context.Context, req *csi.
 }
 
 func (s *controllerServer) ControllerGetVolume(ctx context.Context, req *csi.ControllerGetVolumeRequest) (*csi.ControllerGetVolumeResponse, error) {
-	if s.b.getter == nil {
-		return nil, unimplemented(rpcControllerGetVolume, "VolumeGetter")
-	}
-	if !s.d.caps.hasController(csi.ControllerServiceCapability_RPC_GET_VOLUME) {
-		return nil, disabled(rpcControllerGetVolume, "GET_VOLUME")
-	}
-	e, err := s.b.getter.ControllerGetVolume(ctx, &ControllerGetVolumeRequest{VolumeID: req.GetVolumeId(), Raw: req})
+	e, err := impl[VolumeGetter](s.b.controller).ControllerGetVolume(ctx, &ControllerGetVolumeRequest{VolumeID: req.GetVolumeId(), Raw: req})
 	if err != nil {
 		return nil, mapError(rpcControllerGetVolume, err)
 	}
@@ -338,13 +290,7 @@ func (s *controllerServer) ControllerGetVolume(ctx context.Context, req *csi.Con
 }
 
 func (s *controllerServer) ControllerModifyVolume(ctx context.Context, req *csi.ControllerModifyVolumeRequest) (*csi.ControllerModifyVolumeResponse, error) {
-	if s.b.modifier == nil {
-		return nil, unimplemented(rpcControllerModify, "VolumeModifier")
-	}
-	if !s.d.caps.hasController(csi.ControllerServiceCapability_RPC_MODIFY_VOLUME) {
-		return nil, disabled(rpcControllerModify, "MODIFY_VOLUME")
-	}
-	err := s.b.modifier.ControllerModifyVolume(ctx, &ControllerModifyVolumeRequest{
+	err := impl[VolumeModifier](s.b.controller).ControllerModifyVolume(ctx, &ControllerModifyVolumeRequest{
 		VolumeID: req.GetVolumeId(), MutableParameters: req.GetMutableParameters(), Secrets: req.GetSecrets(), Raw: req})
 	if err != nil {
 		return nil, mapError(rpcControllerModify, err)
@@ -353,13 +299,7 @@ func (s *controllerServer) ControllerModifyVolume(ctx context.Context, req *csi.
 }
 
 func (s *controllerServer) ControllerGetVolumeHealth(ctx context.Context, req *csi.ControllerGetVolumeHealthRequest) (*csi.ControllerGetVolumeHealthResponse, error) {
-	if s.b.health == nil {
-		return nil, unimplemented(rpcControllerGetHealth, "VolumeHealthGetter")
-	}
-	if !s.d.caps.hasController(csi.ControllerServiceCapability_RPC_GET_VOLUME_HEALTH) {
-		return nil, disabled(rpcControllerGetHealth, "GET_VOLUME_HEALTH")
-	}
-	h, err := s.b.health.ControllerGetVolumeHealth(ctx, &ControllerGetVolumeHealthRequest{VolumeID: req.GetVolumeId(), Secrets: req.GetSecrets(), Raw: req})
+	h, err := impl[VolumeHealthGetter](s.b.controller).ControllerGetVolumeHealth(ctx, &ControllerGetVolumeHealthRequest{VolumeID: req.GetVolumeId(), Secrets: req.GetSecrets(), Raw: req})
 	if err != nil {
 		return nil, mapError(rpcControllerGetHealth, err)
 	}

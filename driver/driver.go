@@ -18,11 +18,6 @@ import (
 	"github.com/csikit/csikit/driver/endpoint"
 	"github.com/csikit/csikit/idempotency"
 	"github.com/csikit/csikit/internal/pagetoken"
-	"github.com/csikit/csikit/middleware/locking"
-	"github.com/csikit/csikit/middleware/logging"
-	"github.com/csikit/csikit/middleware/recovery"
-	"github.com/csikit/csikit/middleware/requestid"
-	"github.com/csikit/csikit/middleware/sanitize"
 	"github.com/csikit/csikit/middleware/validation"
 	"github.com/csikit/csikit/secrets"
 )
@@ -144,59 +139,11 @@ func New(cfg Config) (*Driver, error) {
 	return d, nil
 }
 
-// Register adds the plugin's services to a gRPC server: Identity always, the others when their
-// backend is configured. Use it to compose with a server of your own; Serve and Run do it for you.
-func (d *Driver) Register(s grpc.ServiceRegistrar) {
-	csi.RegisterIdentityServer(s, &identityServer{d: d})
-	if d.b.controller != nil {
-		csi.RegisterControllerServer(s, &controllerServer{d: d, b: &d.b})
-	}
-	if d.b.node != nil {
-		csi.RegisterNodeServer(s, &nodeServer{d: d, b: &d.b})
-	}
-	if d.b.group != nil {
-		csi.RegisterGroupControllerServer(s, &groupServer{d: d, b: &d.b})
-	}
-	if d.b.metadata != nil {
-		csi.RegisterSnapshotMetadataServer(s, &metadataServer{d: d, b: &d.b})
-	}
-}
-
-// UnaryInterceptors is the library's chain, outermost first: request ID, panic recovery, logging,
-// status sanitising (no details, no secret values, never an empty message), validation, locking,
-// then Config.UnaryInterceptors. The request ID comes first (it cannot fail) so that a recovered
-// panic is reported with the call's ID; sanitising runs inside logging so that the log shows the
-// message the CO gets.
-func (d *Driver) UnaryInterceptors() []grpc.UnaryServerInterceptor {
-	chain := []grpc.UnaryServerInterceptor{
-		requestid.UnaryServerInterceptor(),
-		recovery.UnaryServerInterceptor(recovery.WithLogger(d.log), recovery.WithScrubber(d.redactor.ScrubAny)),
-		logging.UnaryServerInterceptor(d.log, logging.WithRedactor(d.redactor)),
-		sanitize.UnaryServerInterceptor(sanitize.WithScrubber(d.redactor.ScrubAny)),
-		validation.UnaryServerInterceptor(validation.WithResponseChecks(d.cfg.CheckResponses)),
-		locking.UnaryServerInterceptor(d.locker, locking.CSIKeys),
-	}
-	return append(chain, d.cfg.UnaryInterceptors...)
-}
-
-// StreamInterceptors is the streaming counterpart of UnaryInterceptors (SnapshotMetadata).
-func (d *Driver) StreamInterceptors() []grpc.StreamServerInterceptor {
-	chain := []grpc.StreamServerInterceptor{
-		requestid.StreamServerInterceptor(),
-		recovery.StreamServerInterceptor(recovery.WithLogger(d.log), recovery.WithScrubber(d.redactor.ScrubAny)),
-		logging.StreamServerInterceptor(d.log, logging.WithRedactor(d.redactor)),
-		sanitize.StreamServerInterceptor(sanitize.WithScrubber(d.redactor.ScrubAny)),
-		validation.StreamServerInterceptor(validation.WithResponseChecks(d.cfg.CheckResponses)),
-	}
-	return append(chain, d.cfg.StreamInterceptors...)
-}
-
-// NewServer returns a gRPC server with the library's interceptor chain and the plugin's services
-// registered.
+// NewServer returns a gRPC server with the plugin's services registered (see Register for the
+// interceptor chain every method runs). Config.ServerOptions and opts are added to it.
 func (d *Driver) NewServer(opts ...grpc.ServerOption) *grpc.Server {
 	all := []grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(d.UnaryInterceptors()...),
-		grpc.ChainStreamInterceptor(d.StreamInterceptors()...),
+		ServerCodec(),
 		// Reused worker goroutines keep the stack a call through the interceptor chain needs;
 		// a fresh goroutine per call (grpc-go's default) grows a new stack every time. A busy
 		// pool still spawns a goroutine, so a slow call never blocks the others.

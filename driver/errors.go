@@ -50,54 +50,6 @@ var (
 	ErrUnavailable = errors.New("temporarily unavailable")
 )
 
-// rpc names one CSI method for error mapping and messages.
-type rpc string
-
-// The RPCs whose error tables differ from the common one.
-const (
-	rpcCreateVolume              rpc = "CreateVolume"
-	rpcDeleteVolume              rpc = "DeleteVolume"
-	rpcControllerPublish         rpc = "ControllerPublishVolume"
-	rpcControllerUnpublish       rpc = "ControllerUnpublishVolume"
-	rpcValidateVolumeCaps        rpc = "ValidateVolumeCapabilities"
-	rpcListVolumes               rpc = "ListVolumes"
-	rpcGetCapacity               rpc = "GetCapacity"
-	rpcCreateSnapshot            rpc = "CreateSnapshot"
-	rpcDeleteSnapshot            rpc = "DeleteSnapshot"
-	rpcListSnapshots             rpc = "ListSnapshots"
-	rpcGetSnapshot               rpc = "GetSnapshot"
-	rpcControllerExpand          rpc = "ControllerExpandVolume"
-	rpcControllerGetVolume       rpc = "ControllerGetVolume"
-	rpcControllerModify          rpc = "ControllerModifyVolume"
-	rpcControllerGetHealth       rpc = "ControllerGetVolumeHealth"
-	rpcControllerListHealth      rpc = "ControllerListVolumeHealth"
-	rpcNodeStage                 rpc = "NodeStageVolume"
-	rpcNodeUnstage               rpc = "NodeUnstageVolume"
-	rpcNodePublish               rpc = "NodePublishVolume"
-	rpcNodeUnpublish             rpc = "NodeUnpublishVolume"
-	rpcNodeGetVolumeStats        rpc = "NodeGetVolumeStats"
-	rpcNodeExpand                rpc = "NodeExpandVolume"
-	rpcNodeGetInfo               rpc = "NodeGetInfo"
-	rpcNodeGetHealth             rpc = "NodeGetVolumeHealth"
-	rpcNodeGetStorageHealth      rpc = "NodeGetStorageHealth"
-	rpcCreateGroupSnapshot       rpc = "CreateVolumeGroupSnapshot"
-	rpcDeleteGroupSnapshot       rpc = "DeleteVolumeGroupSnapshot"
-	rpcGetGroupSnapshot          rpc = "GetVolumeGroupSnapshot"
-	rpcGetMetadataAllocated      rpc = "GetMetadataAllocated"
-	rpcGetMetadataDelta          rpc = "GetMetadataDelta"
-	rpcProbe                     rpc = "Probe"
-	rpcControllerGetCapabilities rpc = "ControllerGetCapabilities"
-)
-
-// notFoundIsSuccess lists the RPCs where "does not exist" means the goal is already reached.
-func notFoundIsSuccess(r rpc) bool {
-	switch r {
-	case rpcDeleteVolume, rpcDeleteSnapshot, rpcDeleteGroupSnapshot, rpcControllerUnpublish:
-		return true
-	}
-	return false
-}
-
 // mapError turns a backend error into the status the RPC's error table demands. It returns nil
 // when the error means success for this RPC (not found on a delete).
 //
@@ -110,6 +62,7 @@ func mapError(r rpc, err error) error {
 	if err == nil {
 		return nil
 	}
+	spec := rpcTable[r]
 	if code, ok := sentinelCode(r, err); ok {
 		if code == codes.OK {
 			return nil
@@ -120,10 +73,9 @@ func mapError(r rpc, err error) error {
 		st := s.GRPCStatus()
 		switch {
 		case st.Code() == codes.OK:
-			return status.Errorf(codes.Internal, "%s failed: the backend returned an error with code OK: %s", r, st.Message())
-		case st.Code() == codes.NotFound && notFoundIsSuccess(r) && r != rpcControllerUnpublish:
-			// Deleting what does not exist succeeds; ControllerUnpublish keeps an explicit
-			// NOT_FOUND, the spec's way to say "cannot be regarded as unpublished".
+			return status.Errorf(codes.Internal, "%s: the backend returned an error with code OK: %s", r, st.Message())
+		case st.Code() == codes.NotFound && spec.goneIsDone && !spec.keepNotFoundStatus:
+			// Deleting what does not exist succeeds.
 			return nil
 		}
 		return status.Error(st.Code(), st.Message())
@@ -134,7 +86,7 @@ func mapError(r rpc, err error) error {
 			return status.Error(st.Code(), err.Error())
 		}
 	}
-	return status.Error(codes.Internal, fmt.Sprintf("%s failed: %v", r, err))
+	return status.Error(codes.Internal, fmt.Sprintf("%s: %v", r, err))
 }
 
 // sentinelCode maps the errors whose meaning does not depend on gRPC: the sentinels and the
@@ -144,11 +96,13 @@ func sentinelCode(r rpc, err error) (codes.Code, bool) {
 	return code, code != codes.Internal
 }
 
-// codeFor is the per-RPC error table of DESIGN.md section 3.
+// codeFor maps the sentinels: the common table, with the per-RPC rows taken from the RPC's entry
+// in rpcTable.
 func codeFor(r rpc, err error) codes.Code {
+	spec := rpcTable[r]
 	switch {
 	case errors.Is(err, ErrNotFound):
-		if notFoundIsSuccess(r) {
+		if spec.goneIsDone {
 			return codes.OK
 		}
 		return codes.NotFound
@@ -157,10 +111,7 @@ func codeFor(r rpc, err error) codes.Code {
 	case errors.Is(err, ErrInUse), errors.Is(err, ErrFailedPrecondition):
 		return codes.FailedPrecondition
 	case errors.Is(err, ErrUnsupported):
-		if r == rpcNodeStage || r == rpcNodePublish {
-			return codes.FailedPrecondition
-		}
-		return codes.InvalidArgument
+		return spec.unsupported
 	case errors.Is(err, ErrInvalidArgument), errors.Is(err, ErrGroupMember):
 		return codes.InvalidArgument
 	case errors.Is(err, ErrOutOfRange):
@@ -183,17 +134,7 @@ func codeFor(r rpc, err error) codes.Code {
 	return codes.Internal
 }
 
-// unimplemented is the answer for an RPC the backend does not serve.
-func unimplemented(r rpc, iface string) error {
-	return status.Errorf(codes.Unimplemented, "%s is not implemented by this plugin (its backend does not implement driver.%s)", r, iface)
-}
-
-// disabled is the answer for an RPC the backend could serve but the capability override turned off.
-func disabled(r rpc, capability string) error {
-	return status.Errorf(codes.Unimplemented, "%s is not served: this plugin does not advertise the %s capability", r, capability)
-}
-
 // pluginBug reports a backend answer that breaks the spec.
 func pluginBug(r rpc, format string, args ...any) error {
-	return status.Errorf(codes.Internal, "%s failed: plugin bug: %s", r, fmt.Sprintf(format, args...))
+	return status.Errorf(codes.Internal, "%s: plugin bug: %s", r, fmt.Sprintf(format, args...))
 }

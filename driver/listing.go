@@ -31,15 +31,15 @@ func (d *Driver) startAfter(r rpc, token, scope string) (string, error) {
 	return after, nil
 }
 
-// page cuts a sorted, filtered listing to max entries and mints the next token.
-func page[T any](d *Driver, r rpc, scope string, items []T, id func(*T) string, max int) ([]T, string, error) {
-	if max <= 0 || len(items) <= max {
+// cutPage cuts a sorted, filtered listing to limit entries and mints the next token.
+func cutPage[T any](d *Driver, r rpc, scope string, items []T, id func(*T) string, limit int) ([]T, string, error) {
+	if limit <= 0 || len(items) <= limit {
 		return items, "", nil
 	}
-	items = items[:max]
-	next, err := d.tokens.Encode(string(r), scope, id(&items[max-1]))
+	items = items[:limit]
+	next, err := d.tokens.Encode(string(r), scope, id(&items[limit-1]))
 	if err != nil {
-		return nil, "", status.Errorf(codes.Internal, "%s failed: cannot mint a pagination token: %v", r, err)
+		return nil, "", status.Errorf(codes.Internal, "%s: cannot mint a pagination token: %v", r, err)
 	}
 	return items, next, nil
 }
@@ -123,32 +123,26 @@ func snapshotID(s *Snapshot) string { return s.ID }
 func healthID(h *VolumeHealth) string { return h.VolumeID }
 
 func (s *controllerServer) ListVolumes(ctx context.Context, req *csi.ListVolumesRequest) (*csi.ListVolumesResponse, error) {
-	if s.b.lister == nil && s.b.pager == nil {
-		return nil, unimplemented(rpcListVolumes, "VolumeLister")
-	}
-	if !s.d.caps.hasController(csi.ControllerServiceCapability_RPC_LIST_VOLUMES) {
-		return nil, disabled(rpcListVolumes, "LIST_VOLUMES")
-	}
 	after, err := s.d.startAfter(rpcListVolumes, req.GetStartingToken(), "")
 	if err != nil {
 		return nil, err
 	}
-	max := int(req.GetMaxEntries())
+	limit := int(req.GetMaxEntries())
 	var entries []VolumeEntry
-	if s.b.pager != nil {
+	if pager, ok := s.b.controller.(VolumePageLister); ok {
 		want := 0
-		if max > 0 {
-			want = max + 1 // one more tells whether another page exists
+		if limit > 0 {
+			want = limit + 1 // one more tells whether another page exists
 		}
 		entries, err = collectPages(rpcListVolumes, after, want, entryID, func(after string, limit int) ([]VolumeEntry, error) {
-			page, err := s.b.pager.ListVolumesPage(ctx, &ListVolumesRequest{After: after, Limit: limit, Raw: req})
+			page, err := pager.ListVolumesPage(ctx, &ListVolumesRequest{After: after, Limit: limit, Raw: req})
 			return page, mapError(rpcListVolumes, err)
 		})
 		if err != nil {
 			return nil, err
 		}
 	} else {
-		entries, err = s.b.lister.ListVolumes(ctx, &ListVolumesRequest{Raw: req})
+		entries, err = impl[VolumeLister](s.b.controller).ListVolumes(ctx, &ListVolumesRequest{Raw: req})
 		if err != nil {
 			return nil, mapError(rpcListVolumes, err)
 		}
@@ -156,7 +150,7 @@ func (s *controllerServer) ListVolumes(ctx context.Context, req *csi.ListVolumes
 			return nil, err
 		}
 	}
-	entries, next, err := page(s.d, rpcListVolumes, "", entries, entryID, max)
+	entries, next, err := cutPage(s.d, rpcListVolumes, "", entries, entryID, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -173,19 +167,13 @@ func (s *controllerServer) ListVolumes(ctx context.Context, req *csi.ListVolumes
 }
 
 func (s *controllerServer) ListSnapshots(ctx context.Context, req *csi.ListSnapshotsRequest) (*csi.ListSnapshotsResponse, error) {
-	if s.b.snapLister == nil && s.b.snapPager == nil {
-		return nil, unimplemented(rpcListSnapshots, "SnapshotLister")
-	}
-	if !s.d.caps.hasController(csi.ControllerServiceCapability_RPC_LIST_SNAPSHOTS) {
-		return nil, disabled(rpcListSnapshots, "LIST_SNAPSHOTS")
-	}
 	// The filter is part of the token's scope: a token minted for one filter is refused for another.
 	scope := req.GetSourceVolumeId() + "\x00" + req.GetSnapshotId()
 	after, err := s.d.startAfter(rpcListSnapshots, req.GetStartingToken(), scope)
 	if err != nil {
 		return nil, err
 	}
-	max := int(req.GetMaxEntries())
+	limit := int(req.GetMaxEntries())
 	lreq := &ListSnapshotsRequest{
 		SourceVolumeID: req.GetSourceVolumeId(),
 		SnapshotID:     req.GetSnapshotId(),
@@ -194,10 +182,10 @@ func (s *controllerServer) ListSnapshots(ctx context.Context, req *csi.ListSnaps
 	}
 	var snaps []Snapshot
 	switch {
-	case req.GetSnapshotId() != "" && s.b.snapGetter != nil:
+	case req.GetSnapshotId() != "" && impl[SnapshotGetter](s.b.controller) != nil:
 		// One snapshot by ID: ask for it directly instead of listing everything.
 		raw := &csi.GetSnapshotRequest{SnapshotId: req.GetSnapshotId(), Secrets: req.GetSecrets()}
-		snap, err := s.b.snapGetter.GetSnapshot(ctx, &GetSnapshotRequest{SnapshotID: raw.SnapshotId, Secrets: raw.Secrets, Raw: raw})
+		snap, err := impl[SnapshotGetter](s.b.controller).GetSnapshot(ctx, &GetSnapshotRequest{SnapshotID: raw.SnapshotId, Secrets: raw.Secrets, Raw: raw})
 		switch {
 		case errors.Is(err, ErrNotFound) || status.Code(err) == codes.NotFound:
 		case err != nil:
@@ -205,15 +193,15 @@ func (s *controllerServer) ListSnapshots(ctx context.Context, req *csi.ListSnaps
 		case snap != nil && snap.ID > after:
 			snaps = []Snapshot{*snap}
 		}
-	case s.b.snapPager != nil:
+	case impl[SnapshotPageLister](s.b.controller) != nil:
 		want := 0
-		if max > 0 {
-			want = max + 1
+		if limit > 0 {
+			want = limit + 1
 		}
 		snaps, err = collectPages(rpcListSnapshots, after, want, snapshotID, func(after string, limit int) ([]Snapshot, error) {
 			page := *lreq
 			page.After, page.Limit = after, limit
-			snaps, err := s.b.snapPager.ListSnapshotsPage(ctx, &page)
+			snaps, err := impl[SnapshotPageLister](s.b.controller).ListSnapshotsPage(ctx, &page)
 			if err != nil {
 				return nil, mapError(rpcListSnapshots, err)
 			}
@@ -230,7 +218,7 @@ func (s *controllerServer) ListSnapshots(ctx context.Context, req *csi.ListSnaps
 			return nil, err
 		}
 	default:
-		snaps, err = s.b.snapLister.ListSnapshots(ctx, lreq)
+		snaps, err = impl[SnapshotLister](s.b.controller).ListSnapshots(ctx, lreq)
 		if err != nil {
 			return nil, mapError(rpcListSnapshots, err)
 		}
@@ -241,7 +229,7 @@ func (s *controllerServer) ListSnapshots(ctx context.Context, req *csi.ListSnaps
 	// Filter again: a full lister may ignore the filters, the CO must never see a non-matching
 	// entry. The slice is the library's own here (collected, cloned or built above).
 	snaps = slices.DeleteFunc(snaps, func(sn Snapshot) bool { return !matches(req, &sn) })
-	snaps, next, err := page(s.d, rpcListSnapshots, scope, snaps, snapshotID, max)
+	snaps, next, err := cutPage(s.d, rpcListSnapshots, scope, snaps, snapshotID, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -256,24 +244,18 @@ func (s *controllerServer) ListSnapshots(ctx context.Context, req *csi.ListSnaps
 }
 
 func (s *controllerServer) ControllerListVolumeHealth(ctx context.Context, req *csi.ControllerListVolumeHealthRequest) (*csi.ControllerListVolumeHealthResponse, error) {
-	if s.b.healthList == nil {
-		return nil, unimplemented(rpcControllerListHealth, "VolumeHealthLister")
-	}
-	if !s.d.caps.hasController(csi.ControllerServiceCapability_RPC_LIST_VOLUME_HEALTH) {
-		return nil, disabled(rpcControllerListHealth, "LIST_VOLUME_HEALTH")
-	}
 	after, err := s.d.startAfter(rpcControllerListHealth, req.GetStartingToken(), "")
 	if err != nil {
 		return nil, err
 	}
-	hs, err := s.b.healthList.ControllerListVolumeHealth(ctx, &ControllerListVolumeHealthRequest{Secrets: req.GetSecrets(), Raw: req})
+	hs, err := impl[VolumeHealthLister](s.b.controller).ControllerListVolumeHealth(ctx, &ControllerListVolumeHealthRequest{Secrets: req.GetSecrets(), Raw: req})
 	if err != nil {
 		return nil, mapError(rpcControllerListHealth, err)
 	}
 	if hs, err = sortedAfter(rpcControllerListHealth, hs, healthID, after); err != nil {
 		return nil, err
 	}
-	hs, next, err := page(s.d, rpcControllerListHealth, "", hs, healthID, int(req.GetMaxEntries()))
+	hs, next, err := cutPage(s.d, rpcControllerListHealth, "", hs, healthID, int(req.GetMaxEntries()))
 	if err != nil {
 		return nil, err
 	}

@@ -24,19 +24,13 @@ func (d *Driver) checkMountGroup(c *csi.VolumeCapability) error {
 }
 
 func (s *nodeServer) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
-	if s.b.stager == nil {
-		return nil, unimplemented(rpcNodeStage, "NodeStager")
-	}
-	if !s.d.caps.hasNode(csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME) {
-		return nil, disabled(rpcNodeStage, "STAGE_UNSTAGE_VOLUME")
-	}
 	if err := s.d.checkModes(true, "volume_capability", req.GetVolumeCapability()); err != nil {
 		return nil, err
 	}
 	if err := s.d.checkMountGroup(req.GetVolumeCapability()); err != nil {
 		return nil, err
 	}
-	err := s.b.stager.NodeStageVolume(ctx, &NodeStageRequest{
+	err := impl[NodeStager](s.b.node).NodeStageVolume(ctx, &NodeStageRequest{
 		VolumeID:          req.GetVolumeId(),
 		StagingTargetPath: req.GetStagingTargetPath(),
 		Capability:        capabilityFromCSI(req.GetVolumeCapability()),
@@ -52,13 +46,7 @@ func (s *nodeServer) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolu
 }
 
 func (s *nodeServer) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
-	if s.b.stager == nil {
-		return nil, unimplemented(rpcNodeUnstage, "NodeStager")
-	}
-	if !s.d.caps.hasNode(csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME) {
-		return nil, disabled(rpcNodeUnstage, "STAGE_UNSTAGE_VOLUME")
-	}
-	err := s.b.stager.NodeUnstageVolume(ctx, &NodeUnstageRequest{
+	err := impl[NodeStager](s.b.node).NodeUnstageVolume(ctx, &NodeUnstageRequest{
 		VolumeID: req.GetVolumeId(), StagingTargetPath: req.GetStagingTargetPath(), Raw: req})
 	if err != nil {
 		return nil, mapError(rpcNodeUnstage, err)
@@ -114,16 +102,10 @@ func notAtPath(r rpc, path string) error {
 }
 
 func (s *nodeServer) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
-	if s.b.stats == nil {
-		return nil, unimplemented(rpcNodeGetVolumeStats, "VolumeStatsReporter")
-	}
-	if !s.d.caps.hasNode(csi.NodeServiceCapability_RPC_GET_VOLUME_STATS) {
-		return nil, disabled(rpcNodeGetVolumeStats, "GET_VOLUME_STATS")
-	}
 	if err := notAtPath(rpcNodeGetVolumeStats, req.GetVolumePath()); err != nil {
 		return nil, err
 	}
-	usage, err := s.b.stats.NodeGetVolumeStats(ctx, &NodeGetVolumeStatsRequest{
+	usage, err := impl[VolumeStatsReporter](s.b.node).NodeGetVolumeStats(ctx, &NodeGetVolumeStatsRequest{
 		VolumeID: req.GetVolumeId(), VolumePath: req.GetVolumePath(), StagingTargetPath: req.GetStagingTargetPath(), Raw: req})
 	if err != nil {
 		return nil, mapError(rpcNodeGetVolumeStats, err)
@@ -139,12 +121,6 @@ func (s *nodeServer) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVol
 }
 
 func (s *nodeServer) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolumeRequest) (*csi.NodeExpandVolumeResponse, error) {
-	if s.b.nodeExpander == nil {
-		return nil, unimplemented(rpcNodeExpand, "NodeExpander")
-	}
-	if !s.d.caps.hasNode(csi.NodeServiceCapability_RPC_EXPAND_VOLUME) {
-		return nil, disabled(rpcNodeExpand, "EXPAND_VOLUME")
-	}
 	if err := notAtPath(rpcNodeExpand, req.GetVolumePath()); err != nil {
 		return nil, err
 	}
@@ -154,7 +130,7 @@ func (s *nodeServer) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVo
 		}
 	}
 	capacity := capacityFromCSI(req.GetCapacityRange())
-	size, err := s.b.nodeExpander.NodeExpandVolume(ctx, &NodeExpandVolumeRequest{
+	size, err := impl[NodeExpander](s.b.node).NodeExpandVolume(ctx, &NodeExpandVolumeRequest{
 		VolumeID:          req.GetVolumeId(),
 		VolumePath:        req.GetVolumePath(),
 		StagingTargetPath: req.GetStagingTargetPath(),
@@ -198,13 +174,7 @@ func (s *nodeServer) NodeGetInfo(ctx context.Context, _ *csi.NodeGetInfoRequest)
 }
 
 func (s *nodeServer) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVolumeHealthRequest) (*csi.NodeGetVolumeHealthResponse, error) {
-	if s.b.nodeHealth == nil {
-		return nil, unimplemented(rpcNodeGetHealth, "NodeVolumeHealthGetter")
-	}
-	if !s.d.caps.hasNode(csi.NodeServiceCapability_RPC_GET_VOLUME_HEALTH) {
-		return nil, disabled(rpcNodeGetHealth, "GET_VOLUME_HEALTH")
-	}
-	h, err := s.b.nodeHealth.NodeGetVolumeHealth(ctx, &NodeGetVolumeHealthRequest{
+	h, err := impl[NodeVolumeHealthGetter](s.b.node).NodeGetVolumeHealth(ctx, &NodeGetVolumeHealthRequest{
 		VolumeID: req.GetVolumeId(), VolumePublishPath: req.GetVolumePublishPath(), StagingTargetPath: req.GetStagingTargetPath(), Raw: req})
 	if err != nil {
 		return nil, mapError(rpcNodeGetHealth, err)
@@ -219,13 +189,7 @@ func (s *nodeServer) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVo
 }
 
 func (s *nodeServer) NodeGetStorageHealth(ctx context.Context, req *csi.NodeGetStorageHealthRequest) (*csi.NodeGetStorageHealthResponse, error) {
-	if s.b.storageHealth == nil {
-		return nil, unimplemented(rpcNodeGetStorageHealth, "StorageHealthReporter")
-	}
-	if !s.d.caps.hasNode(csi.NodeServiceCapability_RPC_GET_STORAGE_HEALTH) {
-		return nil, disabled(rpcNodeGetStorageHealth, "GET_STORAGE_HEALTH")
-	}
-	hs, err := s.b.storageHealth.NodeGetStorageHealth(ctx, &NodeGetStorageHealthRequest{Secrets: req.GetSecrets(), Raw: req})
+	hs, err := impl[StorageHealthReporter](s.b.node).NodeGetStorageHealth(ctx, &NodeGetStorageHealthRequest{Secrets: req.GetSecrets(), Raw: req})
 	if err != nil {
 		return nil, mapError(rpcNodeGetStorageHealth, err)
 	}

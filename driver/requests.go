@@ -2,8 +2,6 @@ package driver
 
 import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
-
-	"github.com/csikit/csikit/idempotency"
 )
 
 // Every request below has already passed validation when a backend sees it: required fields are
@@ -24,13 +22,6 @@ type CreateVolumeRequest struct {
 	Topology *TopologyRequirement
 	Raw      *csi.CreateVolumeRequest
 }
-
-// Fingerprint is a stable digest of everything in the request that must match when the same name
-// is created again (capacity, capabilities, parameters, source, topology), never of secrets.
-// Store it with the volume; on a repeated CreateVolume with the same name, an equal fingerprint
-// means "return the existing volume" and a different one means ErrAlreadyExists. It is computed
-// from Raw, which the library always sets; a hand-built request in a test must set Raw too.
-func (r *CreateVolumeRequest) Fingerprint() string { return idempotency.Fingerprint(r.Raw) }
 
 // DeleteVolumeRequest asks to delete a volume. A volume that does not exist is already deleted:
 // returning ErrNotFound is fine, the library answers OK.
@@ -101,10 +92,6 @@ type CreateSnapshotRequest struct {
 	Topology *TopologyRequirement
 	Raw      *csi.CreateSnapshotRequest
 }
-
-// Fingerprint is a stable digest of the request without secrets; see
-// CreateVolumeRequest.Fingerprint.
-func (r *CreateSnapshotRequest) Fingerprint() string { return idempotency.Fingerprint(r.Raw) }
 
 // DeleteSnapshotRequest asks to delete a snapshot. A snapshot that does not exist is already
 // deleted: returning ErrNotFound is fine, the library answers OK.
@@ -255,12 +242,6 @@ type CreateVolumeGroupSnapshotRequest struct {
 	Parameters      map[string]string
 	Secrets         Secrets
 	Raw             *csi.CreateVolumeGroupSnapshotRequest
-}
-
-// Fingerprint is a stable digest of the request without secrets (source volume order does not
-// matter); see CreateVolumeRequest.Fingerprint.
-func (r *CreateVolumeGroupSnapshotRequest) Fingerprint() string {
-	return idempotency.Fingerprint(r.Raw)
 }
 
 // DeleteVolumeGroupSnapshotRequest asks to delete a group snapshot and its member snapshots. A

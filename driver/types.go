@@ -3,7 +3,9 @@ package driver
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -89,9 +91,21 @@ func (r CapacityRange) Contains(size int64) bool {
 	return size >= r.RequiredBytes && (r.LimitBytes == 0 || size <= r.LimitBytes)
 }
 
+// String shows the range as [required, limit], with "-" for a bound that is not set.
+func (r CapacityRange) String() string {
+	bound := func(n int64) string {
+		if n == 0 {
+			return "-"
+		}
+		return strconv.FormatInt(n, 10)
+	}
+	return "[" + bound(r.RequiredBytes) + ", " + bound(r.LimitBytes) + "] bytes"
+}
+
 // Resolve picks the size to provision: the required size (or defaultSize when no bound is set,
 // capped by the limit), rounded up to a multiple of granularity (1 or less means bytes). It returns
-// an error wrapping ErrOutOfRange when rounding up breaks the limit, so a backend can return it as is.
+// an error wrapping ErrOutOfRange when rounding up breaks the limit or does not fit in an int64 (a
+// required size near the maximum), so a backend can return it as is.
 func (r CapacityRange) Resolve(defaultSize, granularity int64) (int64, error) {
 	size := r.RequiredBytes
 	if size == 0 {
@@ -100,8 +114,16 @@ func (r CapacityRange) Resolve(defaultSize, granularity int64) (int64, error) {
 			size = r.LimitBytes
 		}
 	}
+	if size < 0 {
+		return 0, fmt.Errorf("size %d bytes is negative: %w", size, ErrOutOfRange)
+	}
 	if granularity > 1 && size%granularity != 0 {
-		size += granularity - size%granularity
+		up := granularity - size%granularity
+		if size > math.MaxInt64-up {
+			return 0, fmt.Errorf("%d bytes rounded up to a multiple of %d bytes does not fit in 64 bits: %w",
+				size, granularity, ErrOutOfRange)
+		}
+		size += up
 	}
 	if r.LimitBytes != 0 && size > r.LimitBytes {
 		return 0, fmt.Errorf("no size that is a multiple of %d bytes fits between %d and %d bytes: %w",

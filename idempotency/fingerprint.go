@@ -20,7 +20,7 @@ import (
 // fingerprintDomain separates fingerprints from any other SHA-256 use and
 // versions the canonical encoding: change it whenever the encoding changes,
 // since stored fingerprints would otherwise silently stop matching.
-const fingerprintDomain = "csikit.idempotency.fingerprint.v1\x00"
+const fingerprintDomain = "csikit.idempotency.fingerprint.v2\x00"
 
 // unorderedFields are repeated fields whose element order carries no meaning
 // in the spec: a CO may send the same set in any order, and a retry must
@@ -46,6 +46,8 @@ var unorderedFields = map[protoreflect.FullName]bool{
 //   - without fields marked csi_secret, at any depth, so that rotating a
 //     secret does not turn a retry into a conflict, and no secret can be
 //     recovered by guessing it against a stored fingerprint;
+//   - with a singular message field that is set but empty (capacity_range
+//     {}) treated as absent, since it states no more than leaving it out;
 //   - without the top-level fields named in omit (for example "name", which
 //     the caller already matched on);
 //   - with the elements of CreateVolumeRequest.volume_capabilities,
@@ -128,6 +130,9 @@ func appendCanonical(b []byte, m protoreflect.Message, omit []protoreflect.Name)
 			continue
 		}
 		v := m.Get(fd)
+		if isEmptyOptionalMessage(fd, v) {
+			continue
+		}
 		switch {
 		case fd.IsList():
 			b = appendList(b, fd, v.List(), fp.unordered)
@@ -138,6 +143,22 @@ func appendCanonical(b []byte, m protoreflect.Message, omit []protoreflect.Name)
 		}
 	}
 	return b
+}
+
+// isEmptyOptionalMessage reports a singular message field that is set but holds nothing, such as
+// capacity_range {}. It means the same as the field left out (no bound, no requirement), so both
+// must give one fingerprint. A oneof member is different: VolumeCapability's block {} is the whole
+// choice, so it counts even when empty.
+func isEmptyOptionalMessage(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+	if fd.Kind() != protoreflect.MessageKind || fd.IsList() || fd.IsMap() || fd.ContainingOneof() != nil {
+		return false
+	}
+	empty := true
+	v.Message().Range(func(protoreflect.FieldDescriptor, protoreflect.Value) bool {
+		empty = false
+		return false
+	})
+	return empty
 }
 
 func appendList(b []byte, fd protoreflect.FieldDescriptor, l protoreflect.List, unordered bool) []byte {

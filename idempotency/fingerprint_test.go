@@ -171,6 +171,11 @@ func TestFingerprint(t *testing.T) {
 		},
 		{"message type is part of the fingerprint", &csi.DeleteVolumeRequest{}, &csi.DeleteSnapshotRequest{}, nil, false},
 		{"typed nil is the empty message", (*csi.CreateVolumeRequest)(nil), &csi.CreateVolumeRequest{}, nil, true},
+		{"empty capacity range is no capacity range", &csi.CreateVolumeRequest{Name: "v", CapacityRange: &csi.CapacityRange{}}, &csi.CreateVolumeRequest{Name: "v"}, nil, true},
+		{"empty topology requirement is no requirement", &csi.CreateVolumeRequest{Name: "v", AccessibilityRequirements: &csi.TopologyRequirement{}}, &csi.CreateVolumeRequest{Name: "v"}, nil, true},
+		{"empty block capability still counts: it is a oneof choice",
+			&csi.VolumeCapability{AccessType: &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}}},
+			&csi.VolumeCapability{}, nil, false},
 		{"empty map is no map", &csi.CreateVolumeRequest{Parameters: map[string]string{}}, &csi.CreateVolumeRequest{}, nil, true},
 	}
 	for _, tt := range tests {
@@ -192,7 +197,7 @@ func TestFingerprint(t *testing.T) {
 // backends have stored would stop matching. Change fingerprintDomain (the
 // version) together with the expected value, never the value alone.
 func TestFingerprintGolden(t *testing.T) {
-	const want = "qjt8NjjhWKn-1NPKcMxgPQ"
+	const want = "FCrd_Ue5YnO6-bf9YzeFng"
 	if got := Fingerprint(baseCreate()); got != want {
 		t.Errorf("Fingerprint(baseCreate()) = %q, want %q", got, want)
 	}

@@ -201,11 +201,11 @@ func (d *Driver) CreateVolume(_ context.Context, req *driver.CreateVolumeRequest
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if id, ok := d.names[req.Name]; ok {
-		v := d.volumes[id]
-		if v.fingerprint != fp {
-			return nil, fmt.Errorf("volume %q exists with other capacity, capabilities, parameters, source or topology: %w", req.Name, driver.ErrAlreadyExists)
+		vol := d.volumes[id].public()
+		if err := req.CheckExisting(d.volumes[id].fingerprint, vol); err != nil {
+			return nil, err
 		}
-		return v.public(), nil
+		return vol, nil
 	}
 	for k := range req.MutableParameters {
 		if !slices.Contains(d.opts.MutableParameters, k) {
@@ -422,11 +422,11 @@ func (d *Driver) CreateSnapshot(_ context.Context, req *driver.CreateSnapshotReq
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if id, ok := d.snapNames[req.Name]; ok {
-		s := d.snapshots[id]
-		if s.fingerprint != fp {
-			return nil, fmt.Errorf("snapshot %q exists for volume %q: %w", req.Name, s.source, driver.ErrAlreadyExists)
+		snap := d.snapshots[id].public()
+		if err := req.CheckExisting(d.snapshots[id].fingerprint, snap); err != nil {
+			return nil, err
 		}
-		return s.public(), nil
+		return snap, nil
 	}
 	v, ok := d.volumes[req.SourceVolumeID]
 	if !ok {
@@ -741,11 +741,11 @@ func (d *Driver) CreateVolumeGroupSnapshot(_ context.Context, req *driver.Create
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if id, ok := d.groupName[req.Name]; ok {
-		g := d.groups[id]
-		if g.fingerprint != fp {
-			return nil, fmt.Errorf("group snapshot %q exists with other volumes or parameters: %w", req.Name, driver.ErrAlreadyExists)
+		g := d.groupPublic(d.groups[id])
+		if err := req.CheckExisting(d.groups[id].fingerprint, g); err != nil {
+			return nil, err
 		}
-		return d.groupPublic(g), nil
+		return g, nil
 	}
 	vols := make([]*volume, 0, len(req.SourceVolumeIDs))
 	for _, id := range req.SourceVolumeIDs {

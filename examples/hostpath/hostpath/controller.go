@@ -218,10 +218,11 @@ func (c *Controller) CreateVolume(ctx context.Context, req *driver.CreateVolumeR
 		return nil, err
 	}
 	if existing != nil {
-		if existing.Fingerprint != fp {
-			return nil, fmt.Errorf("volume %q exists with other capacity, capabilities, parameters, source or topology: %w", req.Name, driver.ErrAlreadyExists)
+		vol := c.public(existing)
+		if err := req.CheckExisting(existing.Fingerprint, vol); err != nil {
+			return nil, err
 		}
-		return c.public(existing), nil
+		return vol, nil
 	}
 	if err := checkParameters(req.Parameters); err != nil {
 		return nil, err

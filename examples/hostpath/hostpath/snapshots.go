@@ -82,10 +82,11 @@ func (c *Controller) CreateSnapshot(ctx context.Context, req *driver.CreateSnaps
 		return nil, err
 	}
 	if existing != nil {
-		if existing.Fingerprint != fp {
-			return nil, fmt.Errorf("snapshot %q exists for volume %q with other parameters: %w", req.Name, existing.Source, driver.ErrAlreadyExists)
+		snap := c.publicSnapshot(existing)
+		if err := req.CheckExisting(existing.Fingerprint, snap); err != nil {
+			return nil, err
 		}
-		return c.publicSnapshot(existing), nil
+		return snap, nil
 	}
 	if len(req.Parameters) > 0 {
 		return nil, fmt.Errorf("snapshot parameter %q is not known to this driver: %w", sortedKeys(req.Parameters)[0], driver.ErrInvalidArgument)
@@ -220,10 +221,14 @@ func (c *Controller) CreateVolumeGroupSnapshot(ctx context.Context, req *driver.
 		return nil, err
 	}
 	if existing != nil {
-		if existing.Fingerprint != fp {
-			return nil, fmt.Errorf("group snapshot %q exists with other volumes or parameters: %w", req.Name, driver.ErrAlreadyExists)
+		g, err := c.publicGroup(existing)
+		if err != nil {
+			return nil, err
 		}
-		return c.publicGroup(existing)
+		if err := req.CheckExisting(existing.Fingerprint, g); err != nil {
+			return nil, err
+		}
+		return g, nil
 	}
 	if len(req.Parameters) > 0 {
 		return nil, fmt.Errorf("group snapshot parameter %q is not known to this driver: %w", sortedKeys(req.Parameters)[0], driver.ErrInvalidArgument)

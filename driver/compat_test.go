@@ -1,0 +1,173 @@
+package driver_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/internal/memdriver"
+)
+
+func zone(z string) *csi.Topology { return &csi.Topology{Segments: map[string]string{"zone": z}} }
+
+// TestRepeatedCreateVolumeIsCompatibleNotEqual drives the spec's rule over the socket: a retry
+// gets the existing volume when that volume is compatible with the new request, which is wider
+// than "the same request".
+func TestRepeatedCreateVolumeIsCompatibleNotEqual(t *testing.T) {
+	first := func() *csi.CreateVolumeRequest {
+		return &csi.CreateVolumeRequest{
+			Name:               "pvc-1",
+			VolumeCapabilities: []*csi.VolumeCapability{mountCap(snw)},
+			CapacityRange:      &csi.CapacityRange{RequiredBytes: 1 << 20},
+			Parameters:         map[string]string{"tier": "gold"},
+			AccessibilityRequirements: &csi.TopologyRequirement{
+				Requisite: []*csi.Topology{zone("a")}, Preferred: []*csi.Topology{zone("a")},
+			},
+		}
+	}
+	tests := []struct {
+		name   string
+		change func(*csi.CreateVolumeRequest)
+		want   codes.Code
+	}{
+		{"the same request gets the volume", func(*csi.CreateVolumeRequest) {}, codes.OK},
+		{"a wider range that holds the size gets the volume", func(r *csi.CreateVolumeRequest) {
+			r.CapacityRange = &csi.CapacityRange{RequiredBytes: 1 << 19, LimitBytes: 1 << 30}
+		}, codes.OK},
+		{"no range at all gets the volume", func(r *csi.CreateVolumeRequest) { r.CapacityRange = nil }, codes.OK},
+		{"a requisite the volume satisfies gets the volume", func(r *csi.CreateVolumeRequest) {
+			r.AccessibilityRequirements = &csi.TopologyRequirement{Requisite: []*csi.Topology{zone("b"), zone("a")}}
+		}, codes.OK},
+		{"no topology requirement gets the volume", func(r *csi.CreateVolumeRequest) { r.AccessibilityRequirements = nil }, codes.OK},
+		{"another access mode of the same kind gets the volume", func(r *csi.CreateVolumeRequest) {
+			r.VolumeCapabilities = []*csi.VolumeCapability{mountCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY)}
+		}, codes.OK},
+		{"a range above the size is ALREADY_EXISTS", func(r *csi.CreateVolumeRequest) {
+			r.CapacityRange = &csi.CapacityRange{RequiredBytes: 2 << 20}
+		}, codes.AlreadyExists},
+		{"a limit below the size is ALREADY_EXISTS", func(r *csi.CreateVolumeRequest) {
+			r.CapacityRange = &csi.CapacityRange{LimitBytes: 1 << 19}
+		}, codes.AlreadyExists},
+		{"a requisite the volume is not in is ALREADY_EXISTS", func(r *csi.CreateVolumeRequest) {
+			r.AccessibilityRequirements = &csi.TopologyRequirement{Requisite: []*csi.Topology{zone("b")}}
+		}, codes.AlreadyExists},
+		{"other parameters are ALREADY_EXISTS", func(r *csi.CreateVolumeRequest) { r.Parameters["tier"] = "silver" }, codes.AlreadyExists},
+		{"block instead of mount is ALREADY_EXISTS", func(r *csi.CreateVolumeRequest) {
+			r.VolumeCapabilities = []*csi.VolumeCapability{blockCap(snw)}
+		}, codes.AlreadyExists},
+		{"secrets do not matter", func(r *csi.CreateVolumeRequest) { r.Secrets = map[string]string{"k": "rotated"} }, codes.OK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mem := memdriver.New(memdriver.Options{Topology: map[string]string{"zone": "a"}})
+			p := start(t, fullConfig(mem))
+			ctx := context.Background()
+			orig, err := p.controller.CreateVolume(ctx, first())
+			if err != nil {
+				t.Fatalf("first CreateVolume: %v", err)
+			}
+			retry := first()
+			tt.change(retry)
+			resp, err := p.controller.CreateVolume(ctx, retry)
+			if got := status.Code(err); got != tt.want {
+				t.Fatalf("retry: code %v (%v), want %v", got, err, tt.want)
+			}
+			if err == nil && resp.GetVolume().GetVolumeId() != orig.GetVolume().GetVolumeId() {
+				t.Errorf("retry returned volume %q, want the existing %q", resp.GetVolume().GetVolumeId(), orig.GetVolume().GetVolumeId())
+			}
+		})
+	}
+}
+
+func TestCheckExisting(t *testing.T) {
+	req := func(c driver.CapacityRange, topo *driver.TopologyRequirement) *driver.CreateVolumeRequest {
+		caps := []driver.VolumeCapability{{AccessMode: driver.SingleNodeWriter, FSType: "ext4"}}
+		return &driver.CreateVolumeRequest{
+			Name: "v", Capacity: c, Capabilities: caps, Topology: topo,
+			Raw: &csi.CreateVolumeRequest{Name: "v", VolumeCapabilities: []*csi.VolumeCapability{mountCap(snw)}},
+		}
+	}
+	stored := req(driver.CapacityRange{RequiredBytes: 100}, nil).Fingerprint()
+	tests := []struct {
+		name     string
+		req      *driver.CreateVolumeRequest
+		existing *driver.Volume
+		ok       bool
+	}{
+		{"unknown size (0) is never out of range", req(driver.CapacityRange{RequiredBytes: 1 << 40}, nil), &driver.Volume{ID: "v1"}, true},
+		{"size inside the range", req(driver.CapacityRange{RequiredBytes: 50, LimitBytes: 200}, nil), &driver.Volume{ID: "v1", CapacityBytes: 100}, true},
+		{"size below required", req(driver.CapacityRange{RequiredBytes: 101}, nil), &driver.Volume{ID: "v1", CapacityBytes: 100}, false},
+		{"a volume with no topology is accessible everywhere",
+			req(driver.CapacityRange{}, &driver.TopologyRequirement{Requisite: []driver.Topology{{"zone": "b"}}}),
+			&driver.Volume{ID: "v1"}, true},
+		{"a segment with fewer keys than the requisite holds in it",
+			req(driver.CapacityRange{}, &driver.TopologyRequirement{Requisite: []driver.Topology{{"zone": "a", "rack": "1"}}}),
+			&driver.Volume{ID: "v1", AccessibleTopology: []driver.Topology{{"zone": "a"}}}, true},
+		{"a segment with a key the requisite lacks does not hold",
+			req(driver.CapacityRange{}, &driver.TopologyRequirement{Requisite: []driver.Topology{{"zone": "a"}}}),
+			&driver.Volume{ID: "v1", AccessibleTopology: []driver.Topology{{"zone": "a", "rack": "1"}}}, false},
+		{"preferred alone never fails",
+			req(driver.CapacityRange{}, &driver.TopologyRequirement{Preferred: []driver.Topology{{"zone": "b"}}}),
+			&driver.Volume{ID: "v1", AccessibleTopology: []driver.Topology{{"zone": "a"}}}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.req.CheckExisting(stored, tt.existing)
+			if (err == nil) != tt.ok {
+				t.Fatalf("CheckExisting = %v, want ok = %v", err, tt.ok)
+			}
+			if err != nil && !errors.Is(err, driver.ErrAlreadyExists) {
+				t.Errorf("error %v does not wrap ErrAlreadyExists", err)
+			}
+		})
+	}
+}
+
+func TestCapacityRangeResolveNeverOverflows(t *testing.T) {
+	tests := []struct {
+		name        string
+		r           driver.CapacityRange
+		granularity int64
+		want        int64
+		outOfRange  bool
+	}{
+		{"rounded up", driver.CapacityRange{RequiredBytes: 1}, 4096, 4096, false},
+		{"default when unset", driver.CapacityRange{}, 4096, 1 << 20, false},
+		{"required near the maximum cannot be rounded up", driver.CapacityRange{RequiredBytes: math.MaxInt64 - 10}, 4096, 0, true},
+		{"the maximum itself with byte granularity fits", driver.CapacityRange{RequiredBytes: math.MaxInt64}, 1, math.MaxInt64, false},
+		{"rounding past the limit", driver.CapacityRange{RequiredBytes: 1, LimitBytes: 100}, 4096, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.r.Resolve(1<<20, tt.granularity)
+			if tt.outOfRange {
+				if !errors.Is(err, driver.ErrOutOfRange) {
+					t.Fatalf("Resolve = %d, %v; want ErrOutOfRange", got, err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("Resolve = %d, %v; want %d", got, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestHugeRequiredBytesIsOutOfRange is the overflow regression over the socket: required_bytes
+// near MaxInt64 used to come back OK with a negative size.
+func TestHugeRequiredBytesIsOutOfRange(t *testing.T) {
+	p := start(t, fullConfig(memdriver.New(memdriver.Options{})))
+	_, err := p.controller.CreateVolume(context.Background(), &csi.CreateVolumeRequest{
+		Name: "huge", VolumeCapabilities: []*csi.VolumeCapability{mountCap(snw)},
+		CapacityRange: &csi.CapacityRange{RequiredBytes: math.MaxInt64 - 1},
+	})
+	if status.Code(err) != codes.OutOfRange {
+		t.Fatalf("CreateVolume with required_bytes near MaxInt64: %v, want OUT_OF_RANGE", err)
+	}
+}
