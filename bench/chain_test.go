@@ -45,7 +45,7 @@ func BenchmarkChainControllerPublishDebug(b *testing.B) {
 // BenchmarkChainBreakdown is a diagnostic: where csikit's added latency comes from. All servers
 // run at once and calls rotate over them, as in BenchmarkChainControllerPublish. Each "only-*"
 // server is a plain grpc.Server with the bare handler behind one csikit interceptor (loggers are
-// zap.NewNop); "chain" is d.UnaryInterceptors() around the bare handler; "driver-nolog",
+// zap.NewNop); "chain" is csikit's interceptors (middlewareChain) around the bare handler; "driver-nolog",
 // "driver-discard" and "driver-file" are the whole driver with no logger, a zap JSON logger at
 // info writing to io.Discard, and the same writing to a file (the configuration of
 // BenchmarkChainControllerPublish). The two "-workers" servers run calls on gRPC's stream
@@ -89,8 +89,8 @@ func BenchmarkChainBreakdown(b *testing.B) {
 		plain("only-logging", logging.UnaryServerInterceptor(nop)),
 		plain("only-sanitize", sanitize.UnaryServerInterceptor()),
 		plain("only-validation", validation.UnaryServerInterceptor()),
-		plain("only-locking", locking.UnaryServerInterceptor(idempotency.NewManager(), locking.CSIKeys)),
-		plain("chain", nolog.UnaryInterceptors()),
+		plain("only-locking", locking.UnaryServerInterceptor(idempotency.NewManager(), publishKeys)),
+		plain("chain", middlewareChain(nil)),
 		serveUnix(b, dir, "driver-nolog", nolog.Serve),
 		serveUnix(b, dir, "driver-discard", discard.Serve),
 		startCsikit(b, dir, "driver-file", zapcore.InfoLevel),

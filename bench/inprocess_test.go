@@ -88,10 +88,10 @@ func registerBare(s grpc.ServiceRegistrar) { csi.RegisterControllerServer(s, bar
 //   - bare: the generated handler calling the hand-written server.
 //   - gocsi: gocsi's chain (request ID, logging of request and response, request validation,
 //     serial volume access) around the same hand-written server.
-//   - csikit-chain: d.UnaryInterceptors() (zap JSON at info) around the same hand-written server:
-//     the interceptors alone.
-//   - csikit: d.UnaryInterceptors() around the driver's own Controller service and the backend:
-//     everything csikit adds (interceptors, capability checks, request conversion).
+//   - csikit-chain: csikit's interceptors (middlewareChain, zap JSON at info) around the same
+//     hand-written server: the interceptors alone.
+//   - csikit: the driver's own registered Controller method (its chain runs inside) and the
+//     backend: everything csikit adds (interceptors, capability checks, request conversion).
 //   - csikit-debug: the same with the logger at debug (redacted request and response logged).
 //   - gocsi-nolog and csikit-nolog: both without logging (gocsi's chain without its logging
 //     interceptor; csikit with a nil Logger), the rest unchanged.
@@ -113,11 +113,11 @@ func inProcessCalls(tb testing.TB) map[string]unaryCall {
 	return map[string]unaryCall{
 		"bare":         {bareH, bareImpl, nil},
 		"gocsi":        {bareH, bareImpl, chain(gocsiInterceptors(gocsiLog)...)},
-		"csikit-chain": {bareH, bareImpl, chain(info.UnaryInterceptors()...)},
-		"csikit":       {dH, dImpl, chain(info.UnaryInterceptors()...)},
-		"csikit-debug": {ddH, ddImpl, chain(debug.UnaryInterceptors()...)},
+		"csikit-chain": {bareH, bareImpl, chain(middlewareChain(zapJSON(io.Discard, zapcore.InfoLevel))...)},
+		"csikit":       {dH, dImpl, nil},
+		"csikit-debug": {ddH, ddImpl, nil},
 		"gocsi-nolog":  {bareH, bareImpl, chain(gocsiNoLog...)},
-		"csikit-nolog": {nH, nImpl, chain(nolog.UnaryInterceptors()...)},
+		"csikit-nolog": {nH, nImpl, nil},
 	}
 }
 

@@ -5,18 +5,10 @@ import (
 	"iter"
 )
 
-// A backend is any Go value implementing one of the required interfaces below. Every further
-// ability is an optional interface, found by type assertion on the same value, in the manner of
-// database/sql/driver. The library derives the advertised capabilities from what is implemented,
-// so a plugin never advertises an RPC it does not serve, nor serves one it does not advertise.
-//
-// Method names are unique across all interfaces so that one value can be controller and node at
-// once.
-
 // Controller is the required part of a controller backend (capability CREATE_DELETE_VOLUME).
 type Controller interface {
 	// CreateVolume provisions a volume or, for a name it has seen, returns the existing volume when
-	// the request is compatible (see CreateVolumeRequest.Fingerprint) and an error wrapping
+	// the request is compatible (see CreateVolumeRequest.CheckExisting) and an error wrapping
 	// ErrAlreadyExists otherwise. A missing source is ErrNotFound; a capacity range it cannot honour
 	// is ErrOutOfRange; a source or capability it cannot provide is ErrUnsupported; no space in the
 	// requested topology is ErrResourceExhausted.

@@ -63,6 +63,15 @@ type CapabilityOverrides struct {
 	Controller []csi.ControllerServiceCapability_RPC_Type
 	// Node, when non-nil, is the exact NodeGetCapabilities answer.
 	Node []csi.NodeServiceCapability_RPC_Type
+	// Plugin, when non-nil, is the exact list of services GetPluginCapabilities reports
+	// (CONTROLLER_SERVICE, VOLUME_ACCESSIBILITY_CONSTRAINTS, GROUP_CONTROLLER_SERVICE,
+	// SNAPSHOT_ACCESSIBILITY_CONSTRAINTS, SNAPSHOT_METADATA_SERVICE). The spec wants every
+	// instance of a plugin to report the same set whatever RPCs it serves, so a plugin whose
+	// controller and node run as separate processes sets the same list (and an explicit
+	// Features.Expansion) in each. Without it, the list is derived from the backends this process
+	// runs, which is right when one process serves everything. The list must include the services
+	// this process serves; the accessibility constraints it lists replace the matching Features.
+	Plugin []csi.PluginCapability_Service_Type
 }
 
 // capSet is the resolved capability state, indexed by the spec's enum values.
@@ -236,11 +245,11 @@ func deriveCapabilities(b *backendSet, f Features, o CapabilityOverrides) (capSe
 		if o.Controller != nil {
 			bad("controller capability overrides given but no Controller backend is configured")
 		}
-		if f.CloneVolume || f.PublishReadonly || f.ListVolumesPublishedNodes {
-			// Controller-only features are meaningless without a controller; ignore them quietly
-			// because the same Features value is often shared by controller-only and node-only
-			// processes of one plugin.
-			f.CloneVolume, f.PublishReadonly, f.ListVolumesPublishedNodes = false, false, false
+		for name, on := range map[string]bool{"CloneVolume": f.CloneVolume, "PublishReadonly": f.PublishReadonly,
+			"ListVolumesPublishedNodes": f.ListVolumesPublishedNodes} {
+			if on {
+				bad("Features.%s is a controller capability but no Controller backend is configured (a node-only process of a split plugin leaves it false)", name)
+			}
 		}
 	}
 
@@ -266,22 +275,45 @@ func deriveCapabilities(b *backendSet, f Features, o CapabilityOverrides) (capSe
 			}
 			f.VolumeMountGroup = c.node[csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP]
 		}
-	} else if o.Node != nil {
-		bad("node capability overrides given but no Node backend is configured")
+	} else {
+		if o.Node != nil {
+			bad("node capability overrides given but no Node backend is configured")
+		}
+		if f.VolumeMountGroup {
+			bad("Features.VolumeMountGroup is a node capability but no Node backend is configured (a controller-only process of a split plugin leaves it false)")
+		}
 	}
 
-	if b.controller != nil {
-		c.plugin[csi.PluginCapability_Service_CONTROLLER_SERVICE] = true
+	c.group = b.group != nil
+	if o.Plugin == nil {
+		c.plugin[csi.PluginCapability_Service_CONTROLLER_SERVICE] = b.controller != nil
+		c.plugin[csi.PluginCapability_Service_GROUP_CONTROLLER_SERVICE] = b.group != nil
+		c.plugin[csi.PluginCapability_Service_SNAPSHOT_METADATA_SERVICE] = b.metadata != nil
+		c.plugin[csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS] = f.VolumeAccessibilityConstraints
+		c.plugin[csi.PluginCapability_Service_SNAPSHOT_ACCESSIBILITY_CONSTRAINTS] = f.SnapshotAccessibilityConstraints
+	} else {
+		for _, sv := range o.Plugin {
+			if int(sv) <= 0 || int(sv) >= len(c.plugin) || csi.PluginCapability_Service_Type_name[int32(sv)] == "" {
+				bad("plugin capability override %d is not a known service capability", sv)
+				continue
+			}
+			c.plugin[sv] = true
+		}
+		for sv, served := range map[csi.PluginCapability_Service_Type]bool{
+			csi.PluginCapability_Service_CONTROLLER_SERVICE:        b.controller != nil,
+			csi.PluginCapability_Service_GROUP_CONTROLLER_SERVICE:  b.group != nil,
+			csi.PluginCapability_Service_SNAPSHOT_METADATA_SERVICE: b.metadata != nil,
+		} {
+			if served && !c.plugin[sv] {
+				bad("plugin capability override leaves out %s, which this process serves", sv)
+			}
+		}
+		f.VolumeAccessibilityConstraints = c.plugin[csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS]
+		f.SnapshotAccessibilityConstraints = c.plugin[csi.PluginCapability_Service_SNAPSHOT_ACCESSIBILITY_CONSTRAINTS]
+		if f.Expansion == ExpansionAuto {
+			bad("a plugin capability override needs an explicit Features.Expansion: derived from this process's backends, it could differ between the plugin's processes")
+		}
 	}
-	if b.group != nil {
-		c.plugin[csi.PluginCapability_Service_GROUP_CONTROLLER_SERVICE] = true
-		c.group = true
-	}
-	if b.metadata != nil {
-		c.plugin[csi.PluginCapability_Service_SNAPSHOT_METADATA_SERVICE] = true
-	}
-	c.plugin[csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS] = f.VolumeAccessibilityConstraints
-	c.plugin[csi.PluginCapability_Service_SNAPSHOT_ACCESSIBILITY_CONSTRAINTS] = f.SnapshotAccessibilityConstraints
 	if f.SnapshotAccessibilityConstraints && b.controller != nil && !servedCtrl[csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT] {
 		bad("SnapshotAccessibilityConstraints needs snapshots (implement driver.Snapshotter)")
 	}

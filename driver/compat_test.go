@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/csikit/csikit/driver"
-	"github.com/csikit/csikit/internal/memdriver"
+	"github.com/csikit/csikit/driver/memdriver"
 )
 
 func zone(z string) *csi.Topology { return &csi.Topology{Segments: map[string]string{"zone": z}} }
@@ -170,4 +170,37 @@ func TestHugeRequiredBytesIsOutOfRange(t *testing.T) {
 	if status.Code(err) != codes.OutOfRange {
 		t.Fatalf("CreateVolume with required_bytes near MaxInt64: %v, want OUT_OF_RANGE", err)
 	}
+}
+
+// TestNomadCreateVolumeWithEmptyTopology sends exactly what HashiCorp Nomad's ToCSIRequest sends
+// for a volume without a topology_request: an accessibility_requirements message with neither
+// requisite nor preferred, no content source, no capacity range when both bounds are 0. A plugin
+// without VOLUME_ACCESSIBILITY_CONSTRAINTS must accept it, and the backend sees no requirement.
+func TestNomadCreateVolumeWithEmptyTopology(t *testing.T) {
+	var seen *driver.CreateVolumeRequest
+	b := recordingCreate{seen: &seen}
+	p := start(t, driver.Config{Name: "nomad.example.com", VendorVersion: "1", Controller: b})
+	_, err := p.controller.CreateVolume(context.Background(), &csi.CreateVolumeRequest{
+		Name:                      "nomad-vol",
+		VolumeCapabilities:        []*csi.VolumeCapability{mountCap(snw)},
+		Parameters:                map[string]string{},
+		Secrets:                   map[string]string{},
+		AccessibilityRequirements: &csi.TopologyRequirement{},
+	})
+	if err != nil {
+		t.Fatalf("Nomad's CreateVolume on a plugin without topology: %v", err)
+	}
+	if seen == nil || seen.Topology != nil {
+		t.Fatalf("the backend saw topology %+v, want none", seen)
+	}
+}
+
+type recordingCreate struct {
+	minimal
+	seen **driver.CreateVolumeRequest
+}
+
+func (r recordingCreate) CreateVolume(_ context.Context, req *driver.CreateVolumeRequest) (*driver.Volume, error) {
+	*r.seen = req
+	return &driver.Volume{ID: "v-" + req.Name}, nil
 }

@@ -17,9 +17,9 @@ type controllerServer struct {
 
 // checkModes rejects the two alpha access modes unless the service advertises them; a CO that
 // sends them anyway would otherwise get a volume the plugin does not know how to share.
-func (d *Driver) checkModes(node bool, field string, caps ...*csi.VolumeCapability) error {
-	if (!node && d.caps.controller[csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER]) ||
-		(node && d.caps.node[csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER]) {
+func (d *Driver) checkModes(svc service, field string, caps ...*csi.VolumeCapability) error {
+	if (svc == svcController && d.caps.controller[csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER]) ||
+		(svc == svcNode && d.caps.node[csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER]) {
 		return nil
 	}
 	for i, c := range caps {
@@ -37,13 +37,14 @@ func (d *Driver) checkModes(node bool, field string, caps ...*csi.VolumeCapabili
 
 func (s *controllerServer) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest) (*csi.CreateVolumeResponse, error) {
 	f := &s.d.caps.features
-	if err := s.d.checkModes(false, "volume_capabilities", req.GetVolumeCapabilities()...); err != nil {
+	if err := s.d.checkModes(svcController, "volume_capabilities", req.GetVolumeCapabilities()...); err != nil {
 		return nil, err
 	}
 	if len(req.GetMutableParameters()) > 0 && !s.d.caps.hasController(csi.ControllerServiceCapability_RPC_MODIFY_VOLUME) {
 		return nil, status.Error(codes.InvalidArgument, "mutable_parameters: this plugin does not advertise MODIFY_VOLUME, so it takes no mutable parameters")
 	}
-	if req.GetAccessibilityRequirements() != nil && !f.VolumeAccessibilityConstraints {
+	topology := requirementFromCSI(req.GetAccessibilityRequirements())
+	if topology != nil && !f.VolumeAccessibilityConstraints {
 		return nil, status.Error(codes.InvalidArgument, "accessibility_requirements: this plugin does not advertise VOLUME_ACCESSIBILITY_CONSTRAINTS, so it takes no topology")
 	}
 	src := sourceFromCSI(req.GetVolumeContentSource())
@@ -62,7 +63,7 @@ func (s *controllerServer) CreateVolume(ctx context.Context, req *csi.CreateVolu
 		MutableParameters: req.GetMutableParameters(),
 		Secrets:           req.GetSecrets(),
 		Source:            src,
-		Topology:          requirementFromCSI(req.GetAccessibilityRequirements()),
+		Topology:          topology,
 		Raw:               req,
 	})
 	if err != nil {
@@ -93,7 +94,7 @@ func (s *controllerServer) DeleteVolume(ctx context.Context, req *csi.DeleteVolu
 }
 
 func (s *controllerServer) ControllerPublishVolume(ctx context.Context, req *csi.ControllerPublishVolumeRequest) (*csi.ControllerPublishVolumeResponse, error) {
-	if err := s.d.checkModes(false, "volume_capability", req.GetVolumeCapability()); err != nil {
+	if err := s.d.checkModes(svcController, "volume_capability", req.GetVolumeCapability()); err != nil {
 		return nil, err
 	}
 	if req.GetReadonly() && !s.d.caps.features.PublishReadonly {
@@ -127,7 +128,7 @@ func (s *controllerServer) ControllerUnpublishVolume(ctx context.Context, req *c
 // says yes or no. Modes the plugin does not advertise are declined without asking the backend.
 func (s *controllerServer) ValidateVolumeCapabilities(ctx context.Context, req *csi.ValidateVolumeCapabilitiesRequest) (*csi.ValidateVolumeCapabilitiesResponse, error) {
 	var declined error
-	if err := s.d.checkModes(false, "volume_capabilities", req.GetVolumeCapabilities()...); err != nil {
+	if err := s.d.checkModes(svcController, "volume_capabilities", req.GetVolumeCapabilities()...); err != nil {
 		declined = err
 	}
 	if len(req.GetMutableParameters()) > 0 && !s.d.caps.hasController(csi.ControllerServiceCapability_RPC_MODIFY_VOLUME) {
@@ -192,7 +193,8 @@ func (s *controllerServer) ControllerGetCapabilities(context.Context, *csi.Contr
 }
 
 func (s *controllerServer) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequest) (*csi.CreateSnapshotResponse, error) {
-	if req.GetAccessibilityRequirements() != nil && !s.d.caps.features.SnapshotAccessibilityConstraints {
+	topology := requirementFromCSI(req.GetAccessibilityRequirements())
+	if topology != nil && !s.d.caps.features.SnapshotAccessibilityConstraints {
 		return nil, status.Error(codes.InvalidArgument, "accessibility_requirements: this plugin does not advertise SNAPSHOT_ACCESSIBILITY_CONSTRAINTS, so it takes no topology")
 	}
 	snap, err := impl[Snapshotter](s.b.controller).CreateSnapshot(ctx, &CreateSnapshotRequest{
@@ -200,7 +202,7 @@ func (s *controllerServer) CreateSnapshot(ctx context.Context, req *csi.CreateSn
 		SourceVolumeID: req.GetSourceVolumeId(),
 		Parameters:     req.GetParameters(),
 		Secrets:        req.GetSecrets(),
-		Topology:       requirementFromCSI(req.GetAccessibilityRequirements()),
+		Topology:       topology,
 		Raw:            req,
 	})
 	if err != nil {
@@ -250,7 +252,7 @@ func (s *controllerServer) GetSnapshot(ctx context.Context, req *csi.GetSnapshot
 
 func (s *controllerServer) ControllerExpandVolume(ctx context.Context, req *csi.ControllerExpandVolumeRequest) (*csi.ControllerExpandVolumeResponse, error) {
 	if c := req.GetVolumeCapability(); c != nil {
-		if err := s.d.checkModes(false, "volume_capability", c); err != nil {
+		if err := s.d.checkModes(svcController, "volume_capability", c); err != nil {
 			return nil, err
 		}
 	}
@@ -282,11 +284,11 @@ func (s *controllerServer) ControllerGetVolume(ctx context.Context, req *csi.Con
 	if e == nil || e.Volume.ID == "" {
 		return nil, pluginBug(rpcControllerGetVolume, "the backend returned no volume")
 	}
-	status := &csi.ControllerGetVolumeResponse_VolumeStatus{}
+	vs := &csi.ControllerGetVolumeResponse_VolumeStatus{}
 	if s.d.caps.features.ListVolumesPublishedNodes {
-		status.PublishedNodeIds = e.PublishedNodeIDs
+		vs.PublishedNodeIds = e.PublishedNodeIDs
 	}
-	return &csi.ControllerGetVolumeResponse{Volume: volumeToCSI(&e.Volume), Status: status}, nil
+	return &csi.ControllerGetVolumeResponse{Volume: volumeToCSI(&e.Volume), Status: vs}, nil
 }
 
 func (s *controllerServer) ControllerModifyVolume(ctx context.Context, req *csi.ControllerModifyVolumeRequest) (*csi.ControllerModifyVolumeResponse, error) {

@@ -81,8 +81,11 @@ func topologiesToCSI(ts []Topology) []*csi.Topology {
 	return out
 }
 
+// requirementFromCSI returns nil for a requirement that states nothing: HashiCorp Nomad sends an
+// empty accessibility_requirements message on every CreateVolume, which means the same as none
+// (see middleware/validation/exceptions.go).
 func requirementFromCSI(r *csi.TopologyRequirement) *TopologyRequirement {
-	if r == nil {
+	if len(r.GetRequisite()) == 0 && len(r.GetPreferred()) == 0 {
 		return nil
 	}
 	return &TopologyRequirement{Requisite: topologiesFromCSI(r.GetRequisite()), Preferred: topologiesFromCSI(r.GetPreferred())}

@@ -2,15 +2,16 @@ package driver
 
 import (
 	"fmt"
-	"strconv"
-	"unicode/utf8"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/csikit/csikit/middleware/validation"
 )
 
 // A request that protobuf cannot decode (invalid UTF-8 in a string field, truncated or malformed
@@ -79,112 +80,8 @@ func decodeFailure(req any) string {
 // not), or else repeats protobuf's reason. It never quotes a field's value: a secret's bytes must
 // not reach a log line or a status message.
 func describeDecodeFailure(b []byte, md protoreflect.MessageDescriptor, err error) string {
-	if path, ok := invalidUTF8Field(b, md, 0); ok {
-		return path + " is not valid UTF-8"
+	if bad := validation.InvalidUTF8(md, b); bad != nil {
+		return status.Convert(bad).Message()
 	}
 	return fmt.Sprintf("malformed protobuf data (%v)", err)
-}
-
-// maxDecodeDepth bounds the search, as protobuf bounds nesting; CSI messages nest a few levels.
-const maxDecodeDepth = 32
-
-// invalidUTF8Field walks wire data against the message descriptor and returns the path of the
-// first string (or map key or value) that is not valid UTF-8, such as
-// "volume_capabilities[1].mount.fs_type" or "secrets[\"user\"]". It gives up on data it cannot
-// parse.
-func invalidUTF8Field(b []byte, md protoreflect.MessageDescriptor, depth int) (string, bool) {
-	if depth > maxDecodeDepth {
-		return "", false
-	}
-	seen := map[protowire.Number]int{}
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return "", false
-		}
-		b = b[n:]
-		if typ != protowire.BytesType {
-			n = protowire.ConsumeFieldValue(num, typ, b)
-			if n < 0 {
-				return "", false
-			}
-			b = b[n:]
-			continue
-		}
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return "", false
-		}
-		b = b[n:]
-		fd := md.Fields().ByNumber(num)
-		if fd == nil {
-			continue
-		}
-		index := seen[num]
-		seen[num]++
-		name := string(fd.Name())
-		if fd.IsList() {
-			name += "[" + strconv.Itoa(index) + "]"
-		}
-		switch {
-		case fd.IsMap():
-			if p, ok := invalidUTF8MapEntry(v, fd); ok {
-				return name + p, true
-			}
-		case fd.Kind() == protoreflect.StringKind:
-			if !utf8.Valid(v) {
-				return name, true
-			}
-		case fd.Kind() == protoreflect.MessageKind:
-			if p, ok := invalidUTF8Field(v, fd.Message(), depth+1); ok {
-				return name + "." + p, true
-			}
-		}
-	}
-	return "", false
-}
-
-// invalidUTF8MapEntry checks one map entry of a map<string, string> field. The key is quoted only
-// when it is valid UTF-8 itself; a value is never quoted.
-func invalidUTF8MapEntry(b []byte, fd protoreflect.FieldDescriptor) (string, bool) {
-	var key, value []byte
-	var hasKey bool
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return "", false
-		}
-		b = b[n:]
-		if typ != protowire.BytesType {
-			n = protowire.ConsumeFieldValue(num, typ, b)
-			if n < 0 {
-				return "", false
-			}
-			b = b[n:]
-			continue
-		}
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return "", false
-		}
-		b = b[n:]
-		switch num {
-		case 1:
-			key, hasKey = v, true
-		case 2:
-			value = v
-		}
-	}
-	if fd.MapKey().Kind() == protoreflect.StringKind && hasKey && !utf8.Valid(key) {
-		return ": a key", true
-	}
-	if fd.MapValue().Kind() == protoreflect.StringKind && !utf8.Valid(value) {
-		return "[" + strconv.Quote(string(key)) + "]", true
-	}
-	if fd.MapValue().Kind() == protoreflect.MessageKind && value != nil {
-		if p, ok := invalidUTF8Field(value, fd.MapValue().Message(), 1); ok {
-			return "[" + strconv.Quote(string(key)) + "]." + p, true
-		}
-	}
-	return "", false
 }

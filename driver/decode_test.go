@@ -26,9 +26,6 @@ func FuzzDescribeDecodeFailure(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		err := proto.Unmarshal(b, &csi.CreateVolumeRequest{})
 		if err == nil {
-			if p, ok := invalidUTF8Field(b, md, 0); ok {
-				t.Fatalf("data that decodes was reported as invalid UTF-8 at %s", p)
-			}
 			return
 		}
 		reason := describeDecodeFailure(b, md, err)

@@ -105,13 +105,16 @@ type Driver struct {
 // inconsistent capabilities, so a misconfigured plugin fails at start-up, not in production.
 func New(cfg Config) (*Driver, error) {
 	if err := validation.PluginName(cfg.Name); err != nil {
-		return nil, fmt.Errorf("plugin name: %w", err)
+		return nil, fmt.Errorf("Config.Name %q: %w", cfg.Name, err)
 	}
 	if cfg.VendorVersion == "" {
 		return nil, errors.New("plugin vendor version is required")
 	}
 	if cfg.Controller == nil && cfg.Node == nil && cfg.GroupController == nil && cfg.SnapshotMetadata == nil {
 		return nil, errors.New("no backend configured: set at least one of Controller, Node, GroupController, SnapshotMetadata")
+	}
+	if err := checkNearMisses(&cfg); err != nil {
+		return nil, err
 	}
 	d := &Driver{cfg: cfg, b: discover(&cfg), log: cfg.Logger,
 		redactor: secrets.NewRedactor(secrets.WithHeuristic(cfg.RedactSecretLookingKeys))}

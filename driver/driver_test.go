@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/csikit/csikit/driver"
-	"github.com/csikit/csikit/internal/memdriver"
+	"github.com/csikit/csikit/driver/memdriver"
 )
 
 // minimal implements only the required Controller and Node interfaces.
@@ -532,4 +532,113 @@ func TestCapabilityEdgeCases(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// stagerWithoutUnstage has NodeStageVolume but no NodeUnstageVolume: it means NodeStager.
+type stagerWithoutUnstage struct{ minimal }
+
+func (stagerWithoutUnstage) NodeStageVolume(context.Context, *driver.NodeStageRequest) error {
+	return nil
+}
+
+// listerWithWrongSignature returns a slice of pointers where VolumeLister returns values.
+type listerWithWrongSignature struct{ minimal }
+
+func (listerWithWrongSignature) ListVolumes(context.Context, *driver.ListVolumesRequest) ([]*driver.VolumeEntry, error) {
+	return nil, nil
+}
+
+// proberWithWrongSignature returns only a bool.
+type proberWithWrongSignature struct{ minimal }
+
+func (proberWithWrongSignature) Probe(context.Context) bool { return true }
+
+func TestNewRefusesABackendThatAlmostImplementsAnInterface(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  driver.Config
+		want []string
+	}{
+		{"stage without unstage", driver.Config{Node: stagerWithoutUnstage{}},
+			[]string{"Config.Node", "driver.NodeStager", "missing NodeUnstageVolume(context.Context, *driver.NodeUnstageRequest) error"}},
+		{"list with the wrong result type", driver.Config{Controller: listerWithWrongSignature{}},
+			[]string{"Config.Controller", "driver.VolumeLister", "ListVolumes is (context.Context, *driver.ListVolumesRequest) ([]*driver.VolumeEntry, error), want (context.Context, *driver.ListVolumesRequest) ([]driver.VolumeEntry, error)"}},
+		{"probe with the wrong signature", driver.Config{Controller: proberWithWrongSignature{}},
+			[]string{"driver.Prober", "Probe is (context.Context) bool"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.cfg.Name, tt.cfg.VendorVersion = "ok.example.com", "1"
+			_, err := driver.New(tt.cfg)
+			if err == nil {
+				t.Fatal("New accepted a backend that silently loses a capability")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("New: %v\nwant it to mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestNewRefusesFeaturesOfAServiceItDoesNotServe(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  driver.Config
+		want string
+	}{
+		{"clone without a controller", driver.Config{Node: minimal{}, Features: driver.Features{CloneVolume: true}}, "Features.CloneVolume"},
+		{"readonly publish without a controller", driver.Config{Node: minimal{}, Features: driver.Features{PublishReadonly: true}}, "Features.PublishReadonly"},
+		{"mount group without a node", driver.Config{Controller: minimal{}, Features: driver.Features{VolumeMountGroup: true}}, "Features.VolumeMountGroup"},
+		{"plugin override that leaves out a served service", driver.Config{Controller: minimal{}, Features: driver.Features{Expansion: driver.ExpansionNone},
+			Overrides: driver.CapabilityOverrides{Plugin: []csi.PluginCapability_Service_Type{}}}, "leaves out CONTROLLER_SERVICE"},
+		{"plugin override with derived expansion", driver.Config{Node: minimal{},
+			Overrides: driver.CapabilityOverrides{Plugin: []csi.PluginCapability_Service_Type{csi.PluginCapability_Service_CONTROLLER_SERVICE}}}, "explicit Features.Expansion"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.cfg.Name, tt.cfg.VendorVersion = "ok.example.com", "1"
+			_, err := driver.New(tt.cfg)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("New: %v, want an error mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestPluginCapabilitiesAreTheSameInEveryMode: a plugin split into controller and node processes
+// reports one set of plugin capabilities from every process, as the spec demands, when it declares
+// them with Overrides.Plugin.
+func TestPluginCapabilitiesAreTheSameInEveryMode(t *testing.T) {
+	mem := memdriver.New(memdriver.Options{})
+	declared := driver.CapabilityOverrides{Plugin: []csi.PluginCapability_Service_Type{
+		csi.PluginCapability_Service_CONTROLLER_SERVICE,
+		csi.PluginCapability_Service_GROUP_CONTROLLER_SERVICE,
+		csi.PluginCapability_Service_SNAPSHOT_METADATA_SERVICE,
+		csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS,
+	}}
+	modes := map[string]driver.Config{
+		"both":       {Controller: mem, Node: mem, GroupController: mem, SnapshotMetadata: mem},
+		"controller": {Controller: mem, GroupController: mem, SnapshotMetadata: mem},
+		"node":       {Node: mem},
+	}
+	var first *csi.GetPluginCapabilitiesResponse
+	for _, mode := range []string{"both", "controller", "node"} {
+		cfg := modes[mode]
+		cfg.Name, cfg.VendorVersion, cfg.Overrides = "mem.csikit.dev", "1", declared
+		cfg.Features = driver.Features{VolumeAccessibilityConstraints: true, Expansion: driver.ExpansionOnline}
+		p := start(t, cfg)
+		got, err := p.identity.GetPluginCapabilities(context.Background(), &csi.GetPluginCapabilitiesRequest{})
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		if first == nil {
+			first = got
+			continue
+		}
+		if fmt.Sprint(got.GetCapabilities()) != fmt.Sprint(first.GetCapabilities()) {
+			t.Errorf("mode %s reports %v, mode both %v", mode, got.GetCapabilities(), first.GetCapabilities())
+		}
+	}
 }

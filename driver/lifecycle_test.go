@@ -23,7 +23,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/csikit/csikit/driver"
-	"github.com/csikit/csikit/internal/memdriver"
+	"github.com/csikit/csikit/driver/memdriver"
 )
 
 func TestVolumeLifecycle(t *testing.T) {

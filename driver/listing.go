@@ -12,11 +12,6 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
-// Listing contract: items are ordered by ID and a token resumes strictly after the last ID
-// returned. An item that exists through the whole listing is therefore never skipped, items added
-// or removed meanwhile may or may not appear, and the listing always ends because the cursor only
-// moves forward.
-
 // startAfter decodes a starting_token; a token this plugin did not mint for this listing is
 // ABORTED, as the spec's List* error tables demand.
 func (d *Driver) startAfter(r rpc, token, scope string) (string, error) {

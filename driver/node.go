@@ -24,7 +24,7 @@ func (d *Driver) checkMountGroup(c *csi.VolumeCapability) error {
 }
 
 func (s *nodeServer) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
-	if err := s.d.checkModes(true, "volume_capability", req.GetVolumeCapability()); err != nil {
+	if err := s.d.checkModes(svcNode, "volume_capability", req.GetVolumeCapability()); err != nil {
 		return nil, err
 	}
 	if err := s.d.checkMountGroup(req.GetVolumeCapability()); err != nil {
@@ -55,7 +55,7 @@ func (s *nodeServer) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstage
 }
 
 func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
-	if err := s.d.checkModes(true, "volume_capability", req.GetVolumeCapability()); err != nil {
+	if err := s.d.checkModes(svcNode, "volume_capability", req.GetVolumeCapability()); err != nil {
 		return nil, err
 	}
 	if err := s.d.checkMountGroup(req.GetVolumeCapability()); err != nil {
@@ -125,7 +125,7 @@ func (s *nodeServer) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVo
 		return nil, err
 	}
 	if c := req.GetVolumeCapability(); c != nil {
-		if err := s.d.checkModes(true, "volume_capability", c); err != nil {
+		if err := s.d.checkModes(svcNode, "volume_capability", c); err != nil {
 			return nil, err
 		}
 	}

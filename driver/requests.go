@@ -4,11 +4,6 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 )
 
-// Every request below has already passed validation when a backend sees it: required fields are
-// set, sizes are within the spec's limits, capacity ranges are consistent, names carry no banned
-// characters and secret keys are well formed. Raw is the original CSI request for the rare field
-// this struct does not lift out; backends must not modify it.
-
 // CreateVolumeRequest asks for a new volume.
 type CreateVolumeRequest struct {
 	Name              string

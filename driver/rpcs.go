@@ -165,7 +165,7 @@ func init() {
 			ctrlCap: csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME,
 			locks:   keys(func(r *csi.ControllerPublishVolumeRequest) []idempotency.Key { return volumeKey(r.GetVolumeId()) })},
 		{name: rpcControllerUnpublish, service: svcController, serves: []reflect.Type{typeOf[ControllerPublisher]()},
-			ctrlCap:  csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME,
+			ctrlCap:    csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME,
 			goneIsDone: true, keepNotFoundStatus: true,
 			locks: keys(func(r *csi.ControllerUnpublishVolumeRequest) []idempotency.Key { return volumeKey(r.GetVolumeId()) })},
 		{name: rpcValidateVolumeCaps, service: svcController},

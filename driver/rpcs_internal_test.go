@@ -1,10 +1,14 @@
 package driver
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
+
+	"github.com/csikit/csikit/idempotency"
+	"github.com/csikit/csikit/middleware/locking"
 )
 
 // TestRPCTableCoversEveryMethod pins rpcTable to the generated service descriptors in both
@@ -46,5 +50,63 @@ func TestRPCTableCoversEveryMethod(t *testing.T) {
 				t.Errorf("rpcTable entry %s: serves %v, which is not an interface", name, it)
 			}
 		}
+	}
+}
+
+// TestLockKeys pins what each mutating RPC holds while it runs. Sources of a create are held
+// shared: several clones or snapshots of one volume may run at once, and only a call that changes
+// the volume itself must wait or be ABORTED while they copy from it.
+func TestLockKeys(t *testing.T) {
+	vs := func(id string) *csi.VolumeContentSource {
+		return &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Volume{Volume: &csi.VolumeContentSource_VolumeSource{VolumeId: id}}}
+	}
+	ss := func(id string) *csi.VolumeContentSource {
+		return &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Snapshot{Snapshot: &csi.VolumeContentSource_SnapshotSource{SnapshotId: id}}}
+	}
+	tests := []struct {
+		name string
+		req  any
+		want []idempotency.Key
+	}{
+		{"create", &csi.CreateVolumeRequest{Name: "n"}, []idempotency.Key{excl(locking.KindVolumeName, "n")}},
+		{"clone holds the source shared", &csi.CreateVolumeRequest{Name: "n", VolumeContentSource: vs("v")},
+			[]idempotency.Key{excl(locking.KindVolumeName, "n"), shared(locking.KindVolume, "v")}},
+		{"restore holds the snapshot shared", &csi.CreateVolumeRequest{Name: "n", VolumeContentSource: ss("s")},
+			[]idempotency.Key{excl(locking.KindVolumeName, "n"), shared(locking.KindSnapshot, "s")}},
+		{"delete", &csi.DeleteVolumeRequest{VolumeId: "v"}, []idempotency.Key{excl(locking.KindVolume, "v")}},
+		{"publish", &csi.ControllerPublishVolumeRequest{VolumeId: "v", NodeId: "n"}, []idempotency.Key{excl(locking.KindVolume, "v")}},
+		{"unpublish", &csi.ControllerUnpublishVolumeRequest{VolumeId: "v"}, []idempotency.Key{excl(locking.KindVolume, "v")}},
+		{"expand", &csi.ControllerExpandVolumeRequest{VolumeId: "v"}, []idempotency.Key{excl(locking.KindVolume, "v")}},
+		{"modify", &csi.ControllerModifyVolumeRequest{VolumeId: "v"}, []idempotency.Key{excl(locking.KindVolume, "v")}},
+		{"snapshot", &csi.CreateSnapshotRequest{Name: "s", SourceVolumeId: "v"},
+			[]idempotency.Key{excl(locking.KindSnapshotName, "s"), shared(locking.KindVolume, "v")}},
+		{"delete snapshot", &csi.DeleteSnapshotRequest{SnapshotId: "s"}, []idempotency.Key{excl(locking.KindSnapshot, "s")}},
+		{"stage", &csi.NodeStageVolumeRequest{VolumeId: "v"}, []idempotency.Key{excl(locking.KindVolume, "v")}},
+		{"unstage", &csi.NodeUnstageVolumeRequest{VolumeId: "v"}, []idempotency.Key{excl(locking.KindVolume, "v")}},
+		{"node publish", &csi.NodePublishVolumeRequest{VolumeId: "v"}, []idempotency.Key{excl(locking.KindVolume, "v")}},
+		{"node unpublish", &csi.NodeUnpublishVolumeRequest{VolumeId: "v"}, []idempotency.Key{excl(locking.KindVolume, "v")}},
+		{"node expand", &csi.NodeExpandVolumeRequest{VolumeId: "v"}, []idempotency.Key{excl(locking.KindVolume, "v")}},
+		{"group snapshot", &csi.CreateVolumeGroupSnapshotRequest{Name: "g", SourceVolumeIds: []string{"a", "b"}},
+			[]idempotency.Key{excl(locking.KindGroupSnapshotName, "g"), shared(locking.KindVolume, "a"), shared(locking.KindVolume, "b")}},
+		{"delete group snapshot", &csi.DeleteVolumeGroupSnapshotRequest{GroupSnapshotId: "g", SnapshotIds: []string{"s1"}},
+			[]idempotency.Key{excl(locking.KindGroupSnapshot, "g"), excl(locking.KindSnapshot, "s1")}},
+		{"read-only calls take no lock", &csi.ListVolumesRequest{}, nil},
+		{"get volume takes no lock", &csi.ControllerGetVolumeRequest{VolumeId: "v"}, nil},
+		{"stats take no lock", &csi.NodeGetVolumeStatsRequest{VolumeId: "v"}, nil},
+		{"empty IDs are skipped", &csi.DeleteVolumeRequest{}, nil},
+		{"non-CSI requests take no lock", "hello", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []idempotency.Key
+			for _, s := range rpcTable {
+				if s.locks != nil {
+					got = append(got, s.locks(tt.req)...)
+				}
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("locks = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -17,7 +17,7 @@ import (
 
 	"github.com/csikit/csikit/driver"
 	"github.com/csikit/csikit/driver/drivertest"
-	"github.com/csikit/csikit/internal/memdriver"
+	"github.com/csikit/csikit/driver/memdriver"
 )
 
 // fullConfig is every memdriver backend and feature, as in driver/harness_test.go.

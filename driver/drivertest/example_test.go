@@ -5,7 +5,7 @@ import (
 
 	"github.com/csikit/csikit/driver"
 	"github.com/csikit/csikit/driver/drivertest"
-	"github.com/csikit/csikit/internal/memdriver"
+	"github.com/csikit/csikit/driver/memdriver"
 )
 
 // A driver's conformance test is one call, in a _test.go file of a package of its own (Ginkgo

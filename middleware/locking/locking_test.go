@@ -3,7 +3,6 @@ package locking
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,60 +15,19 @@ import (
 	"github.com/csikit/csikit/idempotency"
 )
 
-func TestCSIKeys(t *testing.T) {
-	vs := func(id string) *csi.VolumeContentSource {
-		return &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Volume{Volume: &csi.VolumeContentSource_VolumeSource{VolumeId: id}}}
+// volumeKeys locks the volume of a DeleteVolumeRequest, as the driver's table does.
+func volumeKeys(req any) []idempotency.Key {
+	if r, ok := req.(*csi.DeleteVolumeRequest); ok && r.GetVolumeId() != "" {
+		return []idempotency.Key{{Kind: KindVolume, ID: r.GetVolumeId()}}
 	}
-	ss := func(id string) *csi.VolumeContentSource {
-		return &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Snapshot{Snapshot: &csi.VolumeContentSource_SnapshotSource{SnapshotId: id}}}
-	}
-	tests := []struct {
-		name string
-		req  any
-		want []idempotency.Key
-	}{
-		{"create", &csi.CreateVolumeRequest{Name: "n"}, []idempotency.Key{excl(KindVolumeName, "n")}},
-		{"clone holds the source shared", &csi.CreateVolumeRequest{Name: "n", VolumeContentSource: vs("v")},
-			[]idempotency.Key{excl(KindVolumeName, "n"), shared(KindVolume, "v")}},
-		{"restore holds the snapshot shared", &csi.CreateVolumeRequest{Name: "n", VolumeContentSource: ss("s")},
-			[]idempotency.Key{excl(KindVolumeName, "n"), shared(KindSnapshot, "s")}},
-		{"delete", &csi.DeleteVolumeRequest{VolumeId: "v"}, []idempotency.Key{excl(KindVolume, "v")}},
-		{"publish", &csi.ControllerPublishVolumeRequest{VolumeId: "v", NodeId: "n"}, []idempotency.Key{excl(KindVolume, "v")}},
-		{"unpublish", &csi.ControllerUnpublishVolumeRequest{VolumeId: "v"}, []idempotency.Key{excl(KindVolume, "v")}},
-		{"expand", &csi.ControllerExpandVolumeRequest{VolumeId: "v"}, []idempotency.Key{excl(KindVolume, "v")}},
-		{"modify", &csi.ControllerModifyVolumeRequest{VolumeId: "v"}, []idempotency.Key{excl(KindVolume, "v")}},
-		{"snapshot", &csi.CreateSnapshotRequest{Name: "s", SourceVolumeId: "v"},
-			[]idempotency.Key{excl(KindSnapshotName, "s"), shared(KindVolume, "v")}},
-		{"delete snapshot", &csi.DeleteSnapshotRequest{SnapshotId: "s"}, []idempotency.Key{excl(KindSnapshot, "s")}},
-		{"stage", &csi.NodeStageVolumeRequest{VolumeId: "v"}, []idempotency.Key{excl(KindVolume, "v")}},
-		{"unstage", &csi.NodeUnstageVolumeRequest{VolumeId: "v"}, []idempotency.Key{excl(KindVolume, "v")}},
-		{"node publish", &csi.NodePublishVolumeRequest{VolumeId: "v"}, []idempotency.Key{excl(KindVolume, "v")}},
-		{"node unpublish", &csi.NodeUnpublishVolumeRequest{VolumeId: "v"}, []idempotency.Key{excl(KindVolume, "v")}},
-		{"node expand", &csi.NodeExpandVolumeRequest{VolumeId: "v"}, []idempotency.Key{excl(KindVolume, "v")}},
-		{"group snapshot", &csi.CreateVolumeGroupSnapshotRequest{Name: "g", SourceVolumeIds: []string{"a", "b"}},
-			[]idempotency.Key{excl(KindGroupSnapshotName, "g"), shared(KindVolume, "a"), shared(KindVolume, "b")}},
-		{"delete group snapshot", &csi.DeleteVolumeGroupSnapshotRequest{GroupSnapshotId: "g", SnapshotIds: []string{"s1"}},
-			[]idempotency.Key{excl(KindGroupSnapshot, "g"), excl(KindSnapshot, "s1")}},
-		{"read-only calls take no lock", &csi.ListVolumesRequest{}, nil},
-		{"get volume takes no lock", &csi.ControllerGetVolumeRequest{VolumeId: "v"}, nil},
-		{"stats take no lock", &csi.NodeGetVolumeStatsRequest{VolumeId: "v"}, nil},
-		{"empty IDs are skipped", &csi.DeleteVolumeRequest{}, nil},
-		{"non-CSI requests take no lock", "hello", nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := CSIKeys(tt.req); !slices.Equal(got, tt.want) {
-				t.Fatalf("CSIKeys = %v, want %v", got, tt.want)
-			}
-		})
-	}
+	return nil
 }
 
 var info = &grpc.UnaryServerInfo{FullMethod: "/csi.v1.Controller/DeleteVolume"}
 
 func TestConflictIsAbortedAndNamesTheResource(t *testing.T) {
 	m := idempotency.NewManager()
-	intercept := UnaryServerInterceptor(m, CSIKeys)
+	intercept := UnaryServerInterceptor(m, volumeKeys)
 	req := &csi.DeleteVolumeRequest{VolumeId: "vol-7"}
 	inside := make(chan struct{})
 	release := make(chan struct{})
@@ -106,7 +64,7 @@ func TestConflictIsAbortedAndNamesTheResource(t *testing.T) {
 
 func TestLockReleasedOnErrorAndPanic(t *testing.T) {
 	m := idempotency.NewManager()
-	intercept := UnaryServerInterceptor(m, CSIKeys)
+	intercept := UnaryServerInterceptor(m, volumeKeys)
 	req := &csi.DeleteVolumeRequest{VolumeId: "v"}
 	_, err := intercept(context.Background(), req, info, func(context.Context, any) (any, error) {
 		return nil, errors.New("boom")
@@ -125,9 +83,9 @@ func TestLockReleasedOnErrorAndPanic(t *testing.T) {
 
 func TestBoundedWaitHonoursTheContext(t *testing.T) {
 	m := idempotency.NewManager(idempotency.WithWait(time.Hour))
-	intercept := UnaryServerInterceptor(m, CSIKeys)
+	intercept := UnaryServerInterceptor(m, volumeKeys)
 	req := &csi.DeleteVolumeRequest{VolumeId: "v"}
-	unlock, err := m.Lock(context.Background(), excl(KindVolume, "v"))
+	unlock, err := m.Lock(context.Background(), idempotency.Key{Kind: KindVolume, ID: "v"})
 	if err != nil {
 		t.Fatal(err)
 	}

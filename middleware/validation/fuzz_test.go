@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -112,6 +113,11 @@ func FuzzRequest(f *testing.F) {
 		return 0
 	}
 	seeds := validRequests()
+	// Requests real COs send that once broke the rules: Nomad's empty topology requirement,
+	// kubelet's paths longer than the general string limit.
+	seeds = append(seeds, nomadCreateVolume(),
+		&csi.NodeGetVolumeStatsRequest{VolumeId: volID, VolumePath: kubeletPodVolumePath, StagingTargetPath: kubeletStagingPath},
+		&csi.NodeExpandVolumeRequest{VolumeId: volID, VolumePath: kubeletPodVolumePath, StagingTargetPath: kubeletStagingPath})
 	for _, tc := range requestCases() {
 		seeds = append(seeds, tc.msg)
 	}

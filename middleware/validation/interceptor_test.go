@@ -17,12 +17,13 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 )
 
-// fakePlugin serves Identity, Controller (CreateVolume) and SnapshotMetadata with canned answers
-// and counts how often its handlers run.
+// fakePlugin serves Identity, Controller (CreateVolume, CreateSnapshot), Node (volume stats, node
+// expand) and SnapshotMetadata with canned answers and counts how often its handlers run.
 type fakePlugin struct {
 	csi.UnimplementedIdentityServer
 	csi.UnimplementedControllerServer
 	csi.UnimplementedSnapshotMetadataServer
+	csi.UnimplementedNodeServer
 
 	info      *csi.GetPluginInfoResponse
 	createErr error
@@ -41,6 +42,21 @@ func (p *fakePlugin) CreateVolume(_ context.Context, req *csi.CreateVolumeReques
 		return nil, p.createErr
 	}
 	return &csi.CreateVolumeResponse{Volume: &csi.Volume{VolumeId: "vol-" + req.GetName(), CapacityBytes: 1 << 30}}, nil
+}
+
+func (p *fakePlugin) CreateSnapshot(_ context.Context, req *csi.CreateSnapshotRequest) (*csi.CreateSnapshotResponse, error) {
+	p.calls.Add(1)
+	return &csi.CreateSnapshotResponse{Snapshot: &csi.Snapshot{SnapshotId: "snap-" + req.GetName(), SourceVolumeId: req.GetSourceVolumeId()}}, nil
+}
+
+func (p *fakePlugin) NodeGetVolumeStats(context.Context, *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
+	p.calls.Add(1)
+	return &csi.NodeGetVolumeStatsResponse{Usage: []*csi.VolumeUsage{{Total: 1 << 30, Unit: csi.VolumeUsage_BYTES}}}, nil
+}
+
+func (p *fakePlugin) NodeExpandVolume(context.Context, *csi.NodeExpandVolumeRequest) (*csi.NodeExpandVolumeResponse, error) {
+	p.calls.Add(1)
+	return &csi.NodeExpandVolumeResponse{CapacityBytes: 2 << 30}, nil
 }
 
 func (p *fakePlugin) GetMetadataAllocated(_ *csi.GetMetadataAllocatedRequest, s csi.SnapshotMetadata_GetMetadataAllocatedServer) error {
@@ -63,6 +79,7 @@ func serve(t *testing.T, p *fakePlugin, opts ...Option) *grpc.ClientConn {
 	csi.RegisterIdentityServer(srv, p)
 	csi.RegisterControllerServer(srv, p)
 	csi.RegisterSnapshotMetadataServer(srv, p)
+	csi.RegisterNodeServer(srv, p)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(lis) }()
 	conn, err := grpc.NewClient("passthrough:///bufnet",

@@ -47,6 +47,7 @@ const (
 	fPluginName
 	fTopology
 	fWrapperNonNegative
+	fEmptyIsAbsent
 )
 
 type special uint8
@@ -110,6 +111,8 @@ func init() {
 			if s := req[e.msg]; s != nil {
 				delete(s, e.field)
 			}
+		case emptyIsAbsent:
+			// compileField reads emptyIsAbsentFields; nothing changes in the table.
 		}
 	}
 	r := &registry{
@@ -316,9 +319,11 @@ func (r *registry) compileField(memo map[protoreflect.MessageDescriptor]*plan, f
 			if n, ok := maxLenOverrides[full]; ok {
 				rule.maxLen = n
 			}
-			if pathFields[fd.Name()] && !relativeIsNotFound[fd.FullName()] {
-				rule.flags |= fAbsPath
+			if isPathField(fd) {
 				rule.maxLen = maxPath
+				if !relativeIsNotFound[full] {
+					rule.flags |= fAbsPath
+				}
 			}
 			if nameFields[full] {
 				rule.flags |= fName
@@ -346,6 +351,9 @@ func (r *registry) compileField(memo map[protoreflect.MessageDescriptor]*plan, f
 			}
 		case protoreflect.MessageKind, protoreflect.GroupKind:
 			rule.kind = kMessage
+			if emptyIsAbsentFields[full] {
+				rule.flags |= fEmptyIsAbsent
+			}
 			switch fd.Message().FullName() {
 			case "google.protobuf.Int64Value", "google.protobuf.Int32Value":
 				rule.flags |= fWrapperNonNegative

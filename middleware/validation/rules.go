@@ -1,6 +1,10 @@
 package validation
 
-import "google.golang.org/protobuf/reflect/protoreflect"
+import (
+	"strings"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
 
 // The field rules of the CSI spec that are not about REQUIRED. They are looked up by name once,
 // when a message's plan is compiled, never per call.
@@ -15,18 +19,26 @@ const (
 	maxKeyInError = 64   // map keys are quoted in messages, truncated to this many bytes
 )
 
-// pathFields must be absolute when set and may be up to maxPath bytes, in any message.
-var pathFields = map[protoreflect.Name]bool{
-	"staging_target_path": true,
-	"target_path":         true,
-	"volume_path":         true,
-	"volume_publish_path": true,
+// pathSuffix finds the path fields: every singular string field whose name ends in it, in any
+// checked message. The set is derived from the descriptors rather than listed, so that a path
+// field a spec upgrade adds gets the path rules at once; TestPathFieldsPinned lists the fields of
+// the current spec and cross-checks them against csi.proto's comments, so that it cannot happen
+// silently either. Every csi.proto path field "overrides the general CSI size limit": the spec
+// asks for the OS maximum (kubelet's pod volume paths are about 131 bytes), so a path may be up
+// to maxPath bytes, and it must be absolute unless relativeIsNotFound says otherwise.
+const pathSuffix = "_path"
+
+// isPathField reports whether fd gets the path rules (see pathSuffix).
+func isPathField(fd protoreflect.FieldDescriptor) bool {
+	return fd.Kind() == protoreflect.StringKind && !fd.IsList() && !fd.IsMap() &&
+		strings.HasSuffix(string(fd.Name()), pathSuffix)
 }
 
 // relativeIsNotFound are path fields whose RPCs answer a relative path with NOT_FOUND ("volume
 // does not exist on the specified path"), not INVALID_ARGUMENT: the volume can never be at a
 // relative path, and csi-sanity expects NOT_FOUND for "some/path". The driver answers it; here
-// they keep only the path length limit.
+// they keep only the path length limit (maxPath, never the general 128 bytes: kubelet's paths
+// are longer).
 var relativeIsNotFound = map[protoreflect.FullName]bool{
 	"csi.v1.NodeGetVolumeStatsRequest.volume_path": true,
 	"csi.v1.NodeExpandVolumeRequest.volume_path":   true,

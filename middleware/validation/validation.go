@@ -4,16 +4,23 @@
 // It applies, to every field of every csi.v1 message, nested ones included:
 //
 //   - size limits: strings <= 128 bytes, map<string, string> <= 4 KiB in total, with the spec's
-//     overrides (NodeGetInfoResponse.node_id <= 256 bytes; staging_target_path, target_path,
-//     volume_path and volume_publish_path absolute and <= 4096 bytes; mount_flags <= 4 KiB in
+//     overrides (NodeGetInfoResponse.node_id <= 256 bytes; every path field, that is every string
+//     field whose name ends in "_path" (staging_target_path, target_path, volume_path,
+//     volume_publish_path), <= 4096 bytes (PATH_MAX) and absolute; mount_flags <= 4 KiB in
 //     total);
 //   - REQUIRED fields, from a table generated from csi.proto's comments (required_gen.go, run
-//     `go generate`) adjusted by hand in one place (exceptions.go);
+//     `go generate`) adjusted by hand in one place (exceptions.go), under one principle: strict
+//     where the real COs comply; lenient, named and tested where a widely used CO or csi-sanity
+//     deviates harmlessly (an empty accessibility_requirements, as HashiCorp Nomad sends it, counts
+//     as absent);
 //   - VolumeCapability, VolumeContentSource, CapacityRange, Topology, TopologyRequirement and the
 //     capability messages' rules; no negative numbers; suggested names without banned control
 //     characters; secret map keys and values; the plugin name of GetPluginInfoResponse.
 //
 // Messages never echo a field value (values may be secret). Map keys may be named.
+//
+// InvalidUTF8 names the field of an undecodable request whose string is not valid UTF-8, for the
+// decode step that runs before any interceptor.
 //
 // The rules are compiled once per message type; checking a valid request allocates nothing for
 // generated messages. Other packages (volume groups, COSI) join with RegisterRequired.

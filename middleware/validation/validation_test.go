@@ -232,7 +232,7 @@ func requestCases() []violationCase {
 		{"topology value end", withTopology(map[string]string{"zone": "a-"}), false, ia, `topology value must begin and end`},
 		{"topology value 64", withTopology(map[string]string{"zone": rep('v', 64)}), false, ia, `segments["zone"]: topology value must be 63 characters or less`},
 		{"capacity topology", &csi.GetCapacityRequest{AccessibleTopology: &csi.Topology{Segments: map[string]string{"zone": "_x"}}}, false, ia, `GetCapacityRequest.accessible_topology.segments["zone"]: topology value`},
-		{"requirement empty", cv(func(r *csi.CreateVolumeRequest) { r.AccessibilityRequirements = &csi.TopologyRequirement{} }), false, ia, "CreateVolumeRequest.accessibility_requirements: at least one of requisite and preferred must be set"},
+		{"empty requirement counts as absent (Nomad, see exceptions.go)", cv(func(r *csi.CreateVolumeRequest) { r.AccessibilityRequirements = &csi.TopologyRequirement{} }), false, 0, ""},
 		{"preferred outside requisite", cv(func(r *csi.CreateVolumeRequest) {
 			r.AccessibilityRequirements.Preferred = []*csi.Topology{topo("Z1"), topo("Z9")}
 		}), false, ia, "CreateVolumeRequest.accessibility_requirements.preferred[1]: must also be one of the requisite topologies"},
@@ -255,7 +255,8 @@ func requestCases() []violationCase {
 			pref[17] = topo("elsewhere")
 			r.AccessibilityRequirements = &csi.TopologyRequirement{Requisite: manyTopologies(40, zone), Preferred: pref}
 		}), false, ia, "accessibility_requirements.preferred[17]: must also be one of the requisite topologies"},
-		{"snapshot topology requirement", &csi.CreateSnapshotRequest{SourceVolumeId: volID, Name: "s", AccessibilityRequirements: &csi.TopologyRequirement{}}, false, ia, "CreateSnapshotRequest.accessibility_requirements: at least one of requisite and preferred must be set"},
+		{"empty snapshot requirement counts as absent (Nomad, see exceptions.go)", &csi.CreateSnapshotRequest{SourceVolumeId: volID, Name: "s", AccessibilityRequirements: &csi.TopologyRequirement{}}, false, 0, ""},
+		{"snapshot requirement with a bad topology is still checked", &csi.CreateSnapshotRequest{SourceVolumeId: volID, Name: "s", AccessibilityRequirements: &csi.TopologyRequirement{Preferred: []*csi.Topology{{Segments: map[string]string{"zone": "a b"}}}}}, false, ia, `CreateSnapshotRequest.accessibility_requirements.preferred[0].segments["zone"]: topology value`},
 
 		// Messages outside csi.v1 are not checked.
 		{"non-CSI message", wrapperspb.String(rep('x', 1000)), false, 0, ""},

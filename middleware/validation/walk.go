@@ -109,13 +109,19 @@ func checkField(m protoreflect.Message, sv reflect.Value, fast bool, r *fieldRul
 }
 
 func checkSubMessage(m protoreflect.Message, sv reflect.Value, fast bool, r *fieldRule) *violation {
-	if !m.Has(r.fd) {
+	var sub protoreflect.Message
+	if m.Has(r.fd) {
+		sub = m.Get(r.fd).Message()
+		if r.flags&fEmptyIsAbsent != 0 && isEmptyMessage(sub) {
+			sub = nil // a CO's harmless deviation, see exceptions.go
+		}
+	}
+	if sub == nil {
 		if r.flags&fRequired != 0 {
 			return newViolation(problemMissing).at(r.seg)
 		}
 		return nil
 	}
-	sub := m.Get(r.fd).Message()
 	if r.flags&fWrapperNonNegative != 0 {
 		if fd := sub.Descriptor().Fields().ByNumber(1); fd != nil && sub.Get(fd).Int() < 0 {
 			return newViolation("must not be negative").at(r.seg)
@@ -127,6 +133,18 @@ func checkSubMessage(m protoreflect.Message, sv reflect.Value, fast bool, r *fie
 		}
 	}
 	return nil
+}
+
+// isEmptyMessage reports whether no known field of m is set. Unknown fields (from a newer spec)
+// do not count: the plugin cannot act on them either.
+func isEmptyMessage(m protoreflect.Message) bool {
+	fields := m.Descriptor().Fields()
+	for i := 0; i < fields.Len(); i++ {
+		if m.Has(fields.Get(i)) {
+			return false
+		}
+	}
+	return true
 }
 
 func checkSubList(m protoreflect.Message, sv reflect.Value, fast bool, r *fieldRule) *violation {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/container-storage-interface/spec/lib/go/csi"
+
 	"github.com/csikit/csikit/driver"
 )
 
@@ -55,21 +57,36 @@ func Open(cfg Config, mode string) (*Plugin, error) {
 	return p, nil
 }
 
+// PluginCapabilities are the plugin-level services hostpath declares in every mode: the spec
+// wants a controller-only and a node-only process of one plugin to report the same set.
+var PluginCapabilities = []csi.PluginCapability_Service_Type{
+	csi.PluginCapability_Service_CONTROLLER_SERVICE,
+	csi.PluginCapability_Service_GROUP_CONTROLLER_SERVICE,
+	csi.PluginCapability_Service_SNAPSHOT_METADATA_SERVICE,
+	csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS,
+	csi.PluginCapability_Service_SNAPSHOT_ACCESSIBILITY_CONSTRAINTS,
+}
+
 // Config returns the csikit configuration serving this plugin; add a Logger and Endpoint.
 func (p *Plugin) Config() driver.Config {
+	f := Features()
 	cfg := driver.Config{
 		Name:          Name,
 		VendorVersion: Version,
-		Features:      Features(),
+		Overrides:     driver.CapabilityOverrides{Plugin: PluginCapabilities},
 	}
 	if p.Controller != nil {
 		cfg.Controller = p.Controller
 		cfg.GroupController = p.Controller
 		cfg.SnapshotMetadata = p.Controller
+	} else {
+		// Controller promises mean nothing in a node-only process, and New refuses them there.
+		f.CloneVolume, f.PublishReadonly, f.ListVolumesPublishedNodes = false, false, false
 	}
 	if p.Node != nil {
 		cfg.Node = p.Node
 	}
+	cfg.Features = f
 	return cfg
 }
 

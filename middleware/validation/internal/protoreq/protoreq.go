@@ -25,6 +25,10 @@ type Field struct {
 	Name     string
 	Type     string // as written: "string", "repeated VolumeCapability", "map<string,string>"
 	Required bool   // the attached comment says "This field is REQUIRED" or "This is a REQUIRED field"
+	// Comment is the attached comment, lines joined by single spaces. The validation package's
+	// tests read it to cross-check rules the spec states only in prose (size-limit overrides,
+	// absolute paths) against the rules it applies.
+	Comment string
 }
 
 // Message is one message, nested ones included, with its fully qualified name.
@@ -528,7 +532,7 @@ func (p *parser) field(msg string) (Field, error) {
 	t := tb.String()
 	text := p.comment(first, last)
 	req, unclear := classify(text)
-	f := Field{Name: name, Type: t, Required: req}
+	f := Field{Name: name, Type: t, Required: req, Comment: text}
 	if unclear {
 		p.res.Unclear = append(p.res.Unclear, Hit{Where: msg + "." + name, Kind: "field", Text: text})
 	}

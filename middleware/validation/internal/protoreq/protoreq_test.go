@@ -80,6 +80,35 @@ func TestCornerCases(t *testing.T) {
 	}
 }
 
+// Comment carries what a person reads above and beside a field, so that rules stated only in
+// prose (size-limit overrides, absolute paths) can be cross-checked.
+func TestFieldComments(t *testing.T) {
+	res, err := Parse([]byte(corner))
+	if err != nil {
+		t.Fatal(err)
+	}
+	comments := map[string]string{}
+	for _, m := range res.Messages {
+		for _, f := range m.Fields {
+			comments[m.FullName+"."+f.Name] = f.Comment
+		}
+	}
+	for _, tc := range []struct{ name, field, want string }{
+		{"a leading comment is attached", "x.y.M.a", "This is a REQUIRED field."},
+		{"a trailing comment on the field's line is attached", "x.y.M.c", "This field is REQUIRED."},
+		{"a block comment is attached", "x.y.M.d", "This field is REQUIRED."},
+		{"comment lines are joined by single spaces", "x.y.M.N.f", "This field is REQUIRED for idempotency."},
+		{"a oneof member keeps its own comment", "x.y.M.e", "This field is REQUIRED"},
+		{"a field of a fully qualified type keeps its comment", "x.y.M.h", "Nothing here."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := comments[tc.field]; got != tc.want {
+				t.Errorf("%s comment %q, want %q", tc.field, got, tc.want)
+			}
+		})
+	}
+}
+
 func TestErrors(t *testing.T) {
 	for _, src := range []string{
 		"message M {",

@@ -8,7 +8,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 
 	"github.com/csikit/csikit/driver"
-	"github.com/csikit/csikit/internal/memdriver"
+	"github.com/csikit/csikit/driver/memdriver"
 )
 
 // TestExpandRepeated checks that a repeated ControllerExpandVolume gives the same answer,
