@@ -1,24 +1,38 @@
 // Command minimal is the smallest complete CSI driver on csikit: volumes are directories under
 // --root, publishing bind-mounts one at the target path. Validation, locking, redaction, error codes,
-// capabilities and the socket are the library's job.
+// capabilities and the socket are the library's job; mounting safely is driver/nodemount's.
 package main
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
+	"strings"
 
 	"github.com/csikit/csikit/driver"
 	"github.com/csikit/csikit/driver/cmdline"
+	"github.com/csikit/csikit/driver/nodemount"
 )
 
-type dirs struct{ root string }
+type dirs struct {
+	root   string
+	mounts *nodemount.Mounter
+}
 
+// record is kept beside each volume directory: what a repeated CreateVolume is compared with.
+type record struct {
+	Fingerprint string `json:"fingerprint"`
+	Capacity    int64  `json:"capacity"`
+}
+
+// path maps a volume ID to its directory. IDs come from the CO: one we could not have issued
+// names no volume, and never becomes a path outside root.
 func (d dirs) path(id string) (string, error) {
 	if id == "" || id != filepath.Base(id) || id == "." || id == ".." {
 		return "", fmt.Errorf("volume ID %q is not a plain name: %w", id, driver.ErrNotFound)
@@ -26,66 +40,104 @@ func (d dirs) path(id string) (string, error) {
 	return filepath.Join(d.root, id), nil
 }
 
-func (d dirs) CreateVolume(_ context.Context, r *driver.CreateVolumeRequest) (*driver.Volume, error) {
-	sum := sha256.Sum256([]byte(r.Name)) // the same name always maps to the same volume
-	id := "vol-" + hex.EncodeToString(sum[:8])
-	p, _ := d.path(id)
-	if old, err := os.ReadFile(p + ".request"); err == nil && string(old) != r.Fingerprint() {
-		return nil, fmt.Errorf("volume %q exists with other settings: %w", r.Name, driver.ErrAlreadyExists)
+// existing returns the volume's directory and record, or an error wrapping driver.ErrNotFound.
+func (d dirs) existing(id string) (string, *record, error) {
+	p, err := d.path(id)
+	if err != nil {
+		return "", nil, err
 	}
-	if err := os.MkdirAll(p, 0o750); err != nil {
+	raw, err := os.ReadFile(p + ".json")
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil, fmt.Errorf("volume %q: %w", id, driver.ErrNotFound)
+	}
+	var rec record
+	if err == nil {
+		err = json.Unmarshal(raw, &rec)
+	}
+	return p, &rec, err
+}
+
+func (d dirs) CreateVolume(_ context.Context, r *driver.CreateVolumeRequest) (*driver.Volume, error) {
+	if err := directoriesOnly(r.Capabilities); err != nil {
 		return nil, err
 	}
-	return &driver.Volume{ID: id, CapacityBytes: r.Capacity.RequiredBytes}, os.WriteFile(p+".request", []byte(r.Fingerprint()), 0o640)
+	sum := sha256.Sum256([]byte(r.Name)) // the same name always maps to the same volume
+	id := "vol-" + hex.EncodeToString(sum[:8])
+	if _, rec, err := d.existing(id); err == nil {
+		v := &driver.Volume{ID: id, CapacityBytes: rec.Capacity}
+		return v, r.CheckExisting(rec.Fingerprint, v)
+	} else if !errors.Is(err, driver.ErrNotFound) {
+		return nil, err
+	}
+	p, _ := d.path(id)
+	if err := os.MkdirAll(p, 0o750); err != nil {
+		return nil, fmt.Errorf("create volume directory: %w", err)
+	}
+	// The record is written last and renamed into place: when it exists, the volume does.
+	raw, _ := json.Marshal(record{Fingerprint: r.Fingerprint(), Capacity: r.Capacity.RequiredBytes})
+	if err := os.WriteFile(p+".json.tmp", raw, 0o640); err != nil {
+		return nil, fmt.Errorf("write volume record: %w", err)
+	}
+	return &driver.Volume{ID: id, CapacityBytes: r.Capacity.RequiredBytes}, os.Rename(p+".json.tmp", p+".json")
 }
 
 func (d dirs) DeleteVolume(_ context.Context, r *driver.DeleteVolumeRequest) error {
-	p, err := d.path(r.VolumeID)
+	p, _, err := d.existing(r.VolumeID)
 	if err != nil {
-		return nil // an ID we could never have issued does not exist: deleted already
+		return err // not found: the library answers OK, the volume is deleted already
 	}
-	if err := os.RemoveAll(p); err != nil {
+	// Controller and node run in one process here, so the node's mounts say whether it is in use.
+	points, err := nodemount.MountsOf(p)
+	if err != nil {
 		return err
 	}
-	return os.RemoveAll(p + ".request")
+	if len(points) > 0 {
+		return fmt.Errorf("volume %q is mounted at %s: %w", r.VolumeID, strings.Join(points, ", "), driver.ErrInUse)
+	}
+	if err := os.RemoveAll(p); err != nil {
+		return fmt.Errorf("remove volume directory: %w", err)
+	}
+	return os.Remove(p + ".json")
 }
 
 func (d dirs) ValidateVolumeCapabilities(_ context.Context, r *driver.ValidateVolumeCapabilitiesRequest) error {
-	p, err := d.path(r.VolumeID)
-	if err != nil {
+	if _, _, err := d.existing(r.VolumeID); err != nil {
 		return err
 	}
-	if _, err := os.Stat(p); err != nil {
-		return fmt.Errorf("volume %q: %w", r.VolumeID, driver.ErrNotFound)
-	}
-	for _, c := range r.Capabilities {
+	return directoriesOnly(r.Capabilities)
+}
+
+func directoriesOnly(caps []driver.VolumeCapability) error {
+	for _, c := range caps {
 		if c.Block {
-			return fmt.Errorf("directories cannot be block devices: %w", driver.ErrUnsupported)
+			return fmt.Errorf("volumes are directories and cannot be block devices: %w", driver.ErrUnsupported)
 		}
 	}
 	return nil
 }
 
 func (d dirs) NodePublishVolume(_ context.Context, r *driver.NodePublishRequest) error {
-	src, err := d.path(r.VolumeID)
+	p, _, err := d.existing(r.VolumeID)
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(r.TargetPath, 0o750); err != nil {
+	if err := directoriesOnly([]driver.VolumeCapability{r.Capability}); err != nil {
 		return err
 	}
-	flags := uintptr(syscall.MS_BIND)
-	if r.Readonly {
-		flags |= syscall.MS_RDONLY
-	}
-	return syscall.Mount(src, r.TargetPath, "", flags, "")
+	return d.mounts.Bind(p, r.TargetPath, nodemount.Options{ReadOnly: r.Readonly, MountFlags: r.Capability.MountFlags})
 }
 
 func (d dirs) NodeUnpublishVolume(_ context.Context, r *driver.NodeUnpublishRequest) error {
-	if err := syscall.Unmount(r.TargetPath, 0); err != nil && err != syscall.EINVAL && !os.IsNotExist(err) {
+	p, _, err := d.existing(r.VolumeID)
+	if err != nil {
 		return err
 	}
-	return os.RemoveAll(r.TargetPath)
+	// Only this volume's mounts are taken off the target, every one of them if a retry stacked them.
+	mine := func(m *nodemount.Info) (bool, error) { return nodemount.Shows(m.MountPoint, p) }
+	if err := d.mounts.Unmount(r.TargetPath, mine); err != nil {
+		return err
+	}
+	return nodemount.RemoveTarget(r.TargetPath)
 }
 
 func (d dirs) NodeGetInfo(context.Context) (*driver.NodeInfo, error) {
@@ -108,14 +160,17 @@ func run(ctx context.Context, settings *cmdline.Settings, root string) error {
 	if err != nil {
 		return err
 	}
-	backend := dirs{root: root}
-	d, err := driver.New(driver.Config{
-		Name: "minimal.csikit.dev", VendorVersion: "0.1.0",
-		Controller: backend, Node: backend,
-		Logger: logger, Endpoint: settings.Endpoint,
-	})
+	cfg := config(root)
+	cfg.Logger, cfg.Endpoint = logger, settings.Endpoint
+	d, err := driver.New(cfg)
 	if err != nil {
 		return err
 	}
 	return d.Run(ctx)
+}
+
+// config assembles the driver; run adds where to serve and what to log with.
+func config(root string) driver.Config {
+	backend := dirs{root: root, mounts: nodemount.New()}
+	return driver.Config{Name: "minimal.csikit.dev", VendorVersion: "0.1.0", Controller: backend, Node: backend}
 }

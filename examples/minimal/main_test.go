@@ -2,77 +2,164 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/csikit/csikit/driver/cmdline"
+	"github.com/csikit/csikit/driver/drivertest"
+	"github.com/csikit/csikit/driver/nodemount"
 )
 
-// TestMinimalDriver runs the example as a newcomer would and walks a volume through its life.
-func TestMinimalDriver(t *testing.T) {
-	dir := t.TempDir()
+// plugin is the example served by run on a real unix socket, as a newcomer runs it.
+type plugin struct {
+	dir        string // the test's scratch directory; volumes live in dir/volumes
+	identity   csi.IdentityClient
+	controller csi.ControllerClient
+	node       csi.NodeClient
+}
+
+func serve(t *testing.T) *plugin {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	sock := filepath.Join(dir, "csi.sock")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, &cmdline.Settings{Endpoint: "unix://" + sock, LogLevel: "error"}, filepath.Join(dir, "volumes"))
 	}()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}()
 	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
-	identity, ctrl, node := csi.NewIdentityClient(conn), csi.NewControllerClient(conn), csi.NewNodeClient(conn)
-	wait := grpc.WaitForReady(true)
-	if _, err := identity.Probe(ctx, &csi.ProbeRequest{}, wait); err != nil {
+	t.Cleanup(func() {
+		conn.Close()
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+		unmountUnder(dir) // a failed test must not leave mounts that stop TempDir's removal
+	})
+	p := &plugin{dir: dir, identity: csi.NewIdentityClient(conn), controller: csi.NewControllerClient(conn), node: csi.NewNodeClient(conn)}
+	if _, err := p.identity.Probe(ctx, &csi.ProbeRequest{}, grpc.WaitForReady(true)); err != nil {
 		t.Fatal(err)
 	}
-	capability := &csi.VolumeCapability{
-		AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{}},
-		AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+	return p
+}
+
+func unmountUnder(dir string) {
+	infos, _ := nodemount.Mounts()
+	for i := len(infos) - 1; i >= 0; i-- {
+		if strings.HasPrefix(infos[i].MountPoint, dir+"/") {
+			_ = unix.Unmount(infos[i].MountPoint, unix.MNT_DETACH)
+		}
 	}
-	create := &csi.CreateVolumeRequest{Name: "pvc-1", VolumeCapabilities: []*csi.VolumeCapability{capability}}
-	vol, err := ctrl.CreateVolume(ctx, create)
+}
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("NodePublishVolume bind-mounts: run as root to test it against the kernel")
+	}
+}
+
+var mountCap = &csi.VolumeCapability{
+	AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{}},
+	AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+}
+
+var blockCap = &csi.VolumeCapability{
+	AccessType: &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}},
+	AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+}
+
+// create makes a volume named name holding one file, "data", and returns its ID.
+func (p *plugin) create(t *testing.T, name string) string {
+	t.Helper()
+	v, err := p.controller.CreateVolume(context.Background(), &csi.CreateVolumeRequest{Name: name, VolumeCapabilities: []*csi.VolumeCapability{mountCap}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := ctrl.CreateVolume(ctx, create)
+	id := v.GetVolume().GetVolumeId()
+	if err := os.WriteFile(filepath.Join(p.dir, "volumes", id, "data"), []byte("keep me"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func (p *plugin) publish(id, target string, readonly bool) error {
+	_, err := p.node.NodePublishVolume(context.Background(), &csi.NodePublishVolumeRequest{VolumeId: id, TargetPath: target, VolumeCapability: mountCap, Readonly: readonly})
+	return err
+}
+
+func (p *plugin) unpublish(id, target string) error {
+	_, err := p.node.NodeUnpublishVolume(context.Background(), &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: target})
+	return err
+}
+
+func (p *plugin) dataIntact(t *testing.T, id string) {
+	t.Helper()
+	if b, err := os.ReadFile(filepath.Join(p.dir, "volumes", id, "data")); err != nil || string(b) != "keep me" {
+		t.Fatalf("the volume's data is gone: %q, %v", b, err)
+	}
+}
+
+func layers(t *testing.T, path string) int {
+	t.Helper()
+	infos, err := nodemount.Mounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, m := range infos {
+		if m.MountPoint == path {
+			n++
+		}
+	}
+	return n
+}
+
+// TestMinimalDriver walks a volume through its life as a newcomer would.
+func TestMinimalDriver(t *testing.T) {
+	p := serve(t)
+	ctx := context.Background()
+	create := &csi.CreateVolumeRequest{Name: "pvc-1", VolumeCapabilities: []*csi.VolumeCapability{mountCap}}
+	vol, err := p.controller.CreateVolume(ctx, create)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := p.controller.CreateVolume(ctx, create)
 	if err != nil || again.GetVolume().GetVolumeId() != vol.GetVolume().GetVolumeId() {
 		t.Fatalf("repeated CreateVolume = %v, %v; want the same volume", again, err)
 	}
-	create.Parameters = map[string]string{"other": "settings"}
-	if _, err := ctrl.CreateVolume(ctx, create); status.Code(err) != codes.AlreadyExists {
-		t.Fatalf("same name, other parameters: %v, want ALREADY_EXISTS", err)
-	}
-	if _, err := ctrl.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "pvc-2"}); status.Code(err) != codes.InvalidArgument {
+	if _, err := p.controller.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "pvc-2"}); status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("no capabilities: %v, want INVALID_ARGUMENT", err)
 	}
 	id := vol.GetVolume().GetVolumeId()
 	if os.Geteuid() == 0 {
-		target := filepath.Join(dir, "pod", "mnt")
-		if _, err := node.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: id, TargetPath: target, VolumeCapability: capability}); err != nil {
+		target := filepath.Join(p.dir, "pod", "mnt")
+		if err := p.publish(id, target, false); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(filepath.Join(target, "hello"), []byte("hi"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := os.Stat(filepath.Join(dir, "volumes", id, "hello")); err != nil {
+		if _, err := os.Stat(filepath.Join(p.dir, "volumes", id, "hello")); err != nil {
 			t.Fatalf("write through the bind mount did not reach the volume: %v", err)
 		}
-		if _, err := node.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: target}); err != nil {
+		if err := p.unpublish(id, target); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := os.Stat(target); !os.IsNotExist(err) {
@@ -82,11 +169,196 @@ func TestMinimalDriver(t *testing.T) {
 		t.Log("not root: skipping the bind-mount part (NodePublishVolume needs mount privileges)")
 	}
 	for range 2 {
-		if _, err := ctrl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: id}); err != nil {
+		if _, err := p.controller.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: id}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, "volumes", id)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(p.dir, "volumes", id)); !os.IsNotExist(err) {
 		t.Fatalf("volume directory still present after delete: %v", err)
+	}
+}
+
+// TestRepeatedCreateIsComparedNotFingerprinted: a retry is answered with the volume when the
+// volume fits it, whatever else differs in the request's ranges (issue 6, 2.6).
+func TestRepeatedCreateIsComparedNotFingerprinted(t *testing.T) {
+	p := serve(t)
+	ctx := context.Background()
+	first := &csi.CreateVolumeRequest{Name: "pvc", VolumeCapabilities: []*csi.VolumeCapability{mountCap},
+		CapacityRange: &csi.CapacityRange{RequiredBytes: 1 << 20}}
+	vol, err := p.controller.CreateVolume(ctx, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		req  *csi.CreateVolumeRequest
+		want codes.Code
+	}{
+		{"a wider capacity range that holds the volume is the same volume",
+			&csi.CreateVolumeRequest{Name: "pvc", VolumeCapabilities: []*csi.VolumeCapability{mountCap},
+				CapacityRange: &csi.CapacityRange{RequiredBytes: 1 << 10, LimitBytes: 1 << 30}}, codes.OK},
+		{"a range the volume's size is outside of is ALREADY_EXISTS",
+			&csi.CreateVolumeRequest{Name: "pvc", VolumeCapabilities: []*csi.VolumeCapability{mountCap},
+				CapacityRange: &csi.CapacityRange{RequiredBytes: 2 << 20}}, codes.AlreadyExists},
+		{"other parameters are ALREADY_EXISTS",
+			&csi.CreateVolumeRequest{Name: "pvc", VolumeCapabilities: []*csi.VolumeCapability{mountCap},
+				CapacityRange: first.CapacityRange, Parameters: map[string]string{"other": "settings"}}, codes.AlreadyExists},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := p.controller.CreateVolume(ctx, tc.req)
+			if status.Code(err) != tc.want {
+				t.Fatalf("CreateVolume = %v, want %v", err, tc.want)
+			}
+			if err == nil && (got.GetVolume().GetVolumeId() != vol.GetVolume().GetVolumeId() || got.GetVolume().GetCapacityBytes() != 1<<20) {
+				t.Errorf("CreateVolume = %v, want the first volume with its 1 MiB", got.GetVolume())
+			}
+		})
+	}
+}
+
+// TestRepeatedPublishMountsOnceAndUnpublishKeepsTheData: a CO retrying NodePublish used to stack
+// bind mounts, and NodeUnpublish then deleted the volume's files through the mount left over.
+func TestRepeatedPublishMountsOnceAndUnpublishKeepsTheData(t *testing.T) {
+	needRoot(t)
+	p := serve(t)
+	id := p.create(t, "pvc")
+	target := filepath.Join(p.dir, "pod", "mnt")
+	for range 3 {
+		if err := p.publish(id, target, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := layers(t, target); n != 1 {
+		t.Fatalf("%d mounts at the target after three publishes, want 1", n)
+	}
+	if err := p.unpublish(id, target); err != nil {
+		t.Fatal(err)
+	}
+	if n := layers(t, target); n != 0 {
+		t.Fatalf("%d mounts left at the target", n)
+	}
+	p.dataIntact(t, id)
+	if err := p.unpublish(id, target); err != nil {
+		t.Fatalf("repeated unpublish: %v", err)
+	}
+}
+
+// TestUnpublishTakesOffMountsStackedByEarlierBugs: a node upgraded from a driver that stacked
+// mounts gets every layer taken off, and the data kept.
+func TestUnpublishTakesOffMountsStackedByEarlierBugs(t *testing.T) {
+	needRoot(t)
+	p := serve(t)
+	id := p.create(t, "pvc")
+	target := filepath.Join(p.dir, "pod", "mnt")
+	if err := os.MkdirAll(target, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := unix.Mount(filepath.Join(p.dir, "volumes", id), target, "", unix.MS_BIND, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.unpublish(id, target); err != nil {
+		t.Fatal(err)
+	}
+	if n := layers(t, target); n != 0 {
+		t.Fatalf("%d mounts left at the target", n)
+	}
+	if _, err := os.Lstat(target); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("target still there: %v", err)
+	}
+	p.dataIntact(t, id)
+}
+
+// TestReadonlyPublishIsReadOnly: a bind mount ignores MS_RDONLY unless it is remounted.
+func TestReadonlyPublishIsReadOnly(t *testing.T) {
+	needRoot(t)
+	p := serve(t)
+	id := p.create(t, "pvc")
+	target := filepath.Join(p.dir, "pod", "mnt")
+	if err := p.publish(id, target, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(target, "new"), nil, 0o600); !errors.Is(err, unix.EROFS) {
+		t.Fatalf("write through a read-only publish = %v, want EROFS", err)
+	}
+	if err := p.publish(id, target, false); status.Code(err) != codes.AlreadyExists {
+		t.Fatalf("read-write publish over a read-only one = %v, want ALREADY_EXISTS", err)
+	}
+	other := p.create(t, "other")
+	if err := p.publish(other, target, true); status.Code(err) != codes.AlreadyExists {
+		t.Fatalf("another volume at the same target = %v, want ALREADY_EXISTS", err)
+	}
+	if err := p.unpublish(id, target); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDeleteOfAPublishedVolumeIsRefused: deleting a volume in use used to delete its data.
+func TestDeleteOfAPublishedVolumeIsRefused(t *testing.T) {
+	needRoot(t)
+	p := serve(t)
+	id := p.create(t, "pvc")
+	target := filepath.Join(p.dir, "pod", "mnt")
+	if err := p.publish(id, target, false); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := p.controller.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: id}); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("DeleteVolume of a published volume = %v, want FAILED_PRECONDITION", err)
+	}
+	p.dataIntact(t, id)
+	if err := p.unpublish(id, target); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.controller.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: id}); err != nil {
+		t.Fatalf("DeleteVolume once unpublished: %v", err)
+	}
+}
+
+// TestRefusals: what minimal cannot do is answered with the spec's code, not INTERNAL.
+func TestRefusals(t *testing.T) {
+	p := serve(t)
+	ctx := context.Background()
+	id := p.create(t, "pvc")
+	target := filepath.Join(p.dir, "pod", "mnt")
+	for _, tc := range []struct {
+		name string
+		call func() error
+		want codes.Code
+	}{
+		{"a block volume cannot be created from a directory: INVALID_ARGUMENT", func() error {
+			_, err := p.controller.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "blk", VolumeCapabilities: []*csi.VolumeCapability{blockCap}})
+			return err
+		}, codes.InvalidArgument},
+		{"publishing a directory volume for block access: FAILED_PRECONDITION", func() error {
+			_, err := p.node.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: id, TargetPath: target, VolumeCapability: blockCap})
+			return err
+		}, codes.FailedPrecondition},
+		{"publishing an unknown volume: NOT_FOUND", func() error { return p.publish("vol-unknown", target, false) }, codes.NotFound},
+		{"publishing an ID that is not a name: NOT_FOUND", func() error { return p.publish("../etc", target, false) }, codes.NotFound},
+		{"unpublishing an unknown volume: NOT_FOUND", func() error { return p.unpublish("vol-unknown", target) }, codes.NotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.call(); status.Code(err) != tc.want {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+		})
+	}
+	if _, err := os.Lstat(target); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused publish left its target behind: %v", err)
+	}
+}
+
+// TestConformance runs csi-sanity and csikit's own specs in-process; as root with real mounts
+// (the privileged profile), otherwise without the specs that mount.
+func TestConformance(t *testing.T) {
+	privileged := os.Geteuid() == 0
+	cfg := config(filepath.Join(t.TempDir(), "volumes"))
+	cfg.CheckResponses = true
+	res := drivertest.CSI(t, cfg, drivertest.Options{Privileged: privileged, IdempotentCount: 3})
+	t.Logf("specs: %d ran, %d passed, %d skipped, %d failed", res.Ran, res.Passed, res.Skipped, res.Failed)
+	if res.Failed != 0 {
+		t.Fatalf("%d specs failed", res.Failed)
 	}
 }

@@ -11,12 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
-	"k8s.io/mount-utils"
-	utilexec "k8s.io/utils/exec"
 
 	"github.com/csikit/csikit/driver"
 )
@@ -185,32 +182,6 @@ const (
 )
 
 var controllerBuckets = []string{bVolumes, bVolumeNames, bSnapshots, bSnapshotNames, bSnapsByVolume, bGroups, bGroupNames, bMeta}
-
-// newMounter is the node's mount-utils stack.
-func newMounter() *mount.SafeFormatAndMount {
-	return mount.NewSafeFormatAndMount(&serialMounts{Interface: mount.New("")}, utilexec.New())
-}
-
-// serialMounts runs mount-utils' mounts one at a time. Its Mounter finds out whether systemd is
-// there at the first mount and caches the answer without synchronisation, so two first mounts at
-// once race. Only the mount command is serialised: mkfs, e2fsck and resize2fs run outside it, in
-// parallel across volumes.
-type serialMounts struct {
-	mount.Interface
-	mu sync.Mutex
-}
-
-func (m *serialMounts) Mount(source, target, fstype string, options []string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.Interface.Mount(source, target, fstype, options)
-}
-
-func (m *serialMounts) MountSensitive(source, target, fstype string, options, sensitiveOptions []string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.Interface.MountSensitive(source, target, fstype, options, sensitiveOptions)
-}
 
 // Open checks the configuration and opens the state. It does not start serving.
 func open(cfg *Config) (layout, error) {

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
-	"k8s.io/mount-utils"
+
+	"github.com/csikit/csikit/driver/nodemount"
 )
 
 func jsonDecode(raw []byte, v any) error {
@@ -62,15 +64,14 @@ func backingInUse(kind, path string) (string, error) {
 // other than dir itself: bind mounts of dir or of a directory under it (wherever they are), and
 // mounts on or inside dir.
 //
-// A bind mount is found by what mountinfo says about it, checked two independent ways, either of
-// which suffices: its file system (major:minor) and root within that file system are those of
-// dir; or stat of its mount point names the same file (device, inode) as stat of the directory
-// its root names. The first does not depend on st_dev (which on btrfs names a subvolume, not the
-// file system mountinfo names); the second does not depend on reaching dir by the same path the
-// mount table uses.
+// nodemount.MountsOf finds them by file system (major:minor) and root within it, which does not
+// depend on st_dev (on btrfs it names a subvolume, not the file system mountinfo names). A mount
+// whose root ends in the volume's directory is also checked a second, independent way: stat of
+// its mount point names the same file (device, inode) as stat of the directory its root names,
+// which does not depend on reaching dir by the path the mount table uses.
 func mountsUsing(dir string) ([]string, error) {
 	// Every backing's path ends in a unique ID: when the mount table does not even contain it,
-	// nothing is mounted from or in it, and the parse below is skipped (the common case of a
+	// nothing is mounted from or in it, and the parses below are skipped (the common case of a
 	// delete).
 	raw, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
@@ -80,32 +81,18 @@ func mountsUsing(dir string) ([]string, error) {
 	if !bytes.Contains(raw, []byte(id)) {
 		return nil, nil
 	}
-	infos, err := mountInfos()
+	points, err := nodemount.MountsOf(dir)
 	if err != nil {
 		return nil, err
 	}
-	host := containingMount(infos, dir)
-	var want string
-	if host != nil {
-		rel, err := filepath.Rel(host.MountPoint, dir)
-		if err != nil {
-			return nil, err
-		}
-		want = filepath.Join(host.Root, rel)
+	infos, err := nodemount.Mounts()
+	if err != nil {
+		return nil, err
 	}
-	var points []string
 	for i := range infos {
 		m := &infos[i]
-		if within(m.MountPoint, dir) {
-			points = append(points, m.MountPoint) // mounted on or inside the volume
-			continue
-		}
 		rest, ok := rootUnder(m.Root, id)
-		if !ok {
-			continue
-		}
-		if host != nil && m.Major == host.Major && m.Minor == host.Minor && within(m.Root, want) {
-			points = append(points, m.MountPoint)
+		if !ok || slices.Contains(points, m.MountPoint) {
 			continue
 		}
 		shown, err := statID(m.MountPoint)
@@ -131,95 +118,6 @@ func rootUnder(root, id string) (string, bool) {
 	return "", false
 }
 
-// containingMount is the mount that holds path (a canonical path): the top one at the longest
-// mount point that is a prefix of it.
-func containingMount(infos []mount.MountInfo, path string) *mount.MountInfo {
-	best := ""
-	for i := range infos {
-		if p := infos[i].MountPoint; within(path, p) && len(p) > len(best) {
-			best = p
-		}
-	}
-	if best == "" {
-		return nil
-	}
-	return topMountAt(infos, best)
-}
-
-func within(path, base string) bool {
-	return base == "/" || path == base || strings.HasPrefix(path, base+"/")
-}
-
-// mountAt returns the mount at path (the top one of a stack), or nil if path is not a mount point.
-// path must be canonical (see canonical): the mount table names mount points by their real path.
-func mountAt(path string) (*mount.MountInfo, error) {
-	infos, err := mountInfos()
-	if err != nil {
-		return nil, err
-	}
-	return topMountAt(infos, filepath.Clean(path)), nil
-}
-
-// topMountAt is the top mount of the stack at path: the one no other mount at path is mounted on.
-func topMountAt(infos []mount.MountInfo, path string) *mount.MountInfo {
-	var stack []*mount.MountInfo
-	for i := range infos {
-		if infos[i].MountPoint == path {
-			stack = append(stack, &infos[i])
-		}
-	}
-	for _, m := range stack {
-		covered := false
-		for _, o := range stack {
-			if o.ParentID == m.ID && o != m {
-				covered = true
-				break
-			}
-		}
-		if !covered {
-			return m
-		}
-	}
-	if len(stack) > 0 {
-		return stack[len(stack)-1]
-	}
-	return nil
-}
-
-// mountInfos reads /proc/self/mountinfo with paths decoded: the kernel writes a space in a path as
-// \040 (and tab, newline, backslash likewise), which mount-utils leaves encoded.
-func mountInfos() ([]mount.MountInfo, error) {
-	infos, err := mount.ParseMountInfo("/proc/self/mountinfo")
-	if err != nil {
-		return nil, fmt.Errorf("read mountinfo: %w", err)
-	}
-	for i := range infos {
-		infos[i].MountPoint = unescapeMountPath(infos[i].MountPoint)
-		infos[i].Root = unescapeMountPath(infos[i].Root)
-		infos[i].Source = unescapeMountPath(infos[i].Source)
-	}
-	return infos, nil
-}
-
-// unescapeMountPath decodes the kernel's octal escapes (\ooo) in a mountinfo field.
-func unescapeMountPath(s string) string {
-	if !strings.Contains(s, "\\") {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) && isOctal(s[i+1]) && isOctal(s[i+2]) && isOctal(s[i+3]) {
-			b.WriteByte((s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0'))
-			i += 3
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-func isOctal(c byte) bool { return c >= '0' && c <= '7' }
-
 // owner says whose a mount is.
 type owner int
 
@@ -235,7 +133,7 @@ const loopMajor = 7
 // mountOwner says whether the mount m (the top one at its mount point) shows the backing of this
 // volume: a directory volume's directory (bind-mounted, or a bind of such a bind), or an image
 // volume's loop device (a filesystem on it, or its device node bind-mounted for block access).
-func mountOwner(m *mount.MountInfo, kind, backing string) (owner, error) {
+func mountOwner(m *nodemount.Info, kind, backing string) (owner, error) {
 	var st unix.Stat_t
 	if err := unix.Stat(m.MountPoint, &st); err != nil {
 		return ownerOther, fmt.Errorf("stat mount point %s: %w", m.MountPoint, err)

@@ -1,43 +1,30 @@
 package hostpath
 
 import (
-	"errors"
-	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
-	"k8s.io/mount-utils"
+
+	"github.com/csikit/csikit/driver/nodemount"
 )
 
-func TestUnescapeMountPath(t *testing.T) {
-	for in, want := range map[string]string{
-		"/plain":            "/plain",
-		`/with\040space`:    "/with space",
-		`/tab\011and\012nl`: "/tab\tand\nnl",
-		`/back\134slash`:    `/back\slash`,
-		`/not\08escape`:     `/not\08escape`,
-		`/trailing\04`:      `/trailing\04`,
-		`\040\040`:          "  ",
-	} {
-		if got := unescapeMountPath(in); got != want {
-			t.Errorf("unescapeMountPath(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
+// mountInfos is the mount table for the test harness's clean-up and leak checks.
+func mountInfos() ([]nodemount.Info, error) { return nodemount.Mounts() }
 
-func FuzzUnescapeMountPath(f *testing.F) {
-	for _, s := range []string{"/a", `/a\040b`, `\`, `\0`, `\777`, `\1234`} {
-		f.Add(s)
+// capSysResource is the capability the kernel asks for to grow a mounted ext4 filesystem
+// (EXT4_IOC_RESIZE_FS); tests without it expect the node to say so and grow offline.
+const capSysResource = unix.CAP_SYS_RESOURCE
+
+// hasCapability reports whether the process has capability bit in its effective set.
+func hasCapability(bit uint) bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData // version 3 sets are two 32-bit words
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return false
 	}
-	f.Fuzz(func(t *testing.T, s string) {
-		out := unescapeMountPath(s)
-		if len(out) > len(s) {
-			t.Fatalf("decoding grew %q to %q", s, out)
-		}
-	})
+	return data[bit/32].Effective&(1<<(bit%32)) != 0
 }
 
 func TestRootUnder(t *testing.T) {
@@ -78,25 +65,6 @@ func FuzzRootUnder(f *testing.F) {
 	})
 }
 
-func TestTopMountAt(t *testing.T) {
-	// A stack at /t: 30 on 20 on 10, listed out of order; another mount elsewhere.
-	infos := []mount.MountInfo{
-		{ID: 30, ParentID: 20, MountPoint: "/t"},
-		{ID: 10, ParentID: 1, MountPoint: "/t"},
-		{ID: 5, ParentID: 1, MountPoint: "/u"},
-		{ID: 20, ParentID: 10, MountPoint: "/t"},
-	}
-	if got := topMountAt(infos, "/t"); got == nil || got.ID != 30 {
-		t.Fatalf("top of the stack at /t: %+v, want ID 30", got)
-	}
-	if got := topMountAt(infos, "/v"); got != nil {
-		t.Fatalf("no mount at /v, got %+v", got)
-	}
-	if got := containingMount(infos, "/t/a/b"); got == nil || got.ID != 30 {
-		t.Fatalf("mount holding /t/a/b: %+v, want ID 30", got)
-	}
-}
-
 func TestSameBacking(t *testing.T) {
 	dir := t.TempDir()
 	img := filepath.Join(dir, "vol.img")
@@ -119,50 +87,6 @@ func TestSameBacking(t *testing.T) {
 		if got := sameBacking(noDevice, tt.attached, tt.backing); got != tt.want {
 			t.Errorf("%s: sameBacking(%q, %q) = %v, want %v", tt.name, tt.attached, tt.backing, got, tt.want)
 		}
-	}
-}
-
-// TestRemoveTargetRemovesOnlyWhatTheDriverCreates: an empty directory or empty file, nothing else.
-func TestRemoveTargetRemovesOnlyWhatTheDriverCreates(t *testing.T) {
-	dir := t.TempDir()
-	tests := []struct {
-		name    string
-		make    func(p string) error
-		removed bool
-	}{
-		{"empty directory", func(p string) error { return os.Mkdir(p, 0o750) }, true},
-		{"empty file", func(p string) error { return os.WriteFile(p, nil, 0o600) }, true},
-		{"directory with content", func(p string) error {
-			if err := os.Mkdir(p, 0o750); err != nil {
-				return err
-			}
-			return os.WriteFile(filepath.Join(p, "f"), []byte("x"), 0o600)
-		}, false},
-		{"file with content", func(p string) error { return os.WriteFile(p, []byte("x"), 0o600) }, false},
-		{"symlink", func(p string) error { return os.Symlink(dir, p) }, false},
-		{"symlink to an empty file", func(p string) error {
-			if err := os.WriteFile(p+".real", nil, 0o600); err != nil {
-				return err
-			}
-			return os.Symlink(p+".real", p)
-		}, false},
-		{"FIFO", func(p string) error { return unix.Mkfifo(p, 0o600) }, false},
-		{"nothing", func(string) error { return nil }, true},
-	}
-	for i, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := filepath.Join(dir, fmt.Sprint("target", i))
-			if err := tt.make(p); err != nil {
-				t.Fatal(err)
-			}
-			if err := removeTarget(p); err != nil {
-				t.Fatal(err)
-			}
-			_, err := os.Lstat(p)
-			if removed := errors.Is(err, os.ErrNotExist); removed != tt.removed {
-				t.Fatalf("removed = %v, want %v", removed, tt.removed)
-			}
-		})
 	}
 }
 

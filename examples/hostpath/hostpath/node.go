@@ -6,16 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	bolt "go.etcd.io/bbolt"
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
-	"k8s.io/mount-utils"
-	utilexec "k8s.io/utils/exec"
 
 	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/nodemount"
 )
 
 // Node buckets.
@@ -27,7 +25,7 @@ const (
 
 type stagedRecord struct {
 	VolumeID string `json:"volume"`
-	// Path is the canonical staging path (see canonical); Requested the path as the CO gave it.
+	// Path is the canonical staging path (see preparePath); Requested the path as the CO gave it.
 	Path      string            `json:"path"`
 	Requested string            `json:"requested,omitempty"`
 	Kind      string            `json:"kind"`
@@ -39,7 +37,7 @@ type stagedRecord struct {
 
 type publishedRecord struct {
 	VolumeID string `json:"volume"`
-	// Target is the canonical target path (see canonical); Requested the path as the CO gave it.
+	// Target is the canonical target path (see preparePath); Requested the path as the CO gave it.
 	Target    string            `json:"target"`
 	Requested string            `json:"requested,omitempty"`
 	Staging   string            `json:"staging,omitempty"`
@@ -75,13 +73,12 @@ func pubKey(volumeID, target string) string { return volumeID + "\x00" + target 
 // and calls on different volumes (mkfs, e2fsck, resize2fs included) run in parallel. Only a
 // staging or target path is locked, against two volumes sent to the same path.
 type Node struct {
-	cfg     Config
-	l       layout
-	st      *store
-	log     *zap.Logger
-	mounter *mount.SafeFormatAndMount
-	resizer *mount.ResizeFs
-	paths   pathLocks
+	cfg    Config
+	l      layout
+	st     *store
+	log    *zap.Logger
+	mounts *nodemount.Mounter
+	paths  pathLocks
 }
 
 // NewNode opens (or creates) the node state and reconciles it with the kernel: records of mounts
@@ -99,7 +96,7 @@ func NewNode(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, l: l, st: st, log: cfg.Logger, mounter: newMounter(), resizer: mount.NewResizeFs(utilexec.New())}
+	n := &Node{cfg: cfg, l: l, st: st, log: cfg.Logger, mounts: nodemount.New()}
 	if err := n.reconcile(); err != nil {
 		st.close()
 		return nil, fmt.Errorf("reconcile node state: %w", err)
@@ -227,14 +224,14 @@ func fsTypeFor(cp driver.VolumeCapability, volumeContext map[string]string) stri
 
 // isMounted reports whether path (canonical) is a mount point.
 func (n *Node) isMounted(path string) (bool, error) {
-	m, err := mountAt(path)
+	m, err := nodemount.At(path)
 	return m != nil, err
 }
 
 // topMount returns the top mount at path (canonical) and whether it shows this volume's backing;
 // nil when nothing is mounted there.
-func topMount(path, kind, backing string) (*mount.MountInfo, owner, error) {
-	m, err := mountAt(path)
+func topMount(path, kind, backing string) (*nodemount.Info, owner, error) {
+	m, err := nodemount.At(path)
 	if err != nil || m == nil {
 		return nil, ownerOther, err
 	}
@@ -254,22 +251,14 @@ const (
 // unmountOurs unmounts what this volume has mounted at path, the whole stack if a retry mounted it
 // twice. Something else mounted there is left alone: FAILED_PRECONDITION.
 func (n *Node) unmountOurs(field, path, kind, backing string, t trust) error {
-	for range 8 {
-		m, o, err := topMount(path, kind, backing)
-		if err != nil {
-			return err
-		}
-		if m == nil {
-			return nil
-		}
-		if t != trustAll && (o == ownerOther || (o == ownerUnknown && t != trustRecord)) {
-			return fmt.Errorf("%s %q has a mount that is not this volume's; it is left alone: %w", field, path, driver.ErrFailedPrecondition)
-		}
-		if err := n.mounter.Unmount(path); err != nil {
-			return fmt.Errorf("unmount %s: %w", field, err)
-		}
+	ours := func(m *nodemount.Info) (bool, error) {
+		o, err := mountOwner(m, kind, backing)
+		return t == trustAll || o == ownerThis || (o == ownerUnknown && t == trustRecord), err
 	}
-	return fmt.Errorf("%s %q: still mounted after 8 unmounts", field, path)
+	if err := n.mounts.Unmount(path, ours); err != nil {
+		return fmt.Errorf("%s: %w", field, err)
+	}
+	return nil
 }
 
 // trustFor is the trust a call has in the mounts at a path: more with a record, all when the
@@ -324,13 +313,6 @@ func (n *Node) NodeStageVolume(ctx context.Context, req *driver.NodeStageRequest
 	}
 	unlock := n.paths.lock(staging)
 	defer unlock()
-	var undo []func()
-	rollback := func(err error) error {
-		for i := len(undo) - 1; i >= 0; i-- {
-			undo[i]()
-		}
-		return err
-	}
 	if err := os.Mkdir(staging, 0o750); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("create staging path: %w", err)
 	}
@@ -348,55 +330,62 @@ func (n *Node) NodeStageVolume(ctx context.Context, req *driver.NodeStageRequest
 		return fmt.Errorf("staging_target_path %q already has a mount that is not this volume staged for %s access: %w",
 			req.StagingTargetPath, accessName(cp.Block), driver.ErrFailedPrecondition)
 	}
-	mounted := top != nil // this volume's, left by a stage that did not commit: adopted
-	switch {
-	case kind == kindDir:
-		if !mounted {
-			if err := n.mounter.Mount(backing, staging, "", []string{"bind"}); err != nil {
-				return fmt.Errorf("bind-mount the volume at the staging path: %w", err)
-			}
-			undo = append(undo, func() { _ = n.mounter.Unmount(staging) })
+	attached, err := loopFor(backing) // a device or mount left by a stage that did not commit is adopted
+	if err != nil {
+		return err
+	}
+	committed := false
+	defer func() { // undo what this call did when it does not commit
+		if !committed && top == nil {
+			_ = n.mounts.Unmount(staging, nil)
 		}
-	default:
-		existing, err := loopFor(backing)
-		if err != nil {
+		if !committed && attached == "" && kind == kindFile {
+			_ = detachLoops(backing)
+		}
+	}()
+	if kind == kindFile {
+		if want.Device, err = attachLoop(backing); err != nil {
 			return err
 		}
-		dev, err := attachLoop(backing)
-		if err != nil {
+	}
+	if top == nil && !cp.Block {
+		if err := n.mountStaging(req.VolumeID, backing, staging, cp, &want); err != nil {
 			return err
-		}
-		if existing == "" {
-			undo = append(undo, func() { _ = detachLoops(backing) })
-		}
-		want.Device = dev
-		if !cp.Block && !mounted {
-			if err := n.growExtOffline(dev, staging); err != nil {
-				return rollback(err)
-			}
-			if err := n.guardFormat(req.VolumeID, dev, backing, want.FSType); err != nil {
-				return rollback(err)
-			}
-			// Mount flags may be sensitive (the spec says so): they go only to the kernel.
-			if err := n.mounter.FormatAndMountSensitive(dev, staging, want.FSType, nil, cp.MountFlags); err != nil {
-				return rollback(fmt.Errorf("format and mount %s as %s: %w", dev, want.FSType, err))
-			}
-			undo = append(undo, func() { _ = n.mounter.Unmount(staging) })
 		}
 	}
 	if err := fail("node-stage:before-commit"); err != nil {
-		return rollback(err)
+		return err
 	}
-	err = n.st.update(func(tx *bolt.Tx) error {
+	if err := n.st.update(func(tx *bolt.Tx) error {
 		if err := putJSON(tx, bStaged, want.VolumeID, &want); err != nil {
 			return err
 		}
 		return del(tx, bFormatting, want.VolumeID)
-	})
-	if err != nil {
-		return rollback(err)
+	}); err != nil {
+		return err
 	}
+	committed = true
 	return nil
+}
+
+// mountStaging mounts the volume at the staging path for filesystem access: a bind mount of a
+// directory, or the image's loop device (want.Device), grown or formatted as needed.
+func (n *Node) mountStaging(id, backing, staging string, cp driver.VolumeCapability, want *stagedRecord) error {
+	if want.Kind == kindDir {
+		return n.mounts.Bind(backing, staging, nodemount.Options{})
+	}
+	// A volume expanded while it could not be grown online gets its space here: nodemount grows
+	// an unmounted ext filesystem offline (ext2, ext3, ext4); others grow only while mounted.
+	if format, err := n.mounts.DiskFormat(want.Device); err == nil && strings.HasPrefix(format, "ext") {
+		if err := n.mounts.Resize(want.Device, staging); err != nil {
+			return err
+		}
+	}
+	if err := n.guardFormat(id, want.Device, backing, want.FSType); err != nil {
+		return err
+	}
+	// Mount flags may be sensitive (the spec says so): nodemount passes them only to the kernel.
+	return n.mounts.FormatAndMount(want.Device, staging, want.FSType, nodemount.Options{MountFlags: cp.MountFlags})
 }
 
 // guardFormat makes sure mount-utils will format dev only if it holds nothing. It refuses to
@@ -405,9 +394,9 @@ func (n *Node) NodeStageVolume(ctx context.Context, req *driver.NodeStageRequest
 // before (mkfs interrupted by a crash leaves data without a signature). It records that it is
 // about to format before mkfs runs.
 func (n *Node) guardFormat(id, dev, backing, fsType string) error {
-	format, err := n.mounter.GetDiskFormat(dev)
+	format, err := n.mounts.DiskFormat(dev)
 	if err != nil {
-		return fmt.Errorf("inspect %s for a filesystem: %w", dev, err)
+		return err
 	}
 	if format != "" {
 		return nil // mounted as it is, or refused by mount-utils if it is not fsType
@@ -587,58 +576,25 @@ func (n *Node) publish(want publishedRecord, kind, backing, source string, flags
 	}
 	unlock := n.paths.lock(want.Target)
 	defer unlock()
-	options := []string{"bind"}
-	if want.Readonly {
-		options = append(options, "ro")
-	}
-	created := false
-	if want.Block {
-		f, err := os.OpenFile(want.Target, os.O_CREATE|os.O_EXCL|os.O_WRONLY|unix.O_NOFOLLOW, 0o600)
-		switch {
-		case err == nil:
-			f.Close()
-			created = true
-		case !errors.Is(err, os.ErrExist):
-			return fmt.Errorf("create block target: %w", err)
-		}
-	} else {
-		switch err := os.Mkdir(want.Target, 0o750); {
-		case err == nil:
-			created = true
-		case !errors.Is(err, os.ErrExist):
-			return fmt.Errorf("create target: %w", err)
-		}
-	}
-	cleanup := func() {
-		if created {
-			_ = removeTarget(want.Target)
-		}
-	}
 	top, o, err := topMount(want.Target, kind, backing)
 	if err != nil {
-		cleanup()
 		return err
 	}
 	if top != nil && o != ownerThis {
-		cleanup()
 		return fmt.Errorf("target_path %q already has a mount that is not this volume's: %w", want.Requested, driver.ErrFailedPrecondition)
 	}
-	if top == nil {
-		if err := n.mounter.MountSensitive(source, want.Target, "", options, flags); err != nil {
-			cleanup()
-			return fmt.Errorf("bind-mount at the target: %w", err)
+	if top == nil { // else this volume's, left by a publish that did not commit: adopted
+		if err := n.mounts.Bind(source, want.Target, nodemount.Options{ReadOnly: want.Readonly, MountFlags: flags}); err != nil {
+			return fmt.Errorf("publish at the target: %w", err)
 		}
-	} // else this volume's, left by a publish that did not commit: adopted
-	rollback := func(err error) error {
-		_ = n.mounter.Unmount(want.Target)
-		cleanup()
+	}
+	err = fail("node-publish:before-commit")
+	if err == nil {
+		err = n.st.update(func(tx *bolt.Tx) error { return putJSON(tx, bPublished, pubKey(want.VolumeID, want.Target), &want) })
+	}
+	if err != nil {
+		_ = n.mounts.Unpublish(want.Target)
 		return err
-	}
-	if err := fail("node-publish:before-commit"); err != nil {
-		return rollback(err)
-	}
-	if err := n.st.update(func(tx *bolt.Tx) error { return putJSON(tx, bPublished, pubKey(want.VolumeID, want.Target), &want) }); err != nil {
-		return rollback(err)
 	}
 	return nil
 }
@@ -719,7 +675,7 @@ func (n *Node) NodeUnpublishVolume(ctx context.Context, req *driver.NodeUnpublis
 	if err := n.unmountOurs("target_path", target, kind, backing, trustFor(rec != nil, backingErr)); err != nil {
 		return err
 	}
-	if err := removeTarget(target); err != nil {
+	if err := nodemount.RemoveTarget(target); err != nil {
 		return err
 	}
 	if rec != nil {
@@ -823,12 +779,8 @@ func (n *Node) NodeExpandVolume(ctx context.Context, req *driver.NodeExpandVolum
 		return 0, err
 	}
 	if st != nil && !st.Block {
-		if isExt(st.FSType) && !hasCapability(capSysResource) {
-			return 0, fmt.Errorf("growing a mounted %s file system needs CAP_SYS_RESOURCE, which this plugin lacks; "+
-				"it grows when the volume is next staged: %w", st.FSType, driver.ErrFailedPrecondition)
-		}
-		if _, err := n.resizer.Resize(dev, st.Path); err != nil {
-			return 0, fmt.Errorf("grow the %s filesystem: %w", st.FSType, err)
+		if err := n.mounts.Resize(dev, st.Path); err != nil {
+			return 0, fmt.Errorf("%w (an ext filesystem grows when the volume is next staged)", err)
 		}
 	}
 	return size, nil
@@ -874,165 +826,4 @@ func (n *Node) NodeGetStorageHealth(ctx context.Context, _ *driver.NodeGetStorag
 		return []driver.StorageHealth{{Status: driver.StorageDegraded, Reason: "StateDirAlmostFull", Message: "more than 90% of the state directory's file system is used"}}, nil
 	}
 	return nil, nil
-}
-
-// reconcile drops records of mounts that are gone and detaches this driver's unused loop devices.
-func (n *Node) reconcile() error {
-	var staged []stagedRecord
-	var published []publishedRecord
-	err := n.st.view(func(tx *bolt.Tx) error {
-		if err := tx.Bucket([]byte(bStaged)).ForEach(func(_, v []byte) error {
-			var r stagedRecord
-			if err := jsonDecode(v, &r); err != nil {
-				return err
-			}
-			staged = append(staged, r)
-			return nil
-		}); err != nil {
-			return err
-		}
-		return tx.Bucket([]byte(bPublished)).ForEach(func(_, v []byte) error {
-			var r publishedRecord
-			if err := jsonDecode(v, &r); err != nil {
-				return err
-			}
-			published = append(published, r)
-			return nil
-		})
-	})
-	if err != nil {
-		return err
-	}
-	var dropStaged, dropPublished []string
-	for _, p := range published {
-		if ok, err := n.isMounted(p.Target); err != nil {
-			return err
-		} else if !ok {
-			dropPublished = append(dropPublished, pubKey(p.VolumeID, p.Target))
-		}
-	}
-	for _, s := range staged {
-		if s.Block {
-			if dev, err := loopFor(n.l.volumeImage(s.VolumeID)); err != nil {
-				return err
-			} else if dev == "" {
-				dropStaged = append(dropStaged, s.VolumeID)
-			}
-			continue
-		}
-		if ok, err := n.isMounted(s.Path); err != nil {
-			return err
-		} else if !ok {
-			dropStaged = append(dropStaged, s.VolumeID)
-		}
-	}
-	if len(dropStaged)+len(dropPublished) > 0 {
-		n.log.Info("dropping records of mounts that are gone", zap.Strings("staged", dropStaged), zap.Int("published", len(dropPublished)))
-		err := n.st.update(func(tx *bolt.Tx) error {
-			for _, k := range dropStaged {
-				if err := del(tx, bStaged, k); err != nil {
-					return err
-				}
-			}
-			for _, k := range dropPublished {
-				if err := del(tx, bPublished, k); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-	}
-	keep := map[string]bool{}
-	for _, s := range staged {
-		if !slices.Contains(dropStaged, s.VolumeID) {
-			keep[n.l.volumeImage(s.VolumeID)] = true
-		}
-	}
-	// Loop devices on this driver's images that no staged record explains and no mount uses:
-	// left by a stage that crashed before it committed.
-	devices, err := loopDevices()
-	if err != nil {
-		return err
-	}
-	infos, err := mountInfos()
-	if err != nil {
-		return err
-	}
-	for backing, devs := range devices {
-		if !within(backing, n.l.volumesDir()) || keep[backing] {
-			continue
-		}
-		for _, dev := range devs {
-			if deviceMounted(infos, dev) {
-				continue // a stage interrupted after mounting: its retry or unstage will adopt it
-			}
-			n.log.Info("detaching an unused loop device", zap.String("device", dev), zap.String("backing", backing))
-			if err := detachLoop(dev); err != nil {
-				return err
-			}
-		}
-	}
-	// Ephemeral volumes without a publication: a publish that crashed before it committed.
-	shardDirs, err := shards(n.l.volumesDir())
-	if err != nil {
-		return err
-	}
-	var ephemeral []string
-	for _, sd := range shardDirs {
-		entries, err := os.ReadDir(sd)
-		if err != nil {
-			return fmt.Errorf("read %s: %w", sd, err)
-		}
-		for _, e := range entries {
-			if validID(e.Name()) && strings.HasPrefix(e.Name(), "eph-") {
-				ephemeral = append(ephemeral, e.Name())
-			}
-		}
-	}
-	for _, id := range ephemeral {
-		if err := n.removeEphemeralIfUnused(id); err != nil {
-			// In use or not removable now: its unpublish, or the next start, tries again.
-			n.log.Warn("cannot remove an unpublished ephemeral volume", zap.String("volume", id), zap.Error(err))
-		}
-	}
-	// Format intents of volumes that are gone.
-	var intents []string
-	if err := n.st.view(func(tx *bolt.Tx) error {
-		return tx.Bucket([]byte(bFormatting)).ForEach(func(k, _ []byte) error {
-			if _, _, err := n.backingOf(string(k)); err != nil {
-				intents = append(intents, string(k))
-			}
-			return nil
-		})
-	}); err != nil {
-		return err
-	}
-	if len(intents) == 0 {
-		return nil
-	}
-	return n.st.update(func(tx *bolt.Tx) error {
-		for _, k := range intents {
-			if err := del(tx, bFormatting, k); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
-func deviceMounted(infos []mount.MountInfo, dev string) bool {
-	var st unix.Stat_t
-	if err := unix.Stat(dev, &st); err != nil {
-		return false
-	}
-	major, minor := int(unix.Major(st.Rdev)), int(unix.Minor(st.Rdev))
-	for _, m := range infos {
-		if m.Source == dev || (m.Major == major && m.Minor == minor) {
-			return true
-		}
-	}
-	return false
 }

@@ -1,0 +1,400 @@
+package nodemount
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/csikit/csikit/driver"
+)
+
+// needRoot skips a test that makes real mounts when the process cannot.
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("makes real mounts: run as root to test against the kernel")
+	}
+}
+
+// scratch is a fresh directory with a volume directory holding one file, and a target path.
+func scratch(t *testing.T) (volume, target string) {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	volume = filepath.Join(dir, "vol")
+	if err := os.Mkdir(volume, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(volume, "data"), []byte("keep me"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	target = filepath.Join(dir, "pods", "p", "mount")
+	t.Cleanup(func() {
+		for range maxLayers {
+			if unix.Unmount(target, unix.MNT_DETACH) != nil {
+				return
+			}
+		}
+	})
+	return volume, target
+}
+
+// layers counts the mounts at path in the mount table.
+func layers(t *testing.T, path string) int {
+	t.Helper()
+	infos, err := Mounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, m := range infos {
+		if m.MountPoint == path {
+			n++
+		}
+	}
+	return n
+}
+
+func TestBindIsIdempotentAndRefusesAnotherSource(t *testing.T) {
+	needRoot(t)
+	m := New()
+	for _, tc := range []struct {
+		name   string
+		second func(volume, other string) (string, Options)
+		want   error
+	}{
+		{"the same source and settings again is success, not a second mount",
+			func(v, _ string) (string, Options) { return v, Options{} }, nil},
+		{"another source at the same target is ALREADY_EXISTS",
+			func(_, o string) (string, Options) { return o, Options{} }, driver.ErrAlreadyExists},
+		{"the same source read-only over a read-write publish is ALREADY_EXISTS",
+			func(v, _ string) (string, Options) { return v, Options{ReadOnly: true} }, driver.ErrAlreadyExists},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			volume, target := scratch(t)
+			other := filepath.Join(filepath.Dir(volume), "other")
+			if err := os.Mkdir(other, 0o750); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Bind(volume, target, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			src, o := tc.second(volume, other)
+			if err := m.Bind(src, target, o); !errors.Is(err, tc.want) {
+				t.Fatalf("second Bind = %v, want %v", err, tc.want)
+			}
+			if n := layers(t, target); n != 1 {
+				t.Errorf("%d mounts at the target, want 1", n)
+			}
+			if got, err := SourceOf(target); err != nil || got != volume {
+				t.Errorf("SourceOf(target) = %q, %v; want %q", got, err, volume)
+			}
+		})
+	}
+}
+
+func TestReadOnlyBindIsReallyReadOnly(t *testing.T) {
+	needRoot(t)
+	volume, target := scratch(t)
+	m := New()
+	if err := m.Bind(volume, target, Options{ReadOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+	err := os.WriteFile(filepath.Join(target, "new"), []byte("x"), 0o600)
+	if !errors.Is(err, unix.EROFS) {
+		t.Fatalf("write through a read-only bind = %v, want EROFS", err)
+	}
+	// The volume itself stays writable: the remount is per mount, not per filesystem.
+	if err := os.WriteFile(filepath.Join(volume, "new"), []byte("x"), 0o600); err != nil {
+		t.Fatalf("the volume became read-only: %v", err)
+	}
+	if err := m.Bind(volume, target, Options{ReadOnly: true}); err != nil {
+		t.Fatalf("repeated read-only Bind: %v", err)
+	}
+}
+
+func TestUnpublishTakesOffEveryLayerAndKeepsTheData(t *testing.T) {
+	needRoot(t)
+	volume, target := scratch(t)
+	if err := os.MkdirAll(target, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	// Three binds stacked by a driver that did not check before mounting.
+	for range 3 {
+		if err := unix.Mount(volume, target, "", unix.MS_BIND, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := New().Unpublish(target); err != nil {
+		t.Fatal(err)
+	}
+	if n := layers(t, target); n != 0 {
+		t.Errorf("%d mounts left at the target", n)
+	}
+	if _, err := os.Lstat(target); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("target still there: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(volume, "data")); err != nil || string(b) != "keep me" {
+		t.Errorf("volume data after unpublish = %q, %v", b, err)
+	}
+	if err := New().Unpublish(target); err != nil {
+		t.Errorf("second Unpublish: %v", err)
+	}
+}
+
+func TestUnmountLeavesWhatItDoesNotOwn(t *testing.T) {
+	needRoot(t)
+	volume, target := scratch(t)
+	m := New()
+	if err := m.Bind(volume, target, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	notMine := func(*Info) (bool, error) { return false, nil }
+	if err := m.Unmount(target, notMine); !errors.Is(err, driver.ErrFailedPrecondition) {
+		t.Fatalf("Unmount of a mount not owned = %v, want FAILED_PRECONDITION", err)
+	}
+	if n := layers(t, target); n != 1 {
+		t.Fatalf("%d mounts at the target, want the 1 left alone", n)
+	}
+	if err := RemoveTarget(target); !errors.Is(err, driver.ErrFailedPrecondition) {
+		t.Fatalf("RemoveTarget of a mount point = %v, want FAILED_PRECONDITION", err)
+	}
+	if _, err := os.Stat(filepath.Join(volume, "data")); err != nil {
+		t.Fatalf("volume data: %v", err)
+	}
+}
+
+func TestRemoveTargetRemovesOnlyWhatBindCreates(t *testing.T) {
+	dir := t.TempDir()
+	linked := filepath.Join(dir, "link-destination") // an empty file that is not a target
+	for _, tc := range []struct {
+		name   string
+		make   func(p string) error
+		remove bool
+	}{
+		{"an empty directory is removed", func(p string) error { return os.Mkdir(p, 0o700) }, true},
+		{"an empty file is removed", func(p string) error { return os.WriteFile(p, nil, 0o600) }, true},
+		{"a directory with content is kept", func(p string) error {
+			if err := os.Mkdir(p, 0o700); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(p, "f"), []byte("x"), 0o600)
+		}, false},
+		{"a file with content is kept", func(p string) error { return os.WriteFile(p, []byte("x"), 0o600) }, false},
+		{"a symbolic link is kept", func(p string) error { return os.Symlink("/", p) }, false},
+		{"a symbolic link to an empty file is kept", func(p string) error {
+			if err := os.WriteFile(linked, nil, 0o600); err != nil {
+				return err
+			}
+			return os.Symlink(linked, p)
+		}, false},
+		{"a FIFO is kept", func(p string) error { return unix.Mkfifo(p, 0o600) }, false},
+		{"nothing there is success", func(string) error { return nil }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
+			if err := tc.make(p); err != nil {
+				t.Fatal(err)
+			}
+			if err := RemoveTarget(p); err != nil {
+				t.Fatal(err)
+			}
+			_, err := os.Lstat(p)
+			if gone := errors.Is(err, os.ErrNotExist); gone != tc.remove {
+				t.Errorf("removed = %t, want %t", gone, tc.remove)
+			}
+		})
+	}
+	if _, err := os.Lstat(linked); err != nil {
+		t.Errorf("the empty file a link at the target names: %v; it must not be followed and removed", err)
+	}
+}
+
+func TestBindRefusesASymlinkTarget(t *testing.T) {
+	needRoot(t)
+	volume, target := scratch(t)
+	elsewhere := filepath.Join(filepath.Dir(volume), "elsewhere")
+	if err := os.Mkdir(elsewhere, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, target); err != nil {
+		t.Fatal(err)
+	}
+	if err := New().Bind(volume, target, Options{}); !errors.Is(err, driver.ErrInvalidArgument) {
+		t.Fatalf("Bind at a symlink = %v, want INVALID_ARGUMENT", err)
+	}
+	if n := layers(t, elsewhere); n != 0 {
+		t.Errorf("the link was followed: %d mounts at its destination", n)
+	}
+}
+
+func TestMountsOfFindsBindsOfTheDirectoryAndBelow(t *testing.T) {
+	needRoot(t)
+	volume, target := scratch(t)
+	sub := filepath.Join(volume, "sub")
+	if err := os.Mkdir(sub, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	m := New()
+	if points, err := MountsOf(volume); err != nil || len(points) != 0 {
+		t.Fatalf("MountsOf before publish = %v, %v; want none", points, err)
+	}
+	if err := m.Bind(sub, target, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if points, err := MountsOf(volume); err != nil || len(points) != 1 || points[0] != target {
+		t.Errorf("MountsOf with a bind of a subdirectory = %v, %v; want [%s]", points, err, target)
+	}
+	sibling := volume + "-2" // a name with the volume's as prefix is not inside it
+	if err := os.Mkdir(sibling, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if points, err := MountsOf(sibling); err != nil || len(points) != 0 {
+		t.Errorf("MountsOf(sibling) = %v, %v; want none", points, err)
+	}
+	if err := m.Unpublish(target); err != nil {
+		t.Fatal(err)
+	}
+	if points, err := MountsOf(volume); err != nil || len(points) != 0 {
+		t.Errorf("MountsOf after unpublish = %v, %v; want none", points, err)
+	}
+}
+
+// loopDevice attaches a sparse image of size bytes to a loop device and returns both.
+func loopDevice(t *testing.T, size int64) (image, dev string) {
+	t.Helper()
+	for _, tool := range []string{"losetup", "mkfs.ext4", "resize2fs"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s: %v", tool, err)
+		}
+	}
+	image = filepath.Join(t.TempDir(), "disk.img")
+	f, err := os.Create(image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	out, err := exec.Command("losetup", "--find", "--show", image).CombinedOutput()
+	if err != nil {
+		t.Skipf("no loop device available: %v: %s", err, out)
+	}
+	dev = strings.TrimSpace(string(out))
+	t.Cleanup(func() { _ = exec.Command("losetup", "--detach", dev).Run() })
+	return image, dev
+}
+
+func TestBlockBindPublishesTheDeviceNodeOnAFile(t *testing.T) {
+	needRoot(t)
+	_, dev := loopDevice(t, 8<<20)
+	_, target := scratch(t)
+	m := New()
+	for range 2 {
+		if err := m.Bind(dev, target, Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(target, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFBLK {
+		t.Fatalf("target is not the block device: mode %o, %v", st.Mode, err)
+	}
+	if ok, err := Shows(target, dev); err != nil || !ok {
+		t.Errorf("Shows(target, %s) = %t, %v", dev, ok, err)
+	}
+	if n := layers(t, target); n != 1 {
+		t.Errorf("%d mounts at the target, want 1", n)
+	}
+	if err := m.Unpublish(target); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(target); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("block target file still there: %v", err)
+	}
+}
+
+func TestFormatAndMountThenResize(t *testing.T) {
+	needRoot(t)
+	image, dev := loopDevice(t, 32<<20)
+	_, target := scratch(t)
+	m := New()
+	for range 2 { // formats once, then finds it mounted
+		if err := m.FormatAndMount(dev, target, "ext4", Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if format, err := m.DiskFormat(dev); err != nil || format != "ext4" {
+		t.Fatalf("DiskFormat = %q, %v; want ext4", format, err)
+	}
+	if got, err := SourceOf(target); err != nil || got != dev {
+		t.Errorf("SourceOf(target) = %q, %v; want %s", got, err, dev)
+	}
+	if err := os.WriteFile(filepath.Join(target, "data"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := fsSize(t, target)
+	if err := os.Truncate(image, 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("losetup", "--set-capacity", dev).CombinedOutput(); err != nil {
+		t.Fatalf("losetup --set-capacity: %v: %s", err, out)
+	}
+	if hasCapability(capSysResource) {
+		if err := m.Resize(dev, target); err != nil {
+			t.Fatalf("online Resize: %v", err)
+		}
+	} else {
+		if err := m.Resize(dev, target); !errors.Is(err, driver.ErrFailedPrecondition) {
+			t.Fatalf("online Resize without CAP_SYS_RESOURCE = %v, want FAILED_PRECONDITION", err)
+		}
+		t.Log("no CAP_SYS_RESOURCE: growing offline instead of online")
+		if err := m.Unpublish(target); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Resize(dev, target); err != nil {
+			t.Fatalf("offline Resize: %v", err)
+		}
+		if err := m.FormatAndMount(dev, target, "ext4", Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := fsSize(t, target); after <= before {
+		t.Errorf("filesystem size %d after resize, %d before", after, before)
+	}
+	if err := m.Unpublish(target); err != nil {
+		t.Fatal(err)
+	}
+	// Mounted again, the filesystem is kept, not formatted anew.
+	if err := m.FormatAndMount(dev, target, "ext4", Options{ReadOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(target, "data")); err != nil {
+		t.Errorf("data lost across remount: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(target, "new"), nil, 0o600); !errors.Is(err, unix.EROFS) {
+		t.Errorf("write to a read-only mount = %v, want EROFS", err)
+	}
+	if err := m.Unpublish(target); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func fsSize(t *testing.T, path string) int64 {
+	t.Helper()
+	var fs unix.Statfs_t
+	if err := unix.Statfs(path, &fs); err != nil {
+		t.Fatal(err)
+	}
+	return int64(fs.Blocks) * fs.Bsize
+}
