@@ -7,7 +7,6 @@ package logging
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -19,6 +18,8 @@ import (
 
 	"github.com/csikit/csikit/middleware/requestid"
 	"github.com/csikit/csikit/secrets"
+
+	"github.com/csikit/csikit/internal/grpcmethod"
 )
 
 // Option configures the interceptors.
@@ -48,14 +49,6 @@ func evaluate(opts []Option) *options {
 	return o
 }
 
-// shortMethod turns "/csi.v1.Controller/CreateVolume" into "CreateVolume" without allocating.
-func shortMethod(full string) string {
-	if i := strings.LastIndexByte(full, '/'); i >= 0 {
-		return full[i+1:]
-	}
-	return full
-}
-
 // levelFor keeps routine outcomes at info and flags faults: the codes a healthy plugin answers to
 // bad or racing requests are warnings, the ones that mean the plugin or its storage failed are
 // errors.
@@ -74,7 +67,7 @@ func UnaryServerInterceptor(logger *zap.Logger, opts ...Option) grpc.UnaryServer
 	o := evaluate(opts)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		start := time.Now()
-		method := shortMethod(info.FullMethod)
+		method := grpcmethod.Short(info.FullMethod)
 		id := o.requestID(ctx)
 		logPayload(logger, o, "request", method, id, req)
 		resp, err := handler(ctx, req)
@@ -127,7 +120,7 @@ func StreamServerInterceptor(logger *zap.Logger, opts ...Option) grpc.StreamServ
 	o := evaluate(opts)
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		start := time.Now()
-		method := shortMethod(info.FullMethod)
+		method := grpcmethod.Short(info.FullMethod)
 		id := o.requestID(ss.Context())
 		ls := &loggedStream{ServerStream: ss, logger: logger, o: o, method: method, id: id}
 		err := handler(srv, ls)

@@ -3,7 +3,7 @@
 //
 // The client gets only
 //
-//	CreateVolume failed: internal error (panic); see the plugin log, request ID k3xq7m2pva-42
+//	CreateVolume: internal error (panic); see the plugin log, request ID k3xq7m2pva-42
 //
 // and the plugin log gets one Error-level entry with the full method, the
 // request ID, the panic value as text and the stack. The panic text is passed

@@ -39,5 +39,5 @@ func Example() {
 			return nil, nil
 		})
 	fmt.Println(err)
-	// Output: rpc error: code = Internal desc = CreateVolume failed: internal error (panic); see the plugin log, request ID req-7
+	// Output: rpc error: code = Internal desc = CreateVolume: internal error (panic); see the plugin log, request ID req-7
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
-	"strings"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -16,6 +15,8 @@ import (
 	"github.com/csikit/csikit/internal/streamcapture"
 	"github.com/csikit/csikit/middleware/requestid"
 	"github.com/csikit/csikit/secrets"
+
+	"github.com/csikit/csikit/internal/grpcmethod"
 )
 
 // Option configures the interceptors.
@@ -115,7 +116,7 @@ func (o *options) report(fullMethod, id string, r any, req any) error {
 		zap.String("panic_type", fmt.Sprintf("%T", r)),
 		zap.String("stack", string(debug.Stack())),
 	)
-	msg := shortMethod(fullMethod) + " failed: internal error (panic); see the plugin log"
+	msg := grpcmethod.Message(fullMethod, "internal error (panic); see the plugin log")
 	if id != "" {
 		msg += ", request ID " + id
 	}
@@ -132,14 +133,6 @@ func (o *options) scrubbed(text string, req any) (out string) {
 		}
 	}()
 	return o.scrub(text, req)
-}
-
-// shortMethod turns "/csi.v1.Controller/CreateVolume" into "CreateVolume".
-func shortMethod(fullMethod string) string {
-	if i := strings.LastIndexByte(fullMethod, '/'); i >= 0 {
-		return fullMethod[i+1:]
-	}
-	return fullMethod
 }
 
 // stream carries the request ID context; the capture keeps the first message received, which is

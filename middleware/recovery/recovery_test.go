@@ -139,7 +139,7 @@ func TestUnaryServerInterceptor(t *testing.T) {
 			if resp != nil {
 				t.Errorf("resp = %v, want nil", resp)
 			}
-			want := "CreateVolume failed: internal error (panic); see the plugin log, request ID req-1"
+			want := "CreateVolume: internal error (panic); see the plugin log, request ID req-1"
 			if s, _ := status.FromError(err); s.Code() != codes.Internal || s.Message() != want {
 				t.Fatalf("err = %v, want Internal %q", err, want)
 			}
@@ -206,12 +206,12 @@ func TestRequestID(t *testing.T) {
 		name:    "from metadata",
 		ctx:     metadata.NewIncomingContext(context.Background(), metadata.Pairs("csi.requestid", "17")),
 		want:    "17",
-		wantMsg: "Probe failed: internal error (panic); see the plugin log, request ID 17",
+		wantMsg: "Probe: internal error (panic); see the plugin log, request ID 17",
 	}, {
 		name:    "already attached",
 		ctx:     requestid.NewContext(context.Background(), "outer"),
 		want:    "outer",
-		wantMsg: "Probe failed: internal error (panic); see the plugin log, request ID outer",
+		wantMsg: "Probe: internal error (panic); see the plugin log, request ID outer",
 	}, {
 		name: "minted",
 		ctx:  context.Background(),
@@ -221,13 +221,13 @@ func TestRequestID(t *testing.T) {
 		ctx:     context.Background(),
 		opts:    []Option{WithRequestID(func(ctx context.Context) (context.Context, string) { return ctx, "mine" })},
 		want:    "",
-		wantMsg: "Probe failed: internal error (panic); see the plugin log, request ID mine",
+		wantMsg: "Probe: internal error (panic); see the plugin log, request ID mine",
 	}, {
 		name:    "no ID at all",
 		ctx:     context.Background(),
 		opts:    []Option{WithRequestID(func(ctx context.Context) (context.Context, string) { return ctx, "" })},
 		want:    "",
-		wantMsg: "Probe failed: internal error (panic); see the plugin log",
+		wantMsg: "Probe: internal error (panic); see the plugin log",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -309,7 +309,7 @@ func TestStreamServerInterceptor(t *testing.T) {
 			icpt := StreamServerInterceptor(WithLogger(zap.New(core)), WithScrubber(scrubSecrets))
 			ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs("x-request-id", "s-1"))
 			err := icpt(nil, &fakeStream{ctx: ctx}, &grpc.StreamServerInfo{FullMethod: "/test.Stream/Watch"}, tt.handler)
-			want := "Watch failed: internal error (panic); see the plugin log, request ID s-1"
+			want := "Watch: internal error (panic); see the plugin log, request ID s-1"
 			if s, _ := status.FromError(err); s.Code() != codes.Internal || s.Message() != want {
 				t.Fatalf("err = %v, want Internal %q", err, want)
 			}
@@ -380,7 +380,7 @@ func TestServerSurvives(t *testing.T) {
 	ctx := metadata.AppendToOutgoingContext(context.Background(), "x-request-id", "e2e-1")
 
 	_, err := client.UnaryCall(ctx, &testgrpc.SimpleRequest{Payload: &testgrpc.Payload{Body: []byte("panic")}})
-	want := "UnaryCall failed: internal error (panic); see the plugin log, request ID e2e-1"
+	want := "UnaryCall: internal error (panic); see the plugin log, request ID e2e-1"
 	if s, _ := status.FromError(err); s.Code() != codes.Internal || s.Message() != want || len(s.Details()) != 0 {
 		t.Fatalf("panicking call: %v, want Internal %q", err, want)
 	}
@@ -399,7 +399,7 @@ func TestServerSurvives(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = stream.Recv()
-	want = "FullDuplexCall failed: internal error (panic); see the plugin log, request ID e2e-1"
+	want = "FullDuplexCall: internal error (panic); see the plugin log, request ID e2e-1"
 	if s, _ := status.FromError(err); s.Code() != codes.Internal || s.Message() != want {
 		t.Fatalf("panicking stream: %v, want Internal %q", err, want)
 	}

@@ -35,6 +35,6 @@ func Example() {
 	}
 	// Output:
 	// Internal: CreateVolume: mkfs exited with status 1 (0 details)
-	// NotFound: CreateVolume failed with NotFound (0 details)
+	// NotFound: CreateVolume: failed with NotFound and no message (0 details)
 	// DeadlineExceeded: CreateVolume: context deadline exceeded (0 details)
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/csikit/csikit/internal/streamcapture"
 	"github.com/csikit/csikit/secrets"
+
+	"github.com/csikit/csikit/internal/grpcmethod"
 )
 
 // DefaultMaxMessageLen is the longest status message, in bytes, the
@@ -90,7 +92,7 @@ func StreamServerInterceptor(opts ...Option) grpc.StreamServerInterceptor {
 }
 
 func (o *options) sanitize(fullMethod string, err error, req any) error {
-	method := shortMethod(fullMethod)
+	method := grpcmethod.Short(fullMethod)
 	var code codes.Code
 	var msg string
 	s, isStatus := status.FromError(err)
@@ -114,7 +116,7 @@ func (o *options) sanitize(fullMethod string, err error, req any) error {
 		code = codes.Internal
 		msg = o.scrub(s.Message(), req)
 		if blank(msg) {
-			msg = method + " failed with an error carrying code OK"
+			msg = method + ": failed with an error carrying code OK"
 		} else {
 			msg = method + ": " + msg
 		}
@@ -123,7 +125,7 @@ func (o *options) sanitize(fullMethod string, err error, req any) error {
 		msg = o.scrub(s.Message(), req)
 	}
 	if blank(msg) {
-		msg = method + " failed with " + code.String()
+		msg = method + ": failed with " + code.String() + " and no message"
 	}
 	// Scrub first, cut second: cutting first could leave the head of a
 	// secret that the scrubber no longer recognises.
@@ -142,12 +144,4 @@ func limit(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + truncated
-}
-
-// shortMethod turns "/csi.v1.Controller/CreateVolume" into "CreateVolume".
-func shortMethod(fullMethod string) string {
-	if i := strings.LastIndexByte(fullMethod, '/'); i >= 0 {
-		return fullMethod[i+1:]
-	}
-	return fullMethod
 }
