@@ -217,7 +217,7 @@ func deriveCapabilities(b *backendSet, f Features, o CapabilityOverrides) (capSe
 					continue
 				}
 				if !servedCtrl[cp] && !featureCtrl[cp] {
-					bad("controller capability %s is listed but the backend does not implement the interface that serves it", cp)
+					bad("controller capability %s is listed but the Controller backend does not implement %s, which serves it", cp, servingInterfaces(func(s *rpcSpec) bool { return s.ctrlCap == cp }))
 					continue
 				}
 				c.controller[cp] = true
@@ -245,10 +245,12 @@ func deriveCapabilities(b *backendSet, f Features, o CapabilityOverrides) (capSe
 		if o.Controller != nil {
 			bad("controller capability overrides given but no Controller backend is configured")
 		}
-		for name, on := range map[string]bool{"CloneVolume": f.CloneVolume, "PublishReadonly": f.PublishReadonly,
-			"ListVolumesPublishedNodes": f.ListVolumesPublishedNodes} {
-			if on {
-				bad("Features.%s is a controller capability but no Controller backend is configured (a node-only process of a split plugin leaves it false)", name)
+		for _, ft := range []struct {
+			name string
+			on   bool
+		}{{"CloneVolume", f.CloneVolume}, {"PublishReadonly", f.PublishReadonly}, {"ListVolumesPublishedNodes", f.ListVolumesPublishedNodes}} {
+			if ft.on {
+				bad("Features.%s is a controller capability but no Controller backend is configured (a node-only process of a split plugin leaves it false)", ft.name)
 			}
 		}
 	}
@@ -268,7 +270,7 @@ func deriveCapabilities(b *backendSet, f Features, o CapabilityOverrides) (capSe
 				}
 				feature := cp == csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER || cp == csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP
 				if !feature && !servedNode[cp] {
-					bad("node capability %s is listed but the backend does not implement the interface that serves it", cp)
+					bad("node capability %s is listed but the Node backend does not implement %s, which serves it", cp, servingInterfaces(func(s *rpcSpec) bool { return s.nodeCap == cp }))
 					continue
 				}
 				c.node[cp] = true
@@ -404,4 +406,25 @@ func (c *capSet) groupResponse() *csi.GroupControllerGetCapabilitiesResponse {
 				Type: csi.GroupControllerServiceCapability_RPC_CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT}}})
 	}
 	return resp
+}
+
+// servingInterfaces names the interfaces that serve the RPCs a capability advertises, for
+// messages: "driver.VolumeLister or driver.VolumePageLister".
+func servingInterfaces(advertisedBy func(*rpcSpec) bool) string {
+	var names []string
+	for _, s := range rpcTable {
+		if !advertisedBy(s) {
+			continue
+		}
+		for _, t := range s.serves {
+			if n := "driver." + t.Name(); !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	slices.Sort(names)
+	if len(names) == 0 {
+		return "the interface"
+	}
+	return strings.Join(names, " or ")
 }

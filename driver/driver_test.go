@@ -182,7 +182,7 @@ func TestNewRejectsBadConfiguration(t *testing.T) {
 		{"override not served", driver.Config{Name: "ok.example.com", VendorVersion: "1", Controller: minimal{},
 			Overrides: driver.CapabilityOverrides{Controller: []csi.ControllerServiceCapability_RPC_Type{
 				csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME, csi.ControllerServiceCapability_RPC_LIST_VOLUMES}}},
-			"LIST_VOLUMES"},
+			"driver.VolumeLister or driver.VolumePageLister"},
 		{"published nodes without publish", driver.Config{Name: "ok.example.com", VendorVersion: "1", Controller: minimal{},
 			Features: driver.Features{ListVolumesPublishedNodes: true}}, "PUBLISH_UNPUBLISH_VOLUME"},
 		{"readonly publish without publish", driver.Config{Name: "ok.example.com", VendorVersion: "1", Controller: minimal{},
@@ -191,7 +191,7 @@ func TestNewRejectsBadConfiguration(t *testing.T) {
 			Features: driver.Features{Expansion: driver.ExpansionOffline}}, "OFFLINE"},
 		{"node override not served", driver.Config{Name: "ok.example.com", VendorVersion: "1", Node: minimal{},
 			Overrides: driver.CapabilityOverrides{Node: []csi.NodeServiceCapability_RPC_Type{csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME}}},
-			"STAGE_UNSTAGE_VOLUME"},
+			"driver.NodeStager"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
