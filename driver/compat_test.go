@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"path/filepath"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -203,4 +204,38 @@ type recordingCreate struct {
 func (r recordingCreate) CreateVolume(_ context.Context, req *driver.CreateVolumeRequest) (*driver.Volume, error) {
 	*r.seen = req
 	return &driver.Volume{ID: "v-" + req.Name}, nil
+}
+
+// TestKubeletLengthPathsOverTheSocket: kubelet's pod volume paths are longer than the spec's
+// general 128-byte string limit (the spec exempts paths), and NodeGetVolumeStats and
+// NodeExpandVolume used to refuse them, breaking stats and online expansion for every pod.
+func TestKubeletLengthPathsOverTheSocket(t *testing.T) {
+	mem := memdriver.New(memdriver.Options{})
+	p := start(t, fullConfig(mem))
+	ctx := context.Background()
+	vol := createVolume(t, p, "pvc-long")
+	// /var/lib/kubelet/pods/<uid>/volumes/kubernetes.io~csi/pvc-<uid>/mount, under the test's dir.
+	target := filepath.Join(t.TempDir(), "pods", "0f6e9c1e-5d43-4a8e-9b21-2f4d3c1a9e77", "volumes",
+		"kubernetes.io~csi", "pvc-7d1c2b3a-4e5f-4a6b-8c9d-0e1f2a3b4c5d", "mount")
+	if len(target) <= 128 {
+		t.Fatalf("test path is only %d bytes", len(target))
+	}
+	staging := filepath.Join(t.TempDir(), "plugins", "kubernetes.io", "csi", "mem.csikit.dev",
+		"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "globalmount")
+	if _, err := p.node.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: vol.GetVolumeId(),
+		StagingTargetPath: staging, VolumeCapability: mountCap(snw)}); err != nil {
+		t.Fatalf("NodeStageVolume at a %d-byte path: %v", len(staging), err)
+	}
+	if _, err := p.node.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: vol.GetVolumeId(),
+		StagingTargetPath: staging, TargetPath: target, VolumeCapability: mountCap(snw)}); err != nil {
+		t.Fatalf("NodePublishVolume at a %d-byte path: %v", len(target), err)
+	}
+	if _, err := p.node.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: vol.GetVolumeId(), VolumePath: target}); err != nil {
+		t.Fatalf("NodeGetVolumeStats at a %d-byte path: %v", len(target), err)
+	}
+	_, err := p.node.NodeExpandVolume(ctx, &csi.NodeExpandVolumeRequest{VolumeId: vol.GetVolumeId(), VolumePath: target,
+		CapacityRange: &csi.CapacityRange{RequiredBytes: 1 << 20}})
+	if status.Code(err) == codes.InvalidArgument {
+		t.Fatalf("NodeExpandVolume at a %d-byte path: %v", len(target), err)
+	}
 }
