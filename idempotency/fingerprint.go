@@ -10,11 +10,11 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/types/descriptorpb"
+
+	"github.com/csikit/csikit/secrets"
 )
 
 // fingerprintDomain separates fingerprints from any other SHA-256 use and
@@ -43,7 +43,8 @@ var unorderedFields = map[protoreflect.FullName]bool{
 // characters), over the message's full name and a canonical encoding of it:
 //   - the deterministic protobuf wire encoding (fields by number, map
 //     entries sorted by key);
-//   - without fields marked csi_secret, at any depth, so that rotating a
+//   - without the fields secrets.IsSecretField reports (csi_secret,
+//     vg_csi_secret, COSI credentials), at any depth, so that rotating a
 //     secret does not turn a retry into a conflict, and no secret can be
 //     recovered by guessing it against a stored fingerprint;
 //   - with a singular message field that is set but empty (capacity_range
@@ -99,7 +100,7 @@ func planFor(md protoreflect.MessageDescriptor) []fieldPlan {
 	plan := make([]fieldPlan, 0, fields.Len())
 	for i := range fields.Len() {
 		fd := fields.Get(i)
-		if isCSISecret(fd) {
+		if secrets.IsSecretField(fd) {
 			continue
 		}
 		plan = append(plan, fieldPlan{fd: fd, unordered: unorderedFields[fd.FullName()]})
@@ -107,18 +108,6 @@ func planFor(md protoreflect.MessageDescriptor) []fieldPlan {
 	slices.SortFunc(plan, func(a, b fieldPlan) int { return cmp.Compare(a.fd.Number(), b.fd.Number()) })
 	p, _ := plans.LoadOrStore(md, plan)
 	return p.([]fieldPlan)
-}
-
-// isCSISecret reports whether fd carries the csi.v1.csi_secret option. The
-// secrets package has the general lookup; this package keeps its own so that
-// it depends only on the spec bindings.
-func isCSISecret(fd protoreflect.FieldDescriptor) bool {
-	opts, ok := fd.Options().(*descriptorpb.FieldOptions)
-	if !ok || opts == nil {
-		return false
-	}
-	secret, _ := proto.GetExtension(opts, csi.E_CsiSecret).(bool)
-	return secret
 }
 
 // appendCanonical appends the canonical encoding of m's fields to b,

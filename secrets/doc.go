@@ -16,10 +16,20 @@
 //     varint true) that remain as unknown fields on the options message.
 //     csi_secret and COSI v1alpha2's cosi_secret (1115) are recognised the
 //     same two ways.
-//   - COSI does not annotate its credentials, so they are listed by full
-//     field name: cosi.v1alpha1.CredentialDetails.secrets and the access
-//     fields of v1alpha2's S3AccessInfo, AzureAccessInfo and GcsAccessInfo.
-//     MarkSensitive adds names for other protocols.
+//   - COSI does not annotate its credentials, so they are listed by message
+//     and field name, in any COSI package (cosi.*, sigs.k8s.io.cosi.*) so a
+//     new COSI version is covered too: CredentialDetails.secrets (v1alpha1),
+//     S3CredentialInfo.access_key_id and access_secret_key,
+//     AzureCredentialInfo.access_token, GcsCredentialInfo.access_id,
+//     access_secret and private_key_name (v1alpha2). MarkSensitive adds
+//     names for other protocols.
+//   - Mount options (csi.v1 mount_flags) are shown, but the value of every
+//     key=value option in them is secret, whatever its length; an element
+//     may hold a comma-separated list ("user=bob,password=x"), and an empty
+//     value stays empty.
+//
+// IsSecretField is the one definition of a secret field for the whole
+// module: request fingerprints use it as the walkers here do.
 //   - Optionally (WithHeuristic), values of map<string,string> entries whose
 //     key LooksSecret, because users put passwords in StorageClass parameters.
 //
@@ -56,7 +66,12 @@
 // are read straight from the Go struct at offsets checked once against the
 // descriptor, so a walk allocates nothing and does not go through
 // protoreflect's per-field lookups. Other messages (dynamicpb, the opaque
-// API) take the same walk through protoreflect. The nested objects and
+// API) take the same walk through protoreflect. Those offsets rest on
+// protobuf-go's unexported layout, so nothing is trusted: every accessor is
+// verified against protoreflect when its plan is built, and a start-up
+// check on well-known types turns direct reads off for the whole process if
+// the layout ever changes (see layout.go); redaction stays correct, only
+// slower. The nested objects and
 // arrays handed to the zap encoder come from a pooled walker and are reused
 // as soon as AddObject or AddArray returns, which every zap encoder
 // guarantees by calling the marshaler before returning; an encoder that kept

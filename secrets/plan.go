@@ -10,8 +10,6 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/reflect/protoregistry"
-	"google.golang.org/protobuf/runtime/protoimpl"
 )
 
 // wkt identifies well-known types that are written in their JSON form.
@@ -283,127 +281,6 @@ var (
 	bytesType   = reflect.TypeFor[[]byte]()
 )
 
-// eface is the layout of an empty interface value.
-type eface struct {
-	typ, data unsafe.Pointer
-}
-
-func typeWordOf(x any) unsafe.Pointer { return (*eface)(unsafe.Pointer(&x)).typ }
-
-// generatedType returns the pointer type of the generated Go struct for md
-// and its runtime type word, or nils when md has no generated type whose
-// descriptor is exactly md.
-func generatedType(md protoreflect.MessageDescriptor) (reflect.Type, unsafe.Pointer) {
-	mt, err := protoregistry.GlobalTypes.FindMessageByName(md.FullName())
-	if err != nil || mt.Descriptor() != md {
-		return nil, nil
-	}
-	zero := mt.Zero().Interface()
-	pt := reflect.TypeOf(zero)
-	if pt == nil || pt.Kind() != reflect.Pointer || pt.Elem().Kind() != reflect.Struct || !openStruct(pt.Elem()) {
-		return nil, nil
-	}
-	return pt, typeWordOf(zero)
-}
-
-var messageStateType = reflect.TypeFor[protoimpl.MessageState]()
-
-// openStruct reports whether st is a struct generated with the open struct
-// API, whose fields hold the values directly. The opaque and hybrid APIs
-// may keep presence in bitmaps and decode sub-messages lazily, and legacy
-// messages are wrapped, so those are read through protoreflect only.
-func openStruct(st reflect.Type) bool {
-	if st.NumField() == 0 {
-		return false
-	}
-	state := st.Field(0)
-	if state.Name != "state" || state.Type != messageStateType {
-		return false
-	}
-	if api := state.Tag.Get("protogen"); api != "" && api != "open.v1" {
-		return false
-	}
-	for i := range st.NumField() {
-		if strings.HasPrefix(st.Field(i).Name, "XXX_") {
-			return false
-		}
-	}
-	return true
-}
-
-// layout records how each field of p is stored in the generated struct.
-// Every offset is trusted only after checking the Go field's type against
-// the descriptor; the walkers use them only for messages whose dynamic type
-// is p.goType.
-func layout(p *plan) {
-	st := p.goType.Elem()
-	byNumber := make(map[protoreflect.FieldNumber]reflect.StructField, st.NumField())
-	byOneof := map[string]reflect.StructField{}
-	for i := range st.NumField() {
-		sf := st.Field(i)
-		if n, ok := tagNumber(sf.Tag.Get("protobuf")); ok {
-			byNumber[n] = sf
-		}
-		if name := sf.Tag.Get("protobuf_oneof"); name != "" {
-			byOneof[name] = sf
-		}
-	}
-	for i := range p.fields {
-		f := &p.fields[i]
-		if f.inOneof {
-			continue
-		}
-		if sf, ok := byNumber[f.fd.Number()]; ok {
-			f.acc, f.off = accFor(f, sf.Type), sf.Offset
-		}
-	}
-	for i := range p.oneofs {
-		o := &p.oneofs[i]
-		if sf, ok := byOneof[string(o.od.Name())]; ok && sf.Type.Kind() == reflect.Interface {
-			oneofLayout(p, o, sf)
-		}
-	}
-}
-
-// oneofLayout learns, for each member of o, the itab of its wrapper type in
-// the oneof interface field and where the value sits in the wrapper. It sets
-// each member through protoreflect on a scratch message and looks at what
-// protobuf-go stored.
-func oneofLayout(p *plan, o *oneofPlan, sf reflect.StructField) {
-	mt, err := protoregistry.GlobalTypes.FindMessageByName(p.md.FullName())
-	if err != nil {
-		return
-	}
-	fds := o.od.Fields()
-	members := make([]oneofMember, 0, fds.Len())
-	for i := range fds.Len() {
-		fd := fds.Get(i)
-		x := mt.New()
-		x.Set(fd, x.NewField(fd))
-		xv := reflect.ValueOf(x.Interface())
-		if xv.Type() != p.goType {
-			return
-		}
-		iv := xv.Elem().FieldByIndex(sf.Index)
-		if iv.IsNil() || iv.Elem().Kind() != reflect.Pointer || iv.Elem().Elem().Kind() != reflect.Struct {
-			return
-		}
-		wt := iv.Elem().Elem().Type()
-		if wt.NumField() != 1 {
-			return
-		}
-		wf := wt.Field(0)
-		if n, ok := tagNumber(wf.Tag.Get("protobuf")); !ok || n != fd.Number() {
-			return
-		}
-		f := &p.fields[fd.Index()]
-		f.acc, f.off = accFor(f, wf.Type), wf.Offset
-		words := (*[2]unsafe.Pointer)(unsafe.Add(xv.UnsafePointer(), sf.Offset))
-		members = append(members, oneofMember{itab: words[0], field: fd.Index()})
-	}
-	o.direct, o.off, o.members = true, sf.Offset, members
-}
-
 // accFor picks the direct accessor for f stored as Go type t, or accReflect.
 func accFor(f *fieldPlan, t reflect.Type) acc {
 	switch f.card {
@@ -503,8 +380,7 @@ func (c *cursor) msg() protoreflect.Message {
 // msgAt rebuilds the message at base (of type p.goType) as an interface
 // value without reflect, which would look up the pointer type on each call.
 func (p *plan) msgAt(base unsafe.Pointer) protoreflect.Message {
-	x := *(*any)(unsafe.Pointer(&eface{typ: p.typeWord, data: base}))
-	return x.(proto.Message).ProtoReflect()
+	return ifaceAt(p.typeWord, base).(proto.Message).ProtoReflect()
 }
 
 // cursorOf returns a cursor for m, direct when m's dynamic type is p.goType.
@@ -661,33 +537,4 @@ func newFieldPlan(fd protoreflect.FieldDescriptor, name string, secret bool, sub
 	}
 	f.setEnum()
 	return f
-}
-
-// optionLikeFields are string lists of mount options. The CSI spec says mount_flags MAY contain
-// sensitive information and MUST NOT leak; hiding every flag would hide "ro" and "noatime" from
-// the operator too, so only the values of key=value options are treated as secret.
-var optionLikeFields = map[protoreflect.FullName]bool{
-	"csi.v1.VolumeCapability.MountVolume.mount_flags": true,
-}
-
-// redactOption hides the value of a key=value option and keeps the key: "password=x" becomes
-// "password=***stripped***"; a bare flag such as "ro" is kept as is.
-func redactOption(s string) string {
-	if i := strings.IndexByte(s, '='); i >= 0 {
-		return s[:i+1] + Placeholder
-	}
-	return s
-}
-
-// minOptionValue is the shortest option value scrubbed from free text: shorter values ("1",
-// "on") would scrub ordinary words out of error messages.
-const minOptionValue = 4
-
-// optionValue is the part of an option that is scrubbed from free text: the value of a
-// key=value option at least minOptionValue bytes long, or "".
-func optionValue(s string) string {
-	if i := strings.IndexByte(s, '='); i >= 0 && len(s)-i-1 >= minOptionValue {
-		return s[i+1:]
-	}
-	return ""
 }

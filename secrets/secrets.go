@@ -1,6 +1,8 @@
 package secrets
 
 import (
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -20,21 +22,48 @@ const (
 	cosiSecretNumber = 1115 // sigs.k8s.io.cosi.v1alpha2.cosi_secret
 )
 
-// defaultSensitive lists fields of protocols that do not annotate their
-// secrets. Full names are used so that the generated packages need not be
-// linked in: a name that never resolves costs one map entry.
+// defaultSensitive lists, by full field name, the credential fields of the COSI versions
+// known today; cosiCredential recognises the same fields in COSI versions to come. Full names
+// are used so that the generated packages need not be linked in: a name that never resolves
+// costs one map entry.
 var defaultSensitive = []protoreflect.FullName{
-	// COSI v1alpha1: DriverGrantBucketAccessResponse.credentials maps a
-	// protocol name to CredentialDetails, whose secrets map holds the keys.
+	// COSI v1alpha1: DriverGrantBucketAccessResponse.credentials maps a protocol name to
+	// CredentialDetails, whose secrets map holds the keys.
 	"cosi.v1alpha1.CredentialDetails.secrets",
-	// COSI v1alpha2 access information for each protocol.
-	"sigs.k8s.io.cosi.v1alpha2.S3AccessInfo.access_key_id",
-	"sigs.k8s.io.cosi.v1alpha2.S3AccessInfo.access_secret_key",
-	"sigs.k8s.io.cosi.v1alpha2.AzureAccessInfo.access_token",
-	"sigs.k8s.io.cosi.v1alpha2.GcsAccessInfo.access_id",
-	"sigs.k8s.io.cosi.v1alpha2.GcsAccessInfo.access_secret",
-	"sigs.k8s.io.cosi.v1alpha2.GcsAccessInfo.private_key_name",
-	"sigs.k8s.io.cosi.v1alpha2.GcsAccessInfo.service_account",
+	// COSI v1alpha2: DriverGrantBucketAccessResponse.credentials is a CredentialInfo holding
+	// one of these per protocol.
+	"sigs.k8s.io.cosi.v1alpha2.S3CredentialInfo.access_key_id",
+	"sigs.k8s.io.cosi.v1alpha2.S3CredentialInfo.access_secret_key",
+	"sigs.k8s.io.cosi.v1alpha2.AzureCredentialInfo.access_token",
+	"sigs.k8s.io.cosi.v1alpha2.GcsCredentialInfo.access_id",
+	"sigs.k8s.io.cosi.v1alpha2.GcsCredentialInfo.access_secret",
+	"sigs.k8s.io.cosi.v1alpha2.GcsCredentialInfo.private_key_name",
+}
+
+// cosiCredentialFields are COSI's credential fields by message and field name. COSI annotates
+// none of them, and each API version lives in a package of its own, so listing full names
+// alone would leave a new version's keys in clear until someone noticed: any message of a COSI
+// package with one of these names has these fields secret.
+var cosiCredentialFields = map[protoreflect.Name][]protoreflect.Name{
+	"CredentialDetails":   {"secrets"},
+	"S3CredentialInfo":    {"access_key_id", "access_secret_key"},
+	"AzureCredentialInfo": {"access_token"},
+	"GcsCredentialInfo":   {"access_id", "access_secret", "private_key_name"},
+}
+
+// cosiCredential reports whether fd is a credential field of a COSI message (cosi.* or
+// sigs.k8s.io.cosi.*, any version).
+func cosiCredential(fd protoreflect.FieldDescriptor) bool {
+	md, ok := fd.Parent().(protoreflect.MessageDescriptor)
+	if !ok || fd.IsExtension() {
+		return false
+	}
+	names, ok := cosiCredentialFields[md.Name()]
+	if !ok || !slices.Contains(names, fd.Name()) {
+		return false
+	}
+	pkg := string(md.ParentFile().Package())
+	return strings.HasPrefix(pkg, "cosi.") || strings.HasPrefix(pkg, "sigs.k8s.io.cosi.")
 }
 
 // registry is one immutable generation of the sensitive-field set together
@@ -95,9 +124,18 @@ func replaceMarked(fields ...protoreflect.FullName) (restore func()) {
 	}
 }
 
-// IsSecretField reports whether fd carries one of the secret options
-// (csi.v1.csi_secret, volumegroup.vg_csi_secret, COSI's cosi_secret) or was
-// registered with MarkSensitive. The answer is cached per descriptor.
+// IsSecretField reports whether the value of fd must never be shown. It is
+// the one definition of "secret" for every wire package csikit serves, so
+// redaction, scrubbing and request fingerprints agree: a field is secret when
+// it carries one of the secret options (csi.v1.csi_secret = 1059,
+// volumegroup.vg_csi_secret = 1101, COSI's cosi_secret = 1115; recognised
+// with or without their Go packages linked in), when it is a COSI credential
+// field (CredentialDetails.secrets, S3CredentialInfo.access_key_id and
+// access_secret_key, AzureCredentialInfo.access_token, GcsCredentialInfo
+// access_id, access_secret and private_key_name, in any COSI version's
+// package), or when it was registered with MarkSensitive. Mount options are
+// not secret fields as a whole: only their values are (see Values). The
+// answer is cached per descriptor.
 func IsSecretField(fd protoreflect.FieldDescriptor) bool {
 	if fd == nil {
 		return false
@@ -110,7 +148,7 @@ func (r *registry) isSecret(fd protoreflect.FieldDescriptor) bool {
 		return v.(bool)
 	}
 	_, marked := r.marked[fd.FullName()]
-	secret := marked || hasSecretOption(fd)
+	secret := marked || hasSecretOption(fd) || cosiCredential(fd)
 	r.fields.Store(fd, secret)
 	return secret
 }

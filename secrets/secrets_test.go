@@ -1,12 +1,16 @@
 package secrets
 
 import (
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -143,12 +147,72 @@ func TestDefaultSensitiveCOSI(t *testing.T) {
 	r := current.Load()
 	for _, n := range []protoreflect.FullName{
 		"cosi.v1alpha1.CredentialDetails.secrets",
-		"sigs.k8s.io.cosi.v1alpha2.S3AccessInfo.access_secret_key",
-		"sigs.k8s.io.cosi.v1alpha2.AzureAccessInfo.access_token",
-		"sigs.k8s.io.cosi.v1alpha2.GcsAccessInfo.access_secret",
+		"sigs.k8s.io.cosi.v1alpha2.S3CredentialInfo.access_key_id",
+		"sigs.k8s.io.cosi.v1alpha2.S3CredentialInfo.access_secret_key",
+		"sigs.k8s.io.cosi.v1alpha2.AzureCredentialInfo.access_token",
+		"sigs.k8s.io.cosi.v1alpha2.GcsCredentialInfo.access_id",
+		"sigs.k8s.io.cosi.v1alpha2.GcsCredentialInfo.access_secret",
+		"sigs.k8s.io.cosi.v1alpha2.GcsCredentialInfo.private_key_name",
 	} {
 		if _, ok := r.marked[n]; !ok {
 			t.Errorf("%s is not marked sensitive by default", n)
+		}
+	}
+}
+
+// cosiLikeFile builds, in package pkg, the COSI credential messages with their credential
+// fields and a public neighbour each, as a future COSI version would declare them.
+func cosiLikeFile(t *testing.T, pkg string) protoreflect.FileDescriptor {
+	t.Helper()
+	msg := func(name string, fields ...string) *descriptorpb.DescriptorProto {
+		d := &descriptorpb.DescriptorProto{Name: proto.String(name)}
+		for i, f := range append(fields, "public") {
+			d.Field = append(d.Field, field(f, int32(i+1), tString, opt, "", nil))
+		}
+		return d
+	}
+	fdp := &descriptorpb.FileDescriptorProto{
+		Name:    proto.String(strings.ReplaceAll(pkg, ".", "/") + "/cosi.proto"),
+		Package: proto.String(pkg),
+		Syntax:  proto.String("proto3"),
+		MessageType: []*descriptorpb.DescriptorProto{
+			msg("S3CredentialInfo", "access_key_id", "access_secret_key"),
+			msg("AzureCredentialInfo", "access_token"),
+			msg("GcsCredentialInfo", "access_id", "access_secret", "private_key_name"),
+		},
+	}
+	fd, err := protodesc.NewFile(fdp, new(protoregistry.Files))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fd
+}
+
+// TestIsSecretFieldCOSIByType checks that COSI credentials are secret by message and field
+// name in any COSI package, so a new COSI version is covered before anyone lists it, and that
+// a look-alike outside COSI is not.
+func TestIsSecretFieldCOSIByType(t *testing.T) {
+	tests := []struct {
+		pkg    string
+		secret bool
+	}{
+		{"sigs.k8s.io.cosi.v1alpha2", true},
+		{"sigs.k8s.io.cosi.v1beta1", true},
+		{"cosi.v1alpha1", true},
+		{"example.storage.v1", false},
+	}
+	for _, tt := range tests {
+		fd := cosiLikeFile(t, tt.pkg)
+		msgs := fd.Messages()
+		for i := range msgs.Len() {
+			fields := msgs.Get(i).Fields()
+			for j := range fields.Len() {
+				f := fields.Get(j)
+				want := tt.secret && f.Name() != "public"
+				if got := IsSecretField(f); got != want {
+					t.Errorf("IsSecretField(%s) = %v, want %v", f.FullName(), got, want)
+				}
+			}
 		}
 	}
 }

@@ -294,7 +294,7 @@ func (w *walker) collectField(f *fieldPlan, c *cursor, fbase unsafe.Pointer, all
 func (w *walker) collectOptions(f *fieldPlan, c *cursor, fbase unsafe.Pointer) {
 	if fbase != nil && f.acc == accStrList {
 		for _, s := range strListAt(fbase, f) {
-			w.emit(optionValue(s))
+			w.emitOptionValues(s)
 		}
 		return
 	}
@@ -304,7 +304,7 @@ func (w *walker) collectOptions(f *fieldPlan, c *cursor, fbase unsafe.Pointer) {
 	}
 	l := m.Get(f.fd).List()
 	for i := range l.Len() {
-		w.emit(optionValue(l.Get(i).String()))
+		w.emitOptionValues(l.Get(i).String())
 	}
 }
 

@@ -443,12 +443,15 @@ func (w *walker) writeListElems(enc zapcore.ArrayEncoder, fr *frame) {
 	switch fr.kind {
 	case frameStrList:
 		for _, s := range fr.strs {
-			if f.secret {
-				s = Placeholder
-			} else if f.optionLike {
-				s = redactOption(s)
+			switch {
+			case f.secret:
+				enc.AppendString(Placeholder)
+			case f.optionLike && hasOptionValue(s):
+				w.scratch = appendRedactedOptions(w.scratch[:0], s)
+				enc.AppendByteString(w.scratch)
+			default:
+				enc.AppendString(s)
 			}
-			enc.AppendString(s)
 		}
 	case frameMsgList:
 		for _, ptr := range fr.ptrs {
