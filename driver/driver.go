@@ -33,11 +33,17 @@ type Config struct {
 	// Manifest is optional extra identity data returned by GetPluginInfo.
 	Manifest map[string]string
 
-	// Controller, Node, GroupController and SnapshotMetadata are the backends; any may be nil
-	// (a node-only or controller-only process). Optional interfaces are found on the same values.
-	Controller       Controller
-	Node             Node
-	GroupController  GroupController
+	// Controller serves the CSI Controller service; nil in a node-only process. Optional
+	// controller interfaces (ControllerPublisher, Snapshotter, ...) are found on the same value.
+	Controller Controller
+	// Node serves the CSI Node service; nil in a controller-only process. Optional node
+	// interfaces (NodeStager, NodeExpander, ...) are found on the same value.
+	Node Node
+	// GroupController serves group snapshots (the GroupController service); nil when the plugin
+	// has none. It is often the same value as Controller.
+	GroupController GroupController
+	// SnapshotMetadata serves changed-block tracking (the SnapshotMetadata service); nil when
+	// the plugin has none.
 	SnapshotMetadata SnapshotMetadata
 	// Prober is an extra readiness check beside any Probe method of the backends.
 	Prober Prober
@@ -74,9 +80,10 @@ type Config struct {
 	// server stops hard; zero means 30 seconds.
 	ShutdownTimeout time.Duration
 
-	// UnaryInterceptors and StreamInterceptors run inside the library's chain, just before the
-	// handler (after validation and locking).
-	UnaryInterceptors  []grpc.UnaryServerInterceptor
+	// UnaryInterceptors run inside the library's chain, just before the handler (after
+	// validation and locking), so they only see valid requests on resources the call holds.
+	UnaryInterceptors []grpc.UnaryServerInterceptor
+	// StreamInterceptors are the streaming counterpart of UnaryInterceptors (SnapshotMetadata).
 	StreamInterceptors []grpc.StreamServerInterceptor
 	// ServerOptions are added to the grpc.Server that Serve and Run create.
 	ServerOptions []grpc.ServerOption

@@ -24,16 +24,27 @@ const EphemeralContextKey = "csi.storage.k8s.io/ephemeral"
 // csi.VolumeCapability_AccessMode_Mode, so a conversion is a plain cast.
 type AccessMode int32
 
-// The access modes of the CSI spec.
+// The access modes of the CSI spec. "Node" counts nodes; "writer" counts workloads that write.
 const (
-	AccessModeUnknown      AccessMode = 0
-	SingleNodeWriter       AccessMode = 1
-	SingleNodeReaderOnly   AccessMode = 2
-	MultiNodeReaderOnly    AccessMode = 3
-	MultiNodeSingleWriter  AccessMode = 4
-	MultiNodeMultiWriter   AccessMode = 5
-	SingleNodeSingleWriter AccessMode = 6 // needs Features.SingleNodeMultiWriter
-	SingleNodeMultiWriter  AccessMode = 7 // needs Features.SingleNodeMultiWriter
+	// AccessModeUnknown is the zero value: no mode stated. No backend should be asked to serve it.
+	AccessModeUnknown AccessMode = 0
+	// SingleNodeWriter: read-write on one node, by any number of workloads there.
+	SingleNodeWriter AccessMode = 1
+	// SingleNodeReaderOnly: read-only on one node.
+	SingleNodeReaderOnly AccessMode = 2
+	// MultiNodeReaderOnly: read-only on many nodes at once.
+	MultiNodeReaderOnly AccessMode = 3
+	// MultiNodeSingleWriter: on many nodes, read-write on one of them only.
+	MultiNodeSingleWriter AccessMode = 4
+	// MultiNodeMultiWriter: read-write on many nodes at once (a shared filesystem or a
+	// cluster-aware block user).
+	MultiNodeMultiWriter AccessMode = 5
+	// SingleNodeSingleWriter: read-write by one workload on one node; needs
+	// Features.SingleNodeMultiWriter.
+	SingleNodeSingleWriter AccessMode = 6
+	// SingleNodeMultiWriter: read-write by several workloads on one node; needs
+	// Features.SingleNodeMultiWriter.
+	SingleNodeMultiWriter AccessMode = 7
 )
 
 // String returns the CSI name of the mode, e.g. "SINGLE_NODE_WRITER".
@@ -54,6 +65,7 @@ func (m AccessMode) ReadOnly() bool {
 // VolumeCapability is one way the CO intends to use a volume: as a raw block device or as a mounted
 // filesystem, with an access mode.
 type VolumeCapability struct {
+	// AccessMode is how many nodes and writers may use the volume at once.
 	AccessMode AccessMode
 	// Block is true for raw block access; otherwise the volume is mounted as a filesystem.
 	Block bool
@@ -72,15 +84,23 @@ type Topology map[string]string
 // TopologyRequirement is where a new volume or snapshot must (Requisite) and should preferably
 // (Preferred, in order) be accessible from.
 type TopologyRequirement struct {
+	// Requisite lists the locations the volume must be accessible from at least one of; a
+	// volume the backend can only place elsewhere is ErrResourceExhausted.
 	Requisite []Topology
+
+	// Preferred lists locations in order of preference; try the first one first, which is how
+	// Kubernetes places a volume next to the pod that waits for it.
 	Preferred []Topology
 }
 
 // CapacityRange bounds the size of a volume in bytes. Zero means "not set" for either bound. The
 // library has already checked that neither bound is negative and that LimitBytes >= RequiredBytes.
 type CapacityRange struct {
+	// RequiredBytes is the least the volume may have; 0 means no lower bound.
 	RequiredBytes int64
-	LimitBytes    int64
+
+	// LimitBytes is the most the volume may have; 0 means no upper bound.
+	LimitBytes int64
 }
 
 // IsZero reports whether neither bound is set.
@@ -135,8 +155,11 @@ func (r CapacityRange) Resolve(defaultSize, granularity int64) (int64, error) {
 // ContentSource is what a new volume is pre-populated from: a snapshot or another volume. The zero
 // value means an empty volume.
 type ContentSource struct {
+	// SnapshotID is the snapshot to restore from (needs a Snapshotter).
 	SnapshotID string
-	VolumeID   string
+
+	// VolumeID is the volume to clone (needs Features.CloneVolume).
+	VolumeID string
 }
 
 // IsZero reports whether there is no source.
@@ -207,26 +230,53 @@ type Volume struct {
 // VolumeEntry is a volume and the nodes it is controller-published on (reported when
 // Features.ListVolumesPublishedNodes is set).
 type VolumeEntry struct {
-	Volume           Volume
+	// Volume is the volume itself.
+	Volume Volume
+
+	// PublishedNodeIDs are the nodes the volume is attached to by ControllerPublishVolume; the
+	// CO compares them with its own records to find attachments it lost.
 	PublishedNodeIDs []string
 }
 
 // Snapshot is what a backend reports about one snapshot.
 type Snapshot struct {
-	ID             string
-	SourceVolumeID string // the library fills it from the request on CreateSnapshot when empty
-	SizeBytes      int64  // 0 means unknown
-	CreationTime   time.Time
-	ReadyToUse     bool
-	// GroupSnapshotID is set when the snapshot belongs to a group snapshot and cannot be deleted alone.
-	GroupSnapshotID    string
-	AccessibleTopology []Topology // needs Features.SnapshotAccessibilityConstraints
+	// ID is the plugin-chosen identifier; required, at most 128 bytes.
+	ID string
+
+	// SourceVolumeID is the volume the snapshot was taken of. The library fills it from the
+	// request on CreateSnapshot when empty.
+	SourceVolumeID string
+
+	// SizeBytes is the snapshot's size, which the CO uses as the minimum size of a volume
+	// restored from it; 0 means unknown.
+	SizeBytes int64
+
+	// CreationTime is when the snapshot was cut; required. Report the time stored with the
+	// snapshot, not the time of the call, so every answer about it agrees.
+	CreationTime time.Time
+
+	// ReadyToUse says whether a volume can be created from the snapshot now; false while the
+	// storage still processes (e.g. uploads) it, and the CO polls until it is true.
+	ReadyToUse bool
+
+	// GroupSnapshotID is set when the snapshot belongs to a group snapshot and cannot be deleted
+	// alone.
+	GroupSnapshotID string
+
+	// AccessibleTopology lists where the snapshot can be restored from (needs
+	// Features.SnapshotAccessibilityConstraints).
+	AccessibleTopology []Topology
 }
 
 // GroupSnapshot is a set of snapshots taken together.
 type GroupSnapshot struct {
-	ID           string
-	Snapshots    []Snapshot
+	// ID is the plugin-chosen identifier; required.
+	ID string
+
+	// Snapshots are the members, one per source volume, each with GroupSnapshotID set to ID.
+	Snapshots []Snapshot
+
+	// CreationTime is when the group was cut; required.
 	CreationTime time.Time
 	// ReadyToUse is forced to false by the library when any member snapshot is not ready.
 	ReadyToUse bool
@@ -234,9 +284,15 @@ type GroupSnapshot struct {
 
 // Capacity is the answer to GetCapacity.
 type Capacity struct {
+	// AvailableBytes is the space left for new volumes matching the request's capabilities,
+	// parameters and topology.
 	AvailableBytes int64
-	// MaximumVolumeSize and MinimumVolumeSize are reported when non-zero.
+
+	// MaximumVolumeSize is the largest volume the backend can create, which may be less than
+	// AvailableBytes (a pool split over devices); 0 means no maximum and is not reported.
 	MaximumVolumeSize int64
+
+	// MinimumVolumeSize is the smallest volume the backend can create; 0 means no minimum.
 	MinimumVolumeSize int64
 }
 
@@ -253,14 +309,22 @@ const (
 
 // HealthCondition is one adverse condition with a machine-readable CamelCase reason.
 type HealthCondition struct {
-	Status  HealthStatus
-	Reason  string
+	// Status is the kind of condition.
+	Status HealthStatus
+
+	// Reason is a short CamelCase word a program can match on, e.g. "DeviceFailed".
+	Reason string
+
+	// Message explains the condition to a human; it ends up in the CO's events.
 	Message string
 }
 
 // VolumeHealth is the health of one volume; no conditions means healthy as far as the plugin knows.
 type VolumeHealth struct {
-	VolumeID   string
+	// VolumeID is the volume reported on.
+	VolumeID string
+
+	// Conditions are the volume's current adverse conditions.
 	Conditions []HealthCondition
 }
 
@@ -276,8 +340,13 @@ const (
 
 // StorageHealth is one adverse condition of a storage backend seen from this node.
 type StorageHealth struct {
-	Status  StorageHealthStatus
-	Reason  string
+	// Status is the kind of condition.
+	Status StorageHealthStatus
+
+	// Reason is a short CamelCase word a program can match on.
+	Reason string
+
+	// Message explains the condition to a human.
 	Message string
 	// Capability, when set, limits the condition to volumes used this way.
 	Capability *VolumeCapability
@@ -294,9 +363,17 @@ const (
 
 // VolumeUsage is one usage figure of a volume.
 type VolumeUsage struct {
-	Unit      UsageUnit
-	Total     int64
-	Used      int64
+	// Unit is what the figures count.
+	Unit UsageUnit
+
+	// Total is the volume's capacity in Unit.
+	Total int64
+
+	// Used is the amount in use; may be 0 (unknown) for block volumes.
+	Used int64
+
+	// Available is what a workload can still use, which may be less than Total-Used (reserved
+	// blocks); may be 0 (unknown) for block volumes.
 	Available int64
 }
 
@@ -322,8 +399,11 @@ const (
 
 // BlockRange is one data range of a volume or snapshot.
 type BlockRange struct {
+	// Offset is the range's first byte, from the start of the volume.
 	Offset int64
-	Size   int64
+
+	// Size is the range's length in bytes; with FixedLength every range has the same Size.
+	Size int64
 }
 
 // End is the offset just past the range.

@@ -76,7 +76,9 @@
 //
 // Ginkgo runs one suite per process, so CSI or CSIEndpoint may be called once per test binary
 // (a second call fails the test): give each driver's conformance test a package of its own, and
-// do not combine it with -count greater than 1. csi-sanity logs through klog; during the run its
+// do not combine it with -count greater than 1. Two profiles of one driver (unprivileged and
+// privileged, or two configurations) therefore need two packages, e.g. conformance/ and
+// conformance/privileged/, each with one test; ExampleCSI is such a file, whole. csi-sanity logs through klog; during the run its
 // lines are kept with the spec they belong to and printed when it fails.
 //
 // csi-sanity's calls send a copy of each request. csi-sanity v5.6.0 compares proto messages with

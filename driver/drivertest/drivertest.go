@@ -98,6 +98,10 @@ const suiteDescription = "csikit conformance (csi-sanity v5.6.0 + csikit specs)"
 
 // Result counts the specs of one run.
 type Result struct {
+	// Ran, Passed, Skipped and Failed count specs: Ran == Passed + Failed, and Skipped counts
+	// apart what never ran (a capability the plugin does not advertise, a spec the profile or
+	// Options.Disable leaves out, a spec csi-sanity disables itself), each with its reason in
+	// Skips, so a test can assert on exactly the skips it expects.
 	Ran, Passed, Skipped, Failed int
 	// Skips maps the full text of each skipped spec to the reason it was skipped.
 	Skips map[string]string

@@ -3,6 +3,13 @@
 // every driver interface (not a stub), used by csikit's own tests to drive the whole pipeline end
 // to end. Node publish creates and removes the target directory (or file, for block access) but
 // mounts nothing, so it runs unprivileged.
+//
+// Read it as the smallest correct backend, the way gocloud's memblob shows what a blob driver
+// owes: each method is the contract of its driver interface, kept in a few lines (idempotent
+// create by name with CreateVolumeRequest.CheckExisting, "not found" on delete left to the
+// library, ErrAlreadyExists for a conflicting stage or publish at the same path). Use it as the
+// backend of tests that need a plugin without storage. Everything is lost when the process
+// exits, so it is no driver to deploy.
 package memdriver
 
 import (
@@ -26,9 +33,17 @@ const BlockSize = 4096
 
 // Options configure a Driver.
 type Options struct {
-	NodeID            string
-	Topology          driver.Topology
+	// NodeID is what NodeGetInfo reports; "" means "mem-node-1".
+	NodeID string
+
+	// Topology is where the pool and the node are; nil means no topology. With it set,
+	// CreateVolume places volumes there and refuses a requirement for anywhere else with
+	// ErrResourceExhausted, as a zonal array would.
+	Topology driver.Topology
+
+	// MaxVolumesPerNode is the attach limit NodeGetInfo reports; 0 lets the CO decide.
 	MaxVolumesPerNode int64
+
 	// CapacityBytes is the total pool size; 0 means 1 TiB.
 	CapacityBytes int64
 	// DefaultVolumeSize is used when CreateVolume gives no capacity range; 0 means 1 GiB.
