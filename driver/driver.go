@@ -12,12 +12,15 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
 	"github.com/csikit/csikit/driver/endpoint"
+	"github.com/csikit/csikit/driver/httpserve"
 	"github.com/csikit/csikit/idempotency"
 	"github.com/csikit/csikit/internal/pagetoken"
+	"github.com/csikit/csikit/middleware/metrics"
 	"github.com/csikit/csikit/middleware/validation"
 	"github.com/csikit/csikit/secrets"
 )
@@ -87,6 +90,19 @@ type Config struct {
 	StreamInterceptors []grpc.StreamServerInterceptor
 	// ServerOptions are added to the grpc.Server that Serve and Run create.
 	ServerOptions []grpc.ServerOption
+
+	// Metrics, when set, records every call into this registerer as csi_plugin_operations_seconds
+	// (the histogram csi-lib-utils defines, so the Kubernetes CSI dashboards work unchanged),
+	// cosi_plugin_operations_seconds for COSI calls, in-flight gauges, lock conflicts by resource
+	// kind, and the process and Go collectors. Nil records nothing and adds nothing to a call.
+	Metrics prometheus.Registerer
+	// HTTPEndpoint, when set, makes Run serve /healthz (the backends' Probe), /readyz (ready
+	// while serving, not while starting or draining) and, when Metrics is also a
+	// prometheus.Gatherer such as *prometheus.Registry, MetricsPath on this TCP address (e.g.
+	// ":8080"), as the sidecars' --http-endpoint does. Empty serves no HTTP.
+	HTTPEndpoint string
+	// MetricsPath is where Run serves metrics; empty means /metrics.
+	MetricsPath string
 }
 
 // Driver is an assembled plugin, ready to serve.
@@ -100,6 +116,9 @@ type Driver struct {
 	// redactor hides secrets in logs and scrubs them from error messages, with the same rules
 	// everywhere (including the secret-looking-key heuristic when it is on).
 	redactor *secrets.Redactor
+
+	metrics *metrics.Metrics
+	ready   httpserve.Readiness
 
 	pluginInfo     *csi.GetPluginInfoResponse
 	pluginCaps     *csi.GetPluginCapabilitiesResponse
@@ -146,6 +165,12 @@ func New(cfg Config) (*Driver, error) {
 	if d.locker == nil {
 		d.locker = idempotency.NewManager(idempotency.WithWait(cfg.LockWait))
 	}
+	if cfg.Metrics != nil {
+		if d.metrics, err = metrics.New(cfg.Metrics, cfg.Name, metrics.WithProcessAndGoCollectors()); err != nil {
+			return nil, fmt.Errorf("Config.Metrics: %w", err)
+		}
+		d.locker = d.metrics.Locker(d.locker)
+	}
 	return d, nil
 }
 
@@ -170,9 +195,18 @@ func (d *Driver) NewServer(opts ...grpc.ServerOption) *grpc.Server {
 // calls finish for up to Config.ShutdownTimeout, then stops hard. It returns nil after a stop
 // requested through ctx, and the server's error otherwise. Closing lis removes a unix socket.
 func (d *Driver) Serve(ctx context.Context, lis net.Listener) error {
+	stopHTTP, err := d.serveHTTP(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopHTTP()
 	srv := d.NewServer()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
+	d.ready.SetReady(true)
+	// Not ready from the moment a stop is asked for: the CO stops sending new calls while the
+	// ones in flight drain.
+	defer d.ready.SetReady(false)
 	d.log.Info("serving", zap.String("plugin", d.cfg.Name), zap.String("version", d.cfg.VendorVersion),
 		zap.String("address", lis.Addr().String()))
 	select {
@@ -190,6 +224,7 @@ func (d *Driver) Serve(ctx context.Context, lis net.Listener) error {
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
+	d.ready.SetReady(false)
 	d.log.Info("stopping: waiting for in-flight calls", zap.Duration("timeout", timeout))
 	stopped := make(chan struct{})
 	go func() {
@@ -231,4 +266,34 @@ func (d *Driver) Run(ctx context.Context) error {
 		return fmt.Errorf("listen on %s: %w", ep, err)
 	}
 	return d.Serve(ctx, lis)
+}
+
+// serveHTTP starts the diagnostics endpoint when Config.HTTPEndpoint is set. It listens before
+// returning, so a taken port fails Serve at once; the returned stop ends it and waits for it. It
+// keeps answering while gRPC drains, so /readyz reports the drain.
+func (d *Driver) serveHTTP(ctx context.Context) (stop func(), err error) {
+	if d.cfg.HTTPEndpoint == "" {
+		return func() {}, nil
+	}
+	hs := &httpserve.Server{MetricsPath: d.cfg.MetricsPath, Probe: d.probe, Readiness: &d.ready}
+	if g, ok := d.cfg.Metrics.(prometheus.Gatherer); ok {
+		hs.Gatherer = g
+	}
+	if _, err := hs.Handler(); err != nil {
+		return nil, fmt.Errorf("Config.MetricsPath: %w", err)
+	}
+	lis, err := net.Listen("tcp", d.cfg.HTTPEndpoint)
+	if err != nil {
+		return nil, fmt.Errorf("http endpoint %s: %w", d.cfg.HTTPEndpoint, err)
+	}
+	httpCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan error, 1)
+	go func() { done <- hs.ServeListener(httpCtx, lis) }()
+	d.log.Info("serving diagnostics", zap.String("address", lis.Addr().String()))
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			d.log.Warn("diagnostics endpoint stopped with an error", zap.Error(err))
+		}
+	}, nil
 }

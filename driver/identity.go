@@ -22,20 +22,29 @@ func (s *identityServer) GetPluginCapabilities(context.Context, *csi.GetPluginCa
 	return s.d.pluginCaps, nil
 }
 
-// Probe asks every backend that implements Prober; the plugin is ready when all are. An error that
-// is not one of the sentinels means "not healthy", which the spec answers FAILED_PRECONDITION.
+// Probe asks every backend that implements Prober; the plugin is ready when all are.
 func (s *identityServer) Probe(ctx context.Context, _ *csi.ProbeRequest) (*csi.ProbeResponse, error) {
+	ready, err := s.d.probe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &csi.ProbeResponse{Ready: wrapperspb.Bool(ready)}, nil
+}
+
+// probe is Probe for both the CSI identity service and the HTTP /healthz. An error that is not one
+// of the sentinels means "not healthy", which the spec answers FAILED_PRECONDITION.
+func (d *Driver) probe(ctx context.Context) (bool, error) {
 	ready := true
-	for _, p := range s.d.b.probers {
+	for _, p := range d.b.probers {
 		ok, err := p.Probe(ctx)
 		if err != nil {
 			_, isStatus := err.(interface{ GRPCStatus() *status.Status })
 			if _, isSentinel := sentinelCode(rpcProbe, err); isStatus || isSentinel {
-				return nil, mapError(rpcProbe, err)
+				return false, mapError(rpcProbe, err)
 			}
-			return nil, status.Errorf(codes.FailedPrecondition, "plugin not healthy: %v", err)
+			return false, status.Errorf(codes.FailedPrecondition, "plugin not healthy: %v", err)
 		}
 		ready = ready && ok
 	}
-	return &csi.ProbeResponse{Ready: wrapperspb.Bool(ready)}, nil
+	return ready, nil
 }

@@ -22,7 +22,7 @@ import (
 // its own (they run outside the library's), NewServer, Serve and Run all give the same chain. Per
 // method, outermost first:
 //
-//	request ID -> panic recovery -> logging -> status sanitising -> gate -> validation -> locking
+//	request ID -> panic recovery -> logging -> [metrics] -> status sanitising -> gate -> validation -> locking
 //	-> Config.UnaryInterceptors -> handler (-> per-RPC error mapping)
 //
 // The request ID comes first (it cannot fail) so that a recovered panic is reported with the
@@ -78,22 +78,31 @@ func (d *Driver) spec(desc *grpc.ServiceDesc, method string) *rpcSpec {
 }
 
 // frontUnary and frontStream are the interceptors before the gate, shared by every method.
+// Metrics, when on, sit inside recovery (a panic is counted as INTERNAL and the in-flight gauge
+// stays balanced) and outside sanitising, the gate, validation and locking (the code recorded is
+// the one the CO gets, UNIMPLEMENTED, INVALID_ARGUMENT and ABORTED included).
 func (d *Driver) frontUnary() []grpc.UnaryServerInterceptor {
-	return []grpc.UnaryServerInterceptor{
+	ics := []grpc.UnaryServerInterceptor{
 		requestid.UnaryServerInterceptor(),
 		recovery.UnaryServerInterceptor(recovery.WithLogger(d.log), recovery.WithScrubber(d.redactor.ScrubAny)),
 		logging.UnaryServerInterceptor(d.log, logging.WithRedactor(d.redactor)),
-		sanitize.UnaryServerInterceptor(sanitize.WithScrubber(d.redactor.ScrubAny)),
 	}
+	if d.metrics != nil {
+		ics = append(ics, d.metrics.UnaryServerInterceptor())
+	}
+	return append(ics, sanitize.UnaryServerInterceptor(sanitize.WithScrubber(d.redactor.ScrubAny)))
 }
 
 func (d *Driver) frontStream() []grpc.StreamServerInterceptor {
-	return []grpc.StreamServerInterceptor{
+	ics := []grpc.StreamServerInterceptor{
 		requestid.StreamServerInterceptor(),
 		recovery.StreamServerInterceptor(recovery.WithLogger(d.log), recovery.WithScrubber(d.redactor.ScrubAny)),
 		logging.StreamServerInterceptor(d.log, logging.WithRedactor(d.redactor)),
-		sanitize.StreamServerInterceptor(sanitize.WithScrubber(d.redactor.ScrubAny)),
 	}
+	if d.metrics != nil {
+		ics = append(ics, d.metrics.StreamServerInterceptor())
+	}
+	return append(ics, sanitize.StreamServerInterceptor(sanitize.WithScrubber(d.redactor.ScrubAny)))
 }
 
 // gate is the UNIMPLEMENTED answer for an RPC the plugin does not serve, or nil.

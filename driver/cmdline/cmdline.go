@@ -9,8 +9,11 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/csikit/csikit/driver"
 )
 
 // Defaults are used when neither the flag nor the environment variable is set.
@@ -30,6 +33,14 @@ type Settings struct {
 	Endpoint string
 	// LogLevel is the minimum level logged; debug shows redacted request and response payloads.
 	LogLevel string
+	// HTTPEndpoint is the TCP address of the diagnostics server (/metrics, /healthz, /readyz);
+	// empty serves none. The flag has the Kubernetes CSI sidecars' name and meaning.
+	HTTPEndpoint string
+	// MetricsAddress is the sidecars' deprecated spelling of HTTPEndpoint, accepted so that
+	// manifests written for them work; setting both is an error.
+	MetricsAddress string
+	// MetricsPath is the HTTP path metrics are served on.
+	MetricsPath string
 }
 
 // Register adds --endpoint and --log-level to fs. Precedence: flag, then environment, then
@@ -48,7 +59,32 @@ func Register(fs *flag.FlagSet, d Defaults) *Settings {
 		fmt.Sprintf("where to listen: unix:///abs/path.sock (default from $%s)", env))
 	fs.StringVar(&s.LogLevel, "log-level", envOr("LOG_LEVEL", level),
 		"debug, info, warn or error; debug logs redacted payloads (default from $LOG_LEVEL)")
+	fs.StringVar(&s.HTTPEndpoint, "http-endpoint", "",
+		"TCP address (e.g. :8080) of the HTTP server for /metrics, /healthz and /readyz; empty serves none")
+	fs.StringVar(&s.MetricsAddress, "metrics-address", "",
+		"deprecated: use --http-endpoint")
+	fs.StringVar(&s.MetricsPath, "metrics-path", "/metrics", "HTTP path of the Prometheus metrics")
 	return s
+}
+
+// Diagnostics turns the HTTP flags into cfg's settings: with --http-endpoint (or the deprecated
+// --metrics-address) set, a new Prometheus registry as cfg.Metrics, the address and the metrics
+// path. Without either, cfg is left as it is and no metric is recorded.
+func (s *Settings) Diagnostics(cfg *driver.Config) error {
+	addr := s.HTTPEndpoint
+	if s.MetricsAddress != "" {
+		if addr != "" {
+			return errors.New("only one of --metrics-address and --http-endpoint can be set (--metrics-address is deprecated)")
+		}
+		addr = s.MetricsAddress
+	}
+	if addr == "" {
+		return nil
+	}
+	cfg.Metrics = prometheus.NewRegistry()
+	cfg.HTTPEndpoint = addr
+	cfg.MetricsPath = s.MetricsPath
+	return nil
 }
 
 func envOr(name, def string) string {
@@ -59,22 +95,44 @@ func envOr(name, def string) string {
 }
 
 // Logger builds a JSON logger to stderr at the configured level.
+//
+// Entries carry no stack trace, except at DPanic and above: a failed call is
+// logged at warn or error by the logging middleware, and a 20-frame trace of
+// the logging code under each of those lines told the operator nothing. A
+// panic in a handler is different, and the recovery middleware already puts
+// the panicking goroutine's own stack into its report (the "stack" field).
 func (s *Settings) Logger() (*zap.Logger, error) {
+	cfg, err := s.loggerConfig()
+	if err != nil {
+		return nil, err
+	}
+	logger, err := cfg.Build(loggerOptions()...)
+	if err != nil {
+		return nil, fmt.Errorf("build logger: %w", err)
+	}
+	return logger, nil
+}
+
+// loggerConfig is Logger's configuration, apart so that tests can point the output elsewhere.
+func (s *Settings) loggerConfig() (zap.Config, error) {
 	var lvl zapcore.Level
 	if err := lvl.UnmarshalText([]byte(s.LogLevel)); err != nil {
-		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", s.LogLevel)
+		return zap.Config{}, fmt.Errorf("log level %q: want debug, info, warn or error", s.LogLevel)
 	}
 	if lvl < zapcore.DebugLevel || lvl > zapcore.ErrorLevel {
-		return nil, errors.New("log level must be one of debug, info, warn, error")
+		return zap.Config{}, fmt.Errorf("log level %q: want debug, info, warn or error", s.LogLevel)
 	}
 	cfg := zap.NewProductionConfig()
 	cfg.Level = zap.NewAtomicLevelAt(lvl)
 	cfg.Sampling = nil // every call is worth a line; sampling would hide failures under load
 	cfg.EncoderConfig.TimeKey = "time"
 	cfg.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
-	logger, err := cfg.Build()
-	if err != nil {
-		return nil, fmt.Errorf("build logger: %w", err)
-	}
-	return logger, nil
+	// The production default adds a trace to every error entry; loggerOptions decides instead.
+	cfg.DisableStacktrace = true
+	return cfg, nil
+}
+
+// loggerOptions limits automatic stack traces to DPanic and above (see Logger).
+func loggerOptions() []zap.Option {
+	return []zap.Option{zap.AddStacktrace(zapcore.DPanicLevel)}
 }

@@ -10,8 +10,12 @@
 //	/var/lib/kubelet/plugins/example.com/csi.sock
 //
 // [Parse] accepts those, and tcp://host:port only when the caller opts in
-// with [ParseOptions.AllowTCP]: a TCP endpoint has no file permissions in
-// front of it and is meant for debugging only. Every rejection says what is
+// with [ParseOptions.AllowTCP] (driver.Config.AllowTCP for a driver): a TCP
+// endpoint has no file permissions in front of it and is meant for debugging
+// only. The unix: forms are read as grpc-go reads a dial target, percent
+// escapes decoded and a query or fragment refused, so that the plugin listens
+// on exactly the socket a gRPC client given the same value dials. Every
+// rejection says what is
 // wrong and how to fix it, because the person reading it is usually looking
 // at a crash-looping pod.
 //

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -30,13 +31,23 @@ type Endpoint struct {
 
 // String returns the canonical form, unix:///abs/path.sock or
 // tcp://host:port, which Parse accepts and maps back to the same Endpoint.
-// The zero Endpoint yields "".
+// In a unix path the three characters a URL reader would not take literally,
+// '%', '?' and '#', are percent-encoded, so that a gRPC client given the
+// string dials this very socket. The zero Endpoint yields "".
 func (e Endpoint) String() string {
 	if e == (Endpoint{}) {
 		return ""
 	}
+	if e.Network == NetworkUnix {
+		return e.Network + "://" + urlPathEscaper.Replace(e.Address)
+	}
 	return e.Network + "://" + e.Address
 }
+
+// urlPathEscaper encodes only what would change meaning in a unix: URL.
+// url.PathEscape would also encode spaces and many other bytes, which is
+// correct but makes log lines and error messages harder to read for no gain.
+var urlPathEscaper = strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23")
 
 // ParseOptions adjusts what Parse accepts. The zero value accepts unix
 // sockets only, with any name.
@@ -60,6 +71,16 @@ type ParseOptions struct {
 // address, and may not contain control characters or start or end with white
 // space. Errors name the value and say how to fix it; callers typically wrap
 // them with the variable name, as in fmt.Errorf("CSI_ENDPOINT: %w", err).
+//
+// The unix: forms are URLs and are read the way grpc-go's unix resolver reads
+// a dial target (url.Parse, then the decoded path): percent escapes are
+// decoded, so unix:///csi/a%41.sock listens on /csi/aA.sock, the socket a
+// gRPC client given the same string dials. A query (?...) or fragment (#...)
+// is rejected: grpc-go would silently drop it and dial a different path than
+// the one the user wrote. A bare path is a file path, not a URL, and is taken
+// literally; note that the Kubernetes sidecars (csi-lib-utils) also take the
+// text after unix:// literally, so an endpoint shared with a sidecar should
+// not contain percent escapes at all.
 func Parse(s string, opts ParseOptions) (Endpoint, error) {
 	if s == "" {
 		return Endpoint{}, errors.New("endpoint is empty: expected unix:///absolute/path/to/plugin.sock")
@@ -79,7 +100,9 @@ func Parse(s string, opts ParseOptions) (Endpoint, error) {
 		return parseUnix(s, rest, opts)
 	case "tcp":
 		if !opts.AllowTCP {
-			return Endpoint{}, fmt.Errorf("endpoint %q: tcp endpoints are a debugging extension and are off by default; use a unix socket, or opt in with ParseOptions.AllowTCP", s)
+			// The person reading this set an environment variable or a flag,
+			// not ParseOptions: name the knob a driver exposes.
+			return Endpoint{}, fmt.Errorf("endpoint %q: tcp endpoints are a debugging extension and are off by default; use unix:///absolute/path/to/plugin.sock, or have the driver opt in by setting driver.Config.AllowTCP = true (endpoint.ParseOptions.AllowTCP when calling endpoint.Parse directly)", s)
 		}
 		return parseTCP(s, rest)
 	default:
@@ -107,6 +130,16 @@ func cutScheme(s string) (scheme, rest string, ok bool) {
 }
 
 func parseUnix(s, rest string, opts ParseOptions) (Endpoint, error) {
+	// A literal ? or # can only be URL syntax here: grpc-go's url.Parse cuts
+	// the string there and dials the part before, so accepting it would mean
+	// listening on one path while clients dial another.
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		part := "query"
+		if rest[i] == '#' {
+			part = "fragment"
+		}
+		return Endpoint{}, fmt.Errorf("endpoint %q has a URL %s (%q), which gRPC clients ignore; remove it, or write a literal %q in the socket path as %q", s, part, rest[i:], rest[i:i+1], url.PathEscape(rest[i:i+1]))
+	}
 	if p, ok := strings.CutPrefix(rest, "//"); ok {
 		switch {
 		case p == "":
@@ -116,12 +149,22 @@ func parseUnix(s, rest string, opts ParseOptions) (Endpoint, error) {
 			// gRPC and the sidecars would not agree on what it means.
 			return Endpoint{}, fmt.Errorf("endpoint %q: unix:// needs an absolute path, written with three slashes, as in %q", s, "unix:///"+p)
 		}
-		return parseUnixPath(s, p, opts)
+		return parseUnixURLPath(s, p, opts)
 	}
 	if rest == "" || rest[0] != '/' {
 		return Endpoint{}, fmt.Errorf("endpoint %q: unix: needs an absolute path, as in unix:///absolute/path/to/plugin.sock", s)
 	}
-	return parseUnixPath(s, rest, opts)
+	return parseUnixURLPath(s, rest, opts)
+}
+
+// parseUnixURLPath decodes the path of a unix: URL as url.Parse does for
+// grpc-go, then applies the rules for any socket path.
+func parseUnixURLPath(s, p string, opts ParseOptions) (Endpoint, error) {
+	decoded, err := url.PathUnescape(p)
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("endpoint %q: bad percent escape in the socket path (a literal %% is written %%25): %w", s, err)
+	}
+	return parseUnixPath(s, decoded, opts)
 }
 
 func parseUnixPath(s, p string, opts ParseOptions) (Endpoint, error) {
@@ -156,7 +199,14 @@ func parseTCP(s, rest string) (Endpoint, error) {
 	}
 	host, port, err := net.SplitHostPort(hostport)
 	if err != nil {
-		return Endpoint{}, fmt.Errorf("endpoint %q: expected tcp://host:port: %w", s, err)
+		// net's message repeats the address unquoted, which could put invalid UTF-8 or
+		// control characters into a log line; keep only its reason.
+		reason := "not host:port"
+		var ae *net.AddrError
+		if errors.As(err, &ae) {
+			reason = ae.Err
+		}
+		return Endpoint{}, fmt.Errorf("endpoint %q: expected tcp://host:port: %s", s, reason)
 	}
 	if port == "" {
 		return Endpoint{}, fmt.Errorf("endpoint %q: tcp endpoint needs a port, as in tcp://127.0.0.1:10000", s)

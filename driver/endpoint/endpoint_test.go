@@ -1,6 +1,7 @@
 package endpoint
 
 import (
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,6 +31,18 @@ func TestParse(t *testing.T) {
 		{in: "/cosi/cosi.sock", opts: sock, want: Endpoint{"unix", "/cosi/cosi.sock"}},
 		{in: "unix:///cosi/cosi.sock", opts: sock, want: Endpoint{"unix", "/cosi/cosi.sock"}},
 
+		// unix: forms are URLs, decoded as grpc-go decodes a dial target; a
+		// bare path is a file path and is taken literally.
+		{in: "unix:///csi/a%41.sock", want: Endpoint{"unix", "/csi/aA.sock"}},
+		{in: "unix:/csi/a%41.sock", want: Endpoint{"unix", "/csi/aA.sock"}},
+		{in: "unix:///csi/a%25b.sock", want: Endpoint{"unix", "/csi/a%b.sock"}},
+		{in: "unix:///csi/a%3Fb%23c.sock", want: Endpoint{"unix", "/csi/a?b#c.sock"}},
+		{in: "unix:///csi%2Fcsi.sock", want: Endpoint{"unix", "/csi/csi.sock"}},
+		{in: "unix:///csi/with%20space.sock", want: Endpoint{"unix", "/csi/with space.sock"}},
+		{in: "unix:///cosi/cosi%2Esock", opts: sock, want: Endpoint{"unix", "/cosi/cosi.sock"}},
+		{in: "/csi/a%41.sock", want: Endpoint{"unix", "/csi/a%41.sock"}},
+		{in: "/csi/a?b#c.sock", want: Endpoint{"unix", "/csi/a?b#c.sock"}},
+
 		// Accepted tcp forms, only with AllowTCP.
 		{in: "tcp://127.0.0.1:10000", opts: tcp, want: Endpoint{"tcp", "127.0.0.1:10000"}},
 		{in: "TCP://localhost:0", opts: tcp, want: Endpoint{"tcp", "localhost:0"}},
@@ -48,7 +61,19 @@ func TestParse(t *testing.T) {
 		{in: ":10000", wantErr: "neither a URL nor an absolute path"},
 		{in: "http://csi/csi.sock", wantErr: `unknown scheme "http"`},
 		{in: "unix-abstract:csi", wantErr: `unknown scheme "unix-abstract"`},
-		{in: "tcp://127.0.0.1:10000", wantErr: "opt in with ParseOptions.AllowTCP"},
+		{in: "tcp://127.0.0.1:10000", wantErr: "setting driver.Config.AllowTCP = true"},
+		{in: "unix:///csi/csi.sock?mode=0600", wantErr: `has a URL query ("?mode=0600"), which gRPC clients ignore`},
+		{in: "unix:///csi/csi.sock?", wantErr: "has a URL query"},
+		{in: "unix:/csi/csi.sock#x", wantErr: `has a URL fragment ("#x")`},
+		{in: "unix:///csi/a?b.sock", wantErr: `write a literal "?" in the socket path as "%3F"`},
+		{in: "unix:///csi/a#b.sock", wantErr: `write a literal "#" in the socket path as "%23"`},
+		{in: "unix://csi?x", wantErr: "has a URL query"},
+		{in: "unix:///csi/50%.sock", wantErr: "bad percent escape in the socket path (a literal % is written %25)"},
+		{in: "unix:///csi/a%zz.sock", wantErr: "bad percent escape"},
+		{in: "unix:///csi/a%00.sock", wantErr: "control character"},
+		{in: "unix:///csi/csi.sock%0A", wantErr: "control character"},
+		{in: "unix:///csi/csi.sock%20", wantErr: "ends with white space"},
+		{in: "unix:///%2E%2E", wantErr: "root directory"},
 		{in: "tcp://127.0.0.1", opts: tcp, wantErr: "expected tcp://host:port"},
 		{in: "tcp://127.0.0.1:", opts: tcp, wantErr: "needs a port"},
 		{in: "tcp://127.0.0.1:65536", opts: tcp, wantErr: "not a number from 0 to 65535"},
@@ -104,6 +129,8 @@ func TestEndpointString(t *testing.T) {
 		{Endpoint{"unix", "/csi/csi.sock"}, "unix:///csi/csi.sock"},
 		{Endpoint{"tcp", "127.0.0.1:10000"}, "tcp://127.0.0.1:10000"},
 		{Endpoint{"tcp", "[::1]:1"}, "tcp://[::1]:1"},
+		// Only what a URL reader would not take literally is escaped.
+		{Endpoint{"unix", "/csi/a%41 b?c#d.sock"}, "unix:///csi/a%2541 b%3Fc%23d.sock"},
 	}
 	for _, tt := range tests {
 		if got := tt.e.String(); got != tt.want {
@@ -118,6 +145,8 @@ func FuzzParse(f *testing.F) {
 		"unix://", "unix:", "tcp://127.0.0.1:10000", "tcp://[::1]:0", "tcp://:1", "http://x",
 		"/a/../../b/./c//", "unix:////a", " /a", "/a\x00", "/" + strings.Repeat("x", 120),
 		"csi.sock", "tcp://h:99999", "tcp://[fe80::1%eth0]:1", "UNIX:///A.SOCK", "/a\u00a0/",
+		"unix:///x/a%41.sock", "unix:/x/a%2541", "unix:///x?y", "unix:///x#y", "unix:///x/%zz",
+		"unix:///x/%", "unix:///%2e%2E/x", "unix:///x%2F..%2F..%2Fy", "/x/a%41?b#c", "unix:///x/a%00",
 	} {
 		f.Add(s, false, "")
 		f.Add(s, true, ".sock")
@@ -137,6 +166,20 @@ func FuzzParse(f *testing.F) {
 		switch e.Network {
 		case NetworkUnix:
 			p := e.Address
+			if s[0] != '/' {
+				// A unix: URL must name the socket grpc-go would dial.
+				u, err := url.Parse(s)
+				if err != nil {
+					t.Fatalf("Parse(%q) = %q, but url.Parse rejects it: %v", s, p, err)
+				}
+				dial := u.Path
+				if dial == "" {
+					dial = u.Opaque
+				}
+				if u.Host != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || filepath.Clean(dial) != p {
+					t.Fatalf("Parse(%q) = %q, but grpc-go dials host %q path %q (query %q, fragment %q)", s, p, u.Host, dial, u.RawQuery, u.Fragment)
+				}
+			}
 			if !filepath.IsAbs(p) || filepath.Clean(p) != p || p == "/" {
 				t.Fatalf("Parse(%q) = %q, not an absolute clean file path", s, p)
 			}

@@ -162,6 +162,9 @@ func run(ctx context.Context, settings *cmdline.Settings, root string) error {
 	}
 	cfg := config(root)
 	cfg.Logger, cfg.Endpoint = logger, settings.Endpoint
+	if err := settings.Diagnostics(&cfg); err != nil {
+		return err
+	}
 	d, err := driver.New(cfg)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -39,15 +40,32 @@ type writeOp struct {
 // maxBatch bounds how many queued writes share one transaction.
 const maxBatch = 256
 
+// lockTimeout makes bbolt try its exclusive file lock once instead of waiting: bbolt gives up
+// when the time since its first try exceeds the timeout minus its 50 ms retry interval, which a
+// timeout this short already does. A second plugin on the same state has to be told at once;
+// waiting cannot help, because the holder is a live process (the kernel drops the lock of a
+// dead one).
+const lockTimeout = time.Millisecond
+
+// ErrStateInUse is returned (wrapped) by Open when another process holds the state database a
+// mode needs: two plugins writing one state would corrupt each other's view of the volumes.
+var ErrStateInUse = errors.New("in use by another process")
+
 func openStore(path string, buckets ...string) (*store, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:        5 * time.Second, // another process holding the file: fail clearly, do not hang
-		NoFreelistSync: true,            // the freelist is rebuilt on open; fewer pages written per commit
+		Timeout:        lockTimeout,
+		NoFreelistSync: true, // the freelist is rebuilt on open; fewer pages written per commit
 		FreelistType:   bolt.FreelistMapType,
 		// Reserve address space up front so the map is not remapped (which waits for every
 		// reader) each time the file doubles while the first thousands of volumes are created.
 		InitialMmapSize: 256 << 20,
 	})
+	if errors.Is(err, bolt.ErrTimeout) {
+		// The lock is per database, not per directory: a controller-only and a node-only
+		// process may share one state directory, as their databases differ.
+		return nil, fmt.Errorf("state dir %s is %w (%s is locked); stop the other plugin or give this one another state directory",
+			filepath.Dir(path), ErrStateInUse, filepath.Base(path))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open state %s: %w", path, err)
 	}
