@@ -9,6 +9,7 @@ require (
 	github.com/csikit/csikit v0.0.0
 	github.com/dell/gocsi v1.12.0
 	github.com/kubernetes-csi/csi-lib-utils v0.25.0
+	github.com/prometheus/client_golang v1.25.0
 	github.com/sirupsen/logrus v1.9.3
 	go.uber.org/zap v1.28.0
 	google.golang.org/grpc v1.85.0
@@ -21,7 +22,6 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.4 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
-	github.com/prometheus/client_golang v1.25.0 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
