@@ -11,7 +11,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
-	"google.golang.org/protobuf/types/descriptorpb"
+
+	secretfields "github.com/csikit/csikit/secrets"
 )
 
 // A plan is the compiled list of checks for one message type. Plans are built once (at package
@@ -368,28 +369,9 @@ func (r *registry) compileField(memo map[protoreflect.MessageDescriptor]*plan, f
 	return rule, keep
 }
 
-// isSecret reports whether a field carries csi.v1.csi_secret, or an option of another package
-// that follows the same convention (volumegroup.vg_csi_secret).
-func isSecret(fd protoreflect.FieldDescriptor) bool {
-	opts, ok := fd.Options().(*descriptorpb.FieldOptions)
-	if !ok || opts == nil {
-		return false
-	}
-	if b, ok := proto.GetExtension(opts, csi.E_CsiSecret).(bool); ok && b {
-		return true
-	}
-	secret := false
-	proto.RangeExtensions(opts, func(xt protoreflect.ExtensionType, v any) bool {
-		if strings.HasSuffix(string(xt.TypeDescriptor().Name()), secretOptionSuffix) {
-			if b, ok := v.(bool); ok && b {
-				secret = true
-				return false
-			}
-		}
-		return true
-	})
-	return secret
-}
+// isSecret reports a secret field as the secrets package, the one owner of "secret", defines it:
+// csi_secret, vg_csi_secret, cosi_secret and the COSI credential types.
+func isSecret(fd protoreflect.FieldDescriptor) bool { return secretfields.IsSecretField(fd) }
 
 // goTypeOf finds the generated Go type of md and the struct field of every list and map rule,
 // so that the walk reads them without the allocations of protoreflect's list and map views.

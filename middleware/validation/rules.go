@@ -99,7 +99,3 @@ var messageRules = map[protoreflect.FullName]special{
 	"csi.v1.CapacityRange":       specialCapacityRange,
 	"csi.v1.TopologyRequirement": specialTopologyRequirement,
 }
-
-// secretOptionSuffix finds secret fields of packages that copy CSI's convention under another
-// name (volumegroup.vg_csi_secret); csi.v1 itself is checked with csi.E_CsiSecret.
-const secretOptionSuffix = "csi_secret"
