@@ -91,13 +91,16 @@ type backendSet struct {
 	node       Node
 	group      GroupController
 	metadata   SnapshotMetadata
-	probers    []Prober
+	// volumeGroups serves the volumegroup.Controller service.
+	volumeGroups VolumeGroupController
+	probers      []Prober
 }
 
 func discover(cfg *Config) backendSet {
-	b := backendSet{controller: cfg.Controller, node: cfg.Node, group: cfg.GroupController, metadata: cfg.SnapshotMetadata}
+	b := backendSet{controller: cfg.Controller, node: cfg.Node, group: cfg.GroupController, metadata: cfg.SnapshotMetadata,
+		volumeGroups: cfg.VolumeGroups}
 	var seen []any
-	for _, v := range []any{cfg.Controller, cfg.Node, cfg.GroupController, cfg.SnapshotMetadata, cfg.Prober} {
+	for _, v := range []any{cfg.Controller, cfg.Node, cfg.GroupController, cfg.SnapshotMetadata, cfg.VolumeGroups, cfg.Prober} {
 		if v == nil || slices.ContainsFunc(seen, func(o any) bool { return sameBackend(o, v) }) {
 			continue
 		}
@@ -128,6 +131,10 @@ func (b *backendSet) of(svc service) any {
 	case svcSnapshotMetadata:
 		if b.metadata != nil {
 			return b.metadata
+		}
+	case svcVolumeGroup:
+		if b.volumeGroups != nil {
+			return b.volumeGroups
 		}
 	case svcIdentity:
 		return b

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/signal"
@@ -48,6 +49,10 @@ type Config struct {
 	// SnapshotMetadata serves changed-block tracking (the SnapshotMetadata service); nil when
 	// the plugin has none.
 	SnapshotMetadata SnapshotMetadata
+	// VolumeGroups serves volume groups (the volumegroup.Controller service of
+	// github.com/IBM/csi-volume-group) on the same socket; nil when the plugin has none. The
+	// group RPCs it serves are listed in GetPluginInfo's manifest under ManifestVolumeGroupRPCs.
+	VolumeGroups VolumeGroupController
 	// Prober is an extra readiness check beside any Probe method of the backends.
 	Prober Prober
 
@@ -136,8 +141,8 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.VendorVersion == "" {
 		return nil, errors.New("plugin vendor version is required")
 	}
-	if cfg.Controller == nil && cfg.Node == nil && cfg.GroupController == nil && cfg.SnapshotMetadata == nil {
-		return nil, errors.New("no backend configured: set at least one of Controller, Node, GroupController, SnapshotMetadata")
+	if cfg.Controller == nil && cfg.Node == nil && cfg.GroupController == nil && cfg.SnapshotMetadata == nil && cfg.VolumeGroups == nil {
+		return nil, errors.New("no backend configured: set at least one of Controller, Node, GroupController, SnapshotMetadata, VolumeGroups")
 	}
 	if err := checkNearMisses(&cfg); err != nil {
 		return nil, err
@@ -153,6 +158,16 @@ func New(cfg Config) (*Driver, error) {
 	}
 	d.caps = caps
 	d.pluginInfo = &csi.GetPluginInfoResponse{Name: cfg.Name, VendorVersion: cfg.VendorVersion, Manifest: cfg.Manifest}
+	if d.b.volumeGroups != nil {
+		if _, taken := cfg.Manifest[ManifestVolumeGroupRPCs]; taken {
+			return nil, fmt.Errorf("Config.Manifest: the key %q is the library's (the volume-group RPCs served)", ManifestVolumeGroupRPCs)
+		}
+		d.pluginInfo.Manifest = maps.Clone(cfg.Manifest)
+		if d.pluginInfo.Manifest == nil {
+			d.pluginInfo.Manifest = map[string]string{}
+		}
+		d.pluginInfo.Manifest[ManifestVolumeGroupRPCs] = d.servedVolumeGroupRPCs()
+	}
 	if err := validation.Response(d.pluginInfo); err != nil {
 		return nil, fmt.Errorf("plugin identity: %w", err)
 	}

@@ -63,6 +63,11 @@ var requestTypes = []any{
 	driver.GetVolumeGroupSnapshotRequest{},
 	driver.GetMetadataAllocatedRequest{},
 	driver.GetMetadataDeltaRequest{},
+	driver.CreateVolumeGroupRequest{},
+	driver.DeleteVolumeGroupRequest{},
+	driver.ModifyVolumeGroupMembershipRequest{},
+	driver.GetVolumeGroupRequest{},
+	driver.ListVolumeGroupsRequest{},
 }
 
 // generatedFile is where the per-type formatters are written.

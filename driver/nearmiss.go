@@ -51,6 +51,7 @@ func checkNearMisses(cfg *Config) error {
 		{"Node", svcNode, cfg.Node},
 		{"GroupController", svcGroupController, cfg.GroupController},
 		{"SnapshotMetadata", svcSnapshotMetadata, cfg.SnapshotMetadata},
+		{"VolumeGroups", svcVolumeGroup, cfg.VolumeGroups},
 	} {
 		if b.v == nil {
 			continue

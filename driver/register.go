@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/IBM/csi-volume-group/lib/go/volumegroup"
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -49,6 +50,9 @@ func (d *Driver) Register(s grpc.ServiceRegistrar) {
 	}
 	if d.b.metadata != nil {
 		s.RegisterService(d.wrap(&csi.SnapshotMetadata_ServiceDesc), &metadataServer{d: d, b: &d.b})
+	}
+	if d.b.volumeGroups != nil {
+		s.RegisterService(d.wrap(&volumegroup.Controller_ServiceDesc), &volumeGroupServer{d: d, b: &d.b})
 	}
 }
 

@@ -437,3 +437,75 @@ func (r GetMetadataDeltaRequest) MarshalJSON() ([]byte, error) { return redacted
 func (r GetMetadataDeltaRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 	return logRaw(enc, r.Raw)
 }
+
+// String prints the request with its secrets redacted.
+func (r CreateVolumeGroupRequest) String() string { return describe("CreateVolumeGroupRequest", r.Raw) }
+
+// GoString is String, so %#v does not leak either.
+func (r CreateVolumeGroupRequest) GoString() string { return r.String() }
+
+// MarshalJSON encodes the request with its secrets redacted.
+func (r CreateVolumeGroupRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
+
+// MarshalLogObject logs the request with its secrets redacted.
+func (r CreateVolumeGroupRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+	return logRaw(enc, r.Raw)
+}
+
+// String prints the request with its secrets redacted.
+func (r DeleteVolumeGroupRequest) String() string { return describe("DeleteVolumeGroupRequest", r.Raw) }
+
+// GoString is String, so %#v does not leak either.
+func (r DeleteVolumeGroupRequest) GoString() string { return r.String() }
+
+// MarshalJSON encodes the request with its secrets redacted.
+func (r DeleteVolumeGroupRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
+
+// MarshalLogObject logs the request with its secrets redacted.
+func (r DeleteVolumeGroupRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+	return logRaw(enc, r.Raw)
+}
+
+// String prints the request with its secrets redacted.
+func (r ModifyVolumeGroupMembershipRequest) String() string {
+	return describe("ModifyVolumeGroupMembershipRequest", r.Raw)
+}
+
+// GoString is String, so %#v does not leak either.
+func (r ModifyVolumeGroupMembershipRequest) GoString() string { return r.String() }
+
+// MarshalJSON encodes the request with its secrets redacted.
+func (r ModifyVolumeGroupMembershipRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
+
+// MarshalLogObject logs the request with its secrets redacted.
+func (r ModifyVolumeGroupMembershipRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+	return logRaw(enc, r.Raw)
+}
+
+// String prints the request with its secrets redacted.
+func (r GetVolumeGroupRequest) String() string { return describe("GetVolumeGroupRequest", r.Raw) }
+
+// GoString is String, so %#v does not leak either.
+func (r GetVolumeGroupRequest) GoString() string { return r.String() }
+
+// MarshalJSON encodes the request with its secrets redacted.
+func (r GetVolumeGroupRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
+
+// MarshalLogObject logs the request with its secrets redacted.
+func (r GetVolumeGroupRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+	return logRaw(enc, r.Raw)
+}
+
+// String prints the request with its secrets redacted.
+func (r ListVolumeGroupsRequest) String() string { return describe("ListVolumeGroupsRequest", r.Raw) }
+
+// GoString is String, so %#v does not leak either.
+func (r ListVolumeGroupsRequest) GoString() string { return r.String() }
+
+// MarshalJSON encodes the request with its secrets redacted.
+func (r ListVolumeGroupsRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
+
+// MarshalLogObject logs the request with its secrets redacted.
+func (r ListVolumeGroupsRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+	return logRaw(enc, r.Raw)
+}

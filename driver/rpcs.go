@@ -3,6 +3,7 @@ package driver
 import (
 	"reflect"
 
+	"github.com/IBM/csi-volume-group/lib/go/volumegroup"
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 
@@ -51,6 +52,11 @@ const (
 	rpcGetMetadataDelta          rpc = "GetMetadataDelta"
 	rpcProbe                     rpc = "Probe"
 	rpcControllerGetCapabilities rpc = "ControllerGetCapabilities"
+	rpcCreateVolumeGroup         rpc = "CreateVolumeGroup"
+	rpcDeleteVolumeGroup         rpc = "DeleteVolumeGroup"
+	rpcModifyVolumeGroup         rpc = "ModifyVolumeGroupMembership"
+	rpcGetVolumeGroup            rpc = "ControllerGetVolumeGroup"
+	rpcListVolumeGroups          rpc = "ListVolumeGroups"
 )
 
 // service is one gRPC service this package serves, by its full name.
@@ -62,6 +68,7 @@ const (
 	svcNode             service = "csi.v1.Node"
 	svcGroupController  service = "csi.v1.GroupController"
 	svcSnapshotMetadata service = "csi.v1.SnapshotMetadata"
+	svcVolumeGroup      service = "volumegroup.Controller"
 )
 
 // rpcSpec is everything the library knows about one RPC apart from its handler. It is written once,
@@ -241,6 +248,27 @@ func init() {
 				return ks
 			})},
 		{name: rpcGetGroupSnapshot, service: svcGroupController},
+
+		{name: rpcCreateVolumeGroup, service: svcVolumeGroup,
+			locks: keys(func(r *volumegroup.CreateVolumeGroupRequest) []idempotency.Key {
+				return []idempotency.Key{excl(locking.KindVolumeGroupName, r.GetName())}
+			})},
+		{name: rpcDeleteVolumeGroup, service: svcVolumeGroup, goneIsDone: true,
+			locks: keys(func(r *volumegroup.DeleteVolumeGroupRequest) []idempotency.Key {
+				return []idempotency.Key{excl(locking.KindVolumeGroup, r.GetVolumeGroupId())}
+			})},
+		// A membership change holds the group and every volume it names: a volume joining or
+		// staying must not be deleted or expanded while the group is rearranged.
+		{name: rpcModifyVolumeGroup, service: svcVolumeGroup,
+			locks: keys(func(r *volumegroup.ModifyVolumeGroupMembershipRequest) []idempotency.Key {
+				ks := []idempotency.Key{excl(locking.KindVolumeGroup, r.GetVolumeGroupId())}
+				for _, id := range r.GetVolumeIds() {
+					ks = append(ks, excl(locking.KindVolume, id))
+				}
+				return ks
+			})},
+		{name: rpcGetVolumeGroup, service: svcVolumeGroup, serves: []reflect.Type{typeOf[VolumeGroupGetter]()}},
+		{name: rpcListVolumeGroups, service: svcVolumeGroup, serves: []reflect.Type{typeOf[VolumeGroupLister](), typeOf[VolumeGroupPageLister]()}},
 
 		{name: rpcGetMetadataAllocated, service: svcSnapshotMetadata, stream: true},
 		{name: rpcGetMetadataDelta, service: svcSnapshotMetadata, stream: true},

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/IBM/csi-volume-group/lib/go/volumegroup"
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 
@@ -17,7 +18,7 @@ import (
 func TestRPCTableCoversEveryMethod(t *testing.T) {
 	descs := []*grpc.ServiceDesc{
 		&csi.Identity_ServiceDesc, &csi.Controller_ServiceDesc, &csi.Node_ServiceDesc,
-		&csi.GroupController_ServiceDesc, &csi.SnapshotMetadata_ServiceDesc,
+		&csi.GroupController_ServiceDesc, &csi.SnapshotMetadata_ServiceDesc, &volumegroup.Controller_ServiceDesc,
 	}
 	seen := map[rpc]bool{}
 	for _, d := range descs {
@@ -90,6 +91,11 @@ func TestLockKeys(t *testing.T) {
 			[]idempotency.Key{excl(locking.KindGroupSnapshotName, "g"), shared(locking.KindVolume, "a"), shared(locking.KindVolume, "b")}},
 		{"delete group snapshot", &csi.DeleteVolumeGroupSnapshotRequest{GroupSnapshotId: "g", SnapshotIds: []string{"s1"}},
 			[]idempotency.Key{excl(locking.KindGroupSnapshot, "g"), excl(locking.KindSnapshot, "s1")}},
+		{"create volume group", &volumegroup.CreateVolumeGroupRequest{Name: "g"}, []idempotency.Key{excl(locking.KindVolumeGroupName, "g")}},
+		{"delete volume group", &volumegroup.DeleteVolumeGroupRequest{VolumeGroupId: "vg"}, []idempotency.Key{excl(locking.KindVolumeGroup, "vg")}},
+		{"membership change holds the group and every named volume", &volumegroup.ModifyVolumeGroupMembershipRequest{VolumeGroupId: "vg", VolumeIds: []string{"a", "b"}},
+			[]idempotency.Key{excl(locking.KindVolumeGroup, "vg"), excl(locking.KindVolume, "a"), excl(locking.KindVolume, "b")}},
+		{"get volume group takes no lock", &volumegroup.ControllerGetVolumeGroupRequest{VolumeGroupId: "vg"}, nil},
 		{"read-only calls take no lock", &csi.ListVolumesRequest{}, nil},
 		{"get volume takes no lock", &csi.ControllerGetVolumeRequest{VolumeId: "v"}, nil},
 		{"stats take no lock", &csi.NodeGetVolumeStatsRequest{VolumeId: "v"}, nil},

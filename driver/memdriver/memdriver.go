@@ -52,6 +52,9 @@ type Options struct {
 	MaxVolumeSize int64
 	// MutableParameters lists the keys ControllerModifyVolume and CreateVolume accept there.
 	MutableParameters []string
+	// MaxGroupMembers caps the volumes of one volume group (ModifyVolumeGroupMembership answers
+	// RESOURCE_EXHAUSTED past it); 0 means no cap.
+	MaxGroupMembers int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -124,6 +127,10 @@ type Driver struct {
 	staged    map[string]staging                    // volume ID -> where and how it is staged
 	published map[string]map[string]nodePublication // volume ID -> target path -> how
 	notReady  bool
+
+	volGroups     map[string]*volumeGroup
+	volGroupNames map[string]string // group name -> ID
+	memberOf      map[string]string // volume ID -> volume group ID
 }
 
 // New returns an empty backend.
@@ -148,8 +155,12 @@ func New(opts Options) *Driver {
 		snapNames: map[string]string{},
 		groups:    map[string]*groupSnapshot{},
 		groupName: map[string]string{},
-		staged:    map[string]staging{},
-		published: map[string]map[string]nodePublication{},
+
+		volGroups:     map[string]*volumeGroup{},
+		volGroupNames: map[string]string{},
+		memberOf:      map[string]string{},
+		staged:        map[string]staging{},
+		published:     map[string]map[string]nodePublication{},
 	}
 }
 
@@ -320,6 +331,9 @@ func (d *Driver) DeleteVolume(_ context.Context, req *driver.DeleteVolumeRequest
 	}
 	if _, staged := d.staged[v.id]; len(d.published[v.id]) > 0 || staged {
 		return fmt.Errorf("volume %q is staged or published on this node: %w", v.id, driver.ErrInUse)
+	}
+	if g, ok := d.memberOf[v.id]; ok {
+		return fmt.Errorf("volume %q is a member of volume group %q; delete the group or take the volume out of it first: %w", v.id, g, driver.ErrInUse)
 	}
 	delete(d.volumes, v.id)
 	delete(d.names, v.name)

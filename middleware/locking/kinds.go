@@ -10,4 +10,6 @@ const (
 	KindSnapshotName      = "snapshot name"
 	KindGroupSnapshot     = "group snapshot"
 	KindGroupSnapshotName = "group snapshot name"
+	KindVolumeGroup       = "volume group"
+	KindVolumeGroupName   = "volume group name"
 )

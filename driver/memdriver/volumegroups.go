@@ -1,0 +1,124 @@
+package memdriver
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/csikit/csikit/driver"
+)
+
+// volumeGroup is one volume group: its members, and what a repeated create is compared with.
+type volumeGroup struct {
+	id, name    string
+	fingerprint string
+	params      map[string]string
+	members     []string // volume IDs, in the order they joined
+}
+
+func (d *Driver) publicVolumeGroup(g *volumeGroup) *driver.VolumeGroup {
+	out := &driver.VolumeGroup{ID: g.id, Context: map[string]string{"name": g.name}}
+	for _, id := range g.members {
+		out.Volumes = append(out.Volumes, *d.volumes[id].public())
+	}
+	return out
+}
+
+// CreateVolumeGroup creates an empty volume group, idempotently by name.
+func (d *Driver) CreateVolumeGroup(_ context.Context, req *driver.CreateVolumeGroupRequest) (*driver.VolumeGroup, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if id, ok := d.volGroupNames[req.Name]; ok {
+		g := d.publicVolumeGroup(d.volGroups[id])
+		if err := req.CheckExisting(d.volGroups[id].fingerprint, g); err != nil {
+			return nil, err
+		}
+		return g, nil
+	}
+	d.seq++
+	g := &volumeGroup{id: fmt.Sprintf("vg-%d", d.seq), name: req.Name, fingerprint: req.Fingerprint(), params: maps.Clone(req.Parameters)}
+	d.volGroups[g.id] = g
+	d.volGroupNames[g.name] = g.id
+	return d.publicVolumeGroup(g), nil
+}
+
+// DeleteVolumeGroup deletes a group and its volumes, refusing while any member is in use: the
+// group goes whole or not at all.
+func (d *Driver) DeleteVolumeGroup(_ context.Context, req *driver.DeleteVolumeGroupRequest) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	g, ok := d.volGroups[req.GroupID]
+	if !ok {
+		return fmt.Errorf("volume group %q: %w", req.GroupID, driver.ErrNotFound)
+	}
+	for _, id := range g.members {
+		v := d.volumes[id]
+		if _, staged := d.staged[id]; len(v.published) > 0 || len(d.published[id]) > 0 || staged {
+			return fmt.Errorf("volume %q of group %q is in use: %w", id, g.id, driver.ErrInUse)
+		}
+	}
+	for _, id := range g.members {
+		delete(d.names, d.volumes[id].name)
+		delete(d.volumes, id)
+		delete(d.memberOf, id)
+	}
+	delete(d.volGroups, g.id)
+	delete(d.volGroupNames, g.name)
+	return nil
+}
+
+// ModifyVolumeGroupMembership sets the members to exactly the requested volumes. It checks every
+// volume before it changes anything, so a refused request leaves the group as it was, and it
+// touches only the volumes that join or leave.
+func (d *Driver) ModifyVolumeGroupMembership(_ context.Context, req *driver.ModifyVolumeGroupMembershipRequest) (*driver.VolumeGroup, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	g, ok := d.volGroups[req.GroupID]
+	if !ok {
+		return nil, fmt.Errorf("volume group %q: %w", req.GroupID, driver.ErrNotFound)
+	}
+	if limit := d.opts.MaxGroupMembers; limit > 0 && len(req.VolumeIDs) > limit {
+		return nil, fmt.Errorf("volume group %q can hold %d volumes, %d were asked for: %w", g.id, limit, len(req.VolumeIDs), driver.ErrResourceExhausted)
+	}
+	for _, id := range req.VolumeIDs {
+		if _, ok := d.volumes[id]; !ok {
+			return nil, fmt.Errorf("volume %q: %w", id, driver.ErrNotFound)
+		}
+		if other, ok := d.memberOf[id]; ok && other != g.id {
+			return nil, fmt.Errorf("volume %q is already in volume group %q: %w", id, other, driver.ErrUnsupported)
+		}
+	}
+	for _, id := range g.members {
+		if !slices.Contains(req.VolumeIDs, id) {
+			delete(d.memberOf, id)
+		}
+	}
+	for _, id := range req.VolumeIDs {
+		d.memberOf[id] = g.id
+	}
+	g.members = slices.Clone(req.VolumeIDs)
+	return d.publicVolumeGroup(g), nil
+}
+
+// ControllerGetVolumeGroup returns one group.
+func (d *Driver) ControllerGetVolumeGroup(_ context.Context, req *driver.GetVolumeGroupRequest) (*driver.VolumeGroup, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	g, ok := d.volGroups[req.GroupID]
+	if !ok {
+		return nil, fmt.Errorf("volume group %q: %w", req.GroupID, driver.ErrNotFound)
+	}
+	return d.publicVolumeGroup(g), nil
+}
+
+// ListVolumeGroups returns every group; the library sorts and pages them.
+func (d *Driver) ListVolumeGroups(context.Context, *driver.ListVolumeGroupsRequest) ([]driver.VolumeGroup, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]driver.VolumeGroup, 0, len(d.volGroups))
+	for _, g := range d.volGroups {
+		out = append(out, *d.publicVolumeGroup(g))
+	}
+	return out, nil
+}
