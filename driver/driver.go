@@ -14,6 +14,7 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/csikit/csikit/idempotency"
 	"github.com/csikit/csikit/internal/pagetoken"
 	"github.com/csikit/csikit/middleware/metrics"
+	"github.com/csikit/csikit/middleware/tracing"
 	"github.com/csikit/csikit/middleware/validation"
 	"github.com/csikit/csikit/secrets"
 )
@@ -108,6 +110,12 @@ type Config struct {
 	HTTPEndpoint string
 	// MetricsPath is where Run serves metrics; empty means /metrics.
 	MetricsPath string
+	// TracerProvider turns on OpenTelemetry tracing: a span per call (W3C trace context taken
+	// from the CO's metadata), with the resource IDs of the request as attributes (never a
+	// secret), and the trace ID in every log line of the call. Backends start child spans from
+	// the call's context. Nil in Serve means off; Run then reads the standard OTEL_* variables
+	// (tracing.NewProviderFromEnv), which leave it off unless OTEL_TRACES_EXPORTER is set.
+	TracerProvider trace.TracerProvider
 }
 
 // Driver is an assembled plugin, ready to serve.
@@ -124,6 +132,8 @@ type Driver struct {
 
 	metrics *metrics.Metrics
 	ready   httpserve.Readiness
+	// tp is the tracer provider Run made from OTEL_* when Config.TracerProvider is nil.
+	tp trace.TracerProvider
 
 	pluginInfo     *csi.GetPluginInfoResponse
 	pluginCaps     *csi.GetPluginCapabilitiesResponse
@@ -194,6 +204,7 @@ func New(cfg Config) (*Driver, error) {
 func (d *Driver) NewServer(opts ...grpc.ServerOption) *grpc.Server {
 	all := []grpc.ServerOption{
 		ServerCodec(),
+		tracing.ServerOption(d.tracer()),
 		// Reused worker goroutines keep the stack a call through the interceptor chain needs;
 		// a fresh goroutine per call (grpc-go's default) grows a new stack every time. A busy
 		// pool still spawns a goroutine, so a slow call never blocks the others.
@@ -276,6 +287,21 @@ func (d *Driver) Run(ctx context.Context) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if d.cfg.TracerProvider == nil {
+		tp, shutdown, err := tracing.NewProviderFromEnv(ctx)
+		if err != nil {
+			return fmt.Errorf("tracing from OTEL_* variables: %w", err)
+		}
+		d.tp = tp
+		defer func() {
+			// Spans of the last calls are flushed after the drain, within a bound of their own.
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := shutdown(sctx); err != nil {
+				d.log.Warn("flushing traces", zap.Error(err))
+			}
+		}()
+	}
 	lis, err := endpoint.Listen(ctx, ep, d.cfg.Socket)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", ep, err)
@@ -311,4 +337,12 @@ func (d *Driver) serveHTTP(ctx context.Context) (stop func(), err error) {
 			d.log.Warn("diagnostics endpoint stopped with an error", zap.Error(err))
 		}
 	}, nil
+}
+
+// tracer is the provider calls are traced with, or nil for none.
+func (d *Driver) tracer() trace.TracerProvider {
+	if d.cfg.TracerProvider != nil {
+		return d.cfg.TracerProvider
+	}
+	return d.tp
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/csikit/csikit/middleware/recovery"
 	"github.com/csikit/csikit/middleware/requestid"
 	"github.com/csikit/csikit/middleware/sanitize"
+	"github.com/csikit/csikit/middleware/tracing"
 	"github.com/csikit/csikit/middleware/validation"
 )
 
@@ -23,7 +24,8 @@ import (
 // its own (they run outside the library's), NewServer, Serve and Run all give the same chain. Per
 // method, outermost first:
 //
-//	request ID -> panic recovery -> logging -> [metrics] -> status sanitising -> gate -> validation -> locking
+//	request ID -> panic recovery -> logging -> [metrics] -> status sanitising -> gate -> validation
+//	-> tracing attributes -> locking
 //	-> Config.UnaryInterceptors -> handler (-> per-RPC error mapping)
 //
 // The request ID comes first (it cannot fail) so that a recovered panic is reported with the
@@ -89,7 +91,7 @@ func (d *Driver) frontUnary() []grpc.UnaryServerInterceptor {
 	ics := []grpc.UnaryServerInterceptor{
 		requestid.UnaryServerInterceptor(),
 		recovery.UnaryServerInterceptor(recovery.WithLogger(d.log), recovery.WithScrubber(d.redactor.ScrubAny)),
-		logging.UnaryServerInterceptor(d.log, logging.WithRedactor(d.redactor)),
+		logging.UnaryServerInterceptor(d.log, logging.WithRedactor(d.redactor), logging.WithTraceID(tracing.TraceID)),
 	}
 	if d.metrics != nil {
 		ics = append(ics, d.metrics.UnaryServerInterceptor())
@@ -101,7 +103,7 @@ func (d *Driver) frontStream() []grpc.StreamServerInterceptor {
 	ics := []grpc.StreamServerInterceptor{
 		requestid.StreamServerInterceptor(),
 		recovery.StreamServerInterceptor(recovery.WithLogger(d.log), recovery.WithScrubber(d.redactor.ScrubAny)),
-		logging.StreamServerInterceptor(d.log, logging.WithRedactor(d.redactor)),
+		logging.StreamServerInterceptor(d.log, logging.WithRedactor(d.redactor), logging.WithTraceID(tracing.TraceID)),
 	}
 	if d.metrics != nil {
 		ics = append(ics, d.metrics.StreamServerInterceptor())
@@ -134,7 +136,10 @@ func (d *Driver) gate(s *rpcSpec) error {
 func (d *Driver) unaryHandler(s *rpcSpec, h grpc.MethodHandler) grpc.MethodHandler {
 	ics := d.frontUnary()
 	ics = append(ics, gateUnary(s.name, d.gate(s)),
-		validation.UnaryServerInterceptor(validation.WithResponseChecks(d.cfg.CheckResponses)))
+		validation.UnaryServerInterceptor(validation.WithResponseChecks(d.cfg.CheckResponses)),
+		// Valid requests only: the span gets the request's resource IDs (nothing when not
+		// recording, and never a secret).
+		tracing.UnaryServerInterceptor())
 	if s.locks != nil {
 		ics = append(ics, locking.UnaryServerInterceptor(d.locker, s.locks))
 	}
@@ -175,6 +180,7 @@ func (d *Driver) streamHandler(s *rpcSpec, desc grpc.StreamDesc) grpc.StreamHand
 	front := chainStream(d.frontStream())
 	inner := chainStream(append([]grpc.StreamServerInterceptor{
 		validation.StreamServerInterceptor(validation.WithResponseChecks(d.cfg.CheckResponses)),
+		tracing.StreamServerInterceptor(),
 	}, d.cfg.StreamInterceptors...))
 	gate := d.gate(s)
 	info := &grpc.StreamServerInfo{FullMethod: s.method(), IsClientStream: desc.ClientStreams, IsServerStream: desc.ServerStreams}

@@ -28,6 +28,7 @@ type Option func(*options)
 type options struct {
 	redactor  *secrets.Redactor
 	requestID func(context.Context) string
+	traceID   func(context.Context) string
 }
 
 // WithRedactor sets how payloads are redacted at debug level (default: secrets.NewRedactor()).
@@ -38,8 +39,24 @@ func WithRequestID(f func(context.Context) string) Option {
 	return func(o *options) { o.requestID = f }
 }
 
+// WithTraceID adds a trace_id field, from f, to every line of a call whose f answers non-empty,
+// so a log line leads to the call's trace (tracing.TraceID fits). Default: none.
+func WithTraceID(f func(context.Context) string) Option {
+	return func(o *options) { o.traceID = f }
+}
+
+// traceField is the trace_id field, or a field that adds nothing when there is no trace.
+func traceField(tid string) zap.Field {
+	if tid == "" {
+		return zap.Skip()
+	}
+	return zap.String("trace_id", tid)
+}
+
+func noTrace(context.Context) string { return "" }
+
 func evaluate(opts []Option) *options {
-	o := &options{requestID: requestid.FromContext}
+	o := &options{requestID: requestid.FromContext, traceID: noTrace}
 	for _, opt := range opts {
 		opt(o)
 	}
@@ -68,12 +85,12 @@ func UnaryServerInterceptor(logger *zap.Logger, opts ...Option) grpc.UnaryServer
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		start := time.Now()
 		method := grpcmethod.Short(info.FullMethod)
-		id := o.requestID(ctx)
-		logPayload(logger, o, "request", method, id, req)
+		id, tid := o.requestID(ctx), o.traceID(ctx)
+		logPayload(logger, o, "request", method, id, tid, req)
 		resp, err := handler(ctx, req)
-		logCall(logger, method, id, start, err)
+		logCall(logger, method, id, tid, start, err)
 		if err == nil {
-			logPayload(logger, o, "response", method, id, resp)
+			logPayload(logger, o, "response", method, id, tid, resp)
 		}
 		return resp, err
 	}
@@ -84,25 +101,25 @@ func UnaryServerInterceptor(logger *zap.Logger, opts ...Option) grpc.UnaryServer
 // whose stack would then have to grow to hold them, on every call, at any log level.
 //
 //go:noinline
-func logPayload(logger *zap.Logger, o *options, key, method, id string, m any) {
+func logPayload(logger *zap.Logger, o *options, key, method, id, tid string, m any) {
 	if ce := logger.Check(zapcore.DebugLevel, key); ce != nil {
-		ce.Write(zap.String("method", method), zap.String("request_id", id), payload(o, key, m))
+		ce.Write(zap.String("method", method), zap.String("request_id", id), traceField(tid), payload(o, key, m))
 	}
 }
 
 //go:noinline
-func logCall(logger *zap.Logger, method, id string, start time.Time, err error) {
+func logCall(logger *zap.Logger, method, id, tid string, start time.Time, err error) {
 	code := status.Code(err)
 	ce := logger.Check(levelFor(code), "call")
 	if ce == nil {
 		return
 	}
 	if err == nil {
-		ce.Write(zap.String("method", method), zap.String("request_id", id),
+		ce.Write(zap.String("method", method), zap.String("request_id", id), traceField(tid),
 			zap.Duration("duration", time.Since(start)), zap.String("code", code.String()))
 		return
 	}
-	ce.Write(zap.String("method", method), zap.String("request_id", id),
+	ce.Write(zap.String("method", method), zap.String("request_id", id), traceField(tid),
 		zap.Duration("duration", time.Since(start)), zap.String("code", code.String()),
 		zap.String("error", status.Convert(err).Message()))
 }
@@ -121,12 +138,12 @@ func StreamServerInterceptor(logger *zap.Logger, opts ...Option) grpc.StreamServ
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		start := time.Now()
 		method := grpcmethod.Short(info.FullMethod)
-		id := o.requestID(ss.Context())
-		ls := &loggedStream{ServerStream: ss, logger: logger, o: o, method: method, id: id}
+		id, tid := o.requestID(ss.Context()), o.traceID(ss.Context())
+		ls := &loggedStream{ServerStream: ss, logger: logger, o: o, method: method, id: id, tid: tid}
 		err := handler(srv, ls)
 		code := status.Code(err)
 		if ce := logger.Check(levelFor(code), "call"); ce != nil {
-			fields := []zap.Field{zap.String("method", method), zap.String("request_id", id),
+			fields := []zap.Field{zap.String("method", method), zap.String("request_id", id), traceField(tid),
 				zap.Duration("duration", time.Since(start)), zap.String("code", code.String()),
 				zap.Int("messages_sent", ls.sent)}
 			if err != nil {
@@ -144,6 +161,7 @@ type loggedStream struct {
 	o      *options
 	method string
 	id     string
+	tid    string
 	sent   int
 }
 
@@ -151,7 +169,7 @@ func (s *loggedStream) RecvMsg(m any) error {
 	err := s.ServerStream.RecvMsg(m)
 	if err == nil {
 		if ce := s.logger.Check(zapcore.DebugLevel, "request"); ce != nil {
-			ce.Write(zap.String("method", s.method), zap.String("request_id", s.id), payload(s.o, "request", m))
+			ce.Write(zap.String("method", s.method), zap.String("request_id", s.id), traceField(s.tid), payload(s.o, "request", m))
 		}
 	}
 	return err
@@ -162,7 +180,7 @@ func (s *loggedStream) SendMsg(m any) error {
 	if err == nil {
 		s.sent++
 		if ce := s.logger.Check(zapcore.DebugLevel, "response"); ce != nil {
-			ce.Write(zap.String("method", s.method), zap.String("request_id", s.id), payload(s.o, "response", m))
+			ce.Write(zap.String("method", s.method), zap.String("request_id", s.id), traceField(s.tid), payload(s.o, "response", m))
 		}
 	}
 	return err

@@ -1,0 +1,188 @@
+package tracing
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	otelcodes "go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/csikit/csikit/secrets"
+)
+
+// resourceFields are the request fields whose values become span attributes,
+// by proto field name. The list is fixed, and unexported so no one can widen
+// it at run time: a span leaves the process, so only identifiers an operator
+// searches by are sent, never a field chosen by pattern. Only top-level,
+// singular string fields are read.
+var resourceFields = [...]protoreflect.Name{
+	"volume_id",
+	"snapshot_id",
+	"source_volume_id",
+	"node_id",
+	"name",
+	"group_snapshot_id",
+	"volume_group_id",
+	"bucket_id",
+	"account_id",
+}
+
+// Attribute key prefixes. A field is named after the protocol of the request
+// that carries it ("csi.volume_id", "cosi.bucket_id"), so that "name" says
+// whether a volume or a bucket was created. Volume groups are a CSI
+// extension and share the csi prefix.
+const (
+	CSIPrefix  = "csi."
+	COSIPrefix = "cosi."
+)
+
+// resourceField is one allow-listed field of one message type.
+type resourceField struct {
+	fd  protoreflect.FieldDescriptor
+	key attribute.Key
+}
+
+// plans caches the allow-listed fields per message descriptor, so a call
+// looks its fields up once per type, not once per call.
+var plans sync.Map // protoreflect.MessageDescriptor -> []resourceField
+
+func planFor(md protoreflect.MessageDescriptor) []resourceField {
+	if p, ok := plans.Load(md); ok {
+		return p.([]resourceField)
+	}
+	prefix := CSIPrefix
+	if pkg := string(md.ParentFile().Package()); pkg == "cosi" || strings.HasPrefix(pkg, "cosi.") ||
+		strings.HasPrefix(pkg, "sigs.k8s.io.cosi.") {
+		prefix = COSIPrefix
+	}
+	var p []resourceField
+	fields := md.Fields()
+	for _, name := range resourceFields {
+		fd := fields.ByName(name)
+		// A list or map of IDs is left out: its size is unbounded, and a
+		// span attribute is meant to name the one resource of the call.
+		if fd == nil || fd.Kind() != protoreflect.StringKind || fd.Cardinality() == protoreflect.Repeated {
+			continue
+		}
+		p = append(p, resourceField{fd: fd, key: attribute.Key(prefix + string(name))})
+	}
+	actual, _ := plans.LoadOrStore(md, p)
+	return actual.([]resourceField)
+}
+
+// Annotate adds the resource fields of req to span: the top-level string
+// fields volume_id, snapshot_id, source_volume_id, node_id, name,
+// group_snapshot_id, volume_group_id, bucket_id and account_id that are set,
+// as "csi.<field>" ("cosi.<field>" for COSI requests), and never a field that
+// secrets.IsSecretField reports. It does nothing when span is not recording
+// or req is not a proto message. The interceptors call it; it is exported for
+// handlers that trace work outside a gRPC call.
+func Annotate(span trace.Span, req any) {
+	if !span.IsRecording() {
+		return
+	}
+	annotate(span, req)
+}
+
+func annotate(span trace.Span, req any) {
+	pm, ok := req.(proto.Message)
+	if !ok {
+		return
+	}
+	m := pm.ProtoReflect()
+	if !m.IsValid() {
+		return
+	}
+	var buf [len(resourceFields)]attribute.KeyValue
+	kvs := buf[:0]
+	for _, f := range planFor(m.Descriptor()) {
+		// Asked per call, not cached in the plan: secrets.MarkSensitive may
+		// mark a field after the plan was built, and the answer is itself
+		// cached by package secrets.
+		if secrets.IsSecretField(f.fd) || !m.Has(f.fd) {
+			continue
+		}
+		kvs = append(kvs, f.key.String(m.Get(f.fd).String()))
+	}
+	if len(kvs) > 0 {
+		span.SetAttributes(kvs...)
+	}
+}
+
+// setStatus marks the span as failed for the codes that mean the server
+// failed, as OpenTelemetry's RPC conventions say for server spans; a client's
+// mistake (NOT_FOUND, INVALID_ARGUMENT, ABORTED...) is a correct answer and
+// leaves the status unset. The description is the code's name, not the
+// error message: the message may not have been scrubbed yet at this depth of
+// the chain, and otelgrpc replaces the description with the final message
+// when the call ends.
+func setStatus(span trace.Span, err error) {
+	switch c := status.Code(err); c {
+	case codes.Unknown, codes.DeadlineExceeded, codes.Unimplemented, codes.Internal,
+		codes.Unavailable, codes.DataLoss:
+		span.SetStatus(otelcodes.Error, c.String())
+	}
+}
+
+// UnaryServerInterceptor adds the call's resource fields (see
+// Annotate) to the current span and sets its status from the gRPC
+// code. Put it after validation, so that only fields of a valid request are
+// recorded. When the span is not recording (tracing off or not sampled) it
+// only calls the handler: no allocation.
+func UnaryServerInterceptor() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		span := trace.SpanFromContext(ctx)
+		if !span.IsRecording() {
+			return handler(ctx, req)
+		}
+		annotate(span, req)
+		resp, err := handler(ctx, req)
+		if err != nil {
+			setStatus(span, err)
+		}
+		return resp, err
+	}
+}
+
+// StreamServerInterceptor is UnaryServerInterceptor for streaming calls: the
+// resource fields are read from the first message the handler receives.
+func StreamServerInterceptor() grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		span := trace.SpanFromContext(ss.Context())
+		if !span.IsRecording() {
+			return handler(srv, ss)
+		}
+		err := handler(srv, &annotatedStream{ServerStream: ss, span: span})
+		if err != nil {
+			setStatus(span, err)
+		}
+		return err
+	}
+}
+
+// annotatedStream annotates the span with the first message received. Every
+// streaming RPC of CSI and COSI sends one request and streams answers; a
+// later message of a client stream would only repeat or overwrite the same
+// identifiers.
+type annotatedStream struct {
+	grpc.ServerStream
+	span trace.Span
+	done bool
+}
+
+// RecvMsg receives m and, the first time, adds its resource fields to the span.
+func (s *annotatedStream) RecvMsg(m any) error {
+	err := s.ServerStream.RecvMsg(m)
+	if err == nil && !s.done {
+		s.done = true
+		annotate(s.span, m)
+	}
+	return err
+}

@@ -1,0 +1,100 @@
+package tracing_test
+
+import (
+	"context"
+	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+	"google.golang.org/grpc"
+
+	"github.com/csikit/csikit/middleware/tracing"
+)
+
+func TestNewProviderFromEnv(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		wantSDK bool
+		wantErr bool
+	}{
+		{name: "off by default", env: nil},
+		{name: "none is off", env: map[string]string{tracing.EnvTracesExporter: "none"}},
+		{name: "SDK disabled wins over an exporter", env: map[string]string{
+			tracing.EnvTracesExporter: "console", tracing.EnvSDKDisabled: "true"}},
+		{name: "console", env: map[string]string{tracing.EnvTracesExporter: "console"}, wantSDK: true},
+		{name: "otlp defaults to http/protobuf", env: map[string]string{tracing.EnvTracesExporter: "otlp"}, wantSDK: true},
+		{name: "otlp over grpc", env: map[string]string{
+			tracing.EnvTracesExporter: "otlp", tracing.EnvOTLPProtocol: "grpc"}, wantSDK: true},
+		{name: "trace protocol wins over the general one", env: map[string]string{
+			tracing.EnvTracesExporter: "otlp", tracing.EnvOTLPProtocol: "http/json",
+			tracing.EnvOTLPTracesProtocol: "grpc"}, wantSDK: true},
+		{name: "list with none and duplicates", env: map[string]string{
+			tracing.EnvTracesExporter: " OTLP, none ,otlp,console"}, wantSDK: true},
+		{name: "unknown exporter is an error, not silence", env: map[string]string{
+			tracing.EnvTracesExporter: "jaeger"}, wantErr: true},
+		{name: "unknown exporter after a good one", env: map[string]string{
+			tracing.EnvTracesExporter: "console,zipkin"}, wantErr: true},
+		{name: "unsupported protocol", env: map[string]string{
+			tracing.EnvTracesExporter: "otlp", tracing.EnvOTLPProtocol: "http/json"}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, k := range []string{tracing.EnvTracesExporter, tracing.EnvSDKDisabled,
+				tracing.EnvOTLPProtocol, tracing.EnvOTLPTracesProtocol} {
+				t.Setenv(k, "")
+			}
+			// Nothing listens here; creating an exporter must not need a
+			// collector.
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			tp, shutdown, err := tracing.NewProviderFromEnv(t.Context())
+			if tt.wantErr {
+				if err == nil {
+					t.Fatalf("want an error, got provider %T", tp)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("NewProviderFromEnv: %v", err)
+			}
+			defer func() {
+				if err := shutdown(context.Background()); err != nil {
+					t.Errorf("shutdown: %v", err)
+				}
+			}()
+			switch tp.(type) {
+			case *sdktrace.TracerProvider:
+				if !tt.wantSDK {
+					t.Errorf("got an SDK provider, want tracing off")
+				}
+			case tracenoop.TracerProvider:
+				if tt.wantSDK {
+					t.Errorf("got a no-op provider, want an SDK provider")
+				}
+			default:
+				t.Errorf("unexpected provider %T", tp)
+			}
+		})
+	}
+}
+
+func TestServerOptionOffForNoopProvider(t *testing.T) {
+	tests := []struct {
+		name string
+		tp   trace.TracerProvider
+	}{
+		{"nil provider", nil},
+		{"no-op provider, as NewProviderFromEnv returns when off", tracenoop.NewTracerProvider()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, ok := tracing.ServerOption(tt.tp).(grpc.EmptyServerOption); !ok {
+				t.Errorf("ServerOption installs a handler; want grpc.EmptyServerOption so tracing off costs nothing")
+			}
+		})
+	}
+}
