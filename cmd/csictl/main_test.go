@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+
+	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/memdriver"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+
+// epoch is the memdriver clock, so snapshot creation times in golden files never change.
+var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// plugin is the in-memory driver served on a real unix socket for one test.
+type plugin struct {
+	t    *testing.T
+	mem  *memdriver.Driver
+	sock string
+	env  map[string]string
+
+	mu       sync.Mutex
+	requests []any // every unary request the handler saw, for the secrets tests
+}
+
+func startPlugin(t *testing.T) *plugin {
+	t.Helper()
+	p := &plugin{t: t}
+	p.mem = memdriver.New(memdriver.Options{
+		NodeID:            "node-1",
+		Topology:          driver.Topology{"topology.mem.csikit.dev/zone": "a"},
+		MaxVolumesPerNode: 16,
+		MutableParameters: []string{"iops"},
+		Now:               func() time.Time { return epoch },
+	})
+	d, err := driver.New(driver.Config{
+		Name:             "mem.csikit.dev",
+		VendorVersion:    "1.0.0",
+		Manifest:         map[string]string{"build": "test"},
+		Controller:       p.mem,
+		Node:             p.mem,
+		GroupController:  p.mem,
+		SnapshotMetadata: p.mem,
+		Features: driver.Features{
+			CloneVolume:                    true,
+			PublishReadonly:                true,
+			ListVolumesPublishedNodes:      true,
+			SingleNodeMultiWriter:          true,
+			VolumeAccessibilityConstraints: true,
+		},
+		CheckResponses: true,
+		Logger:         zap.NewNop(),
+		UnaryInterceptors: []grpc.UnaryServerInterceptor{
+			func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+				p.mu.Lock()
+				p.requests = append(p.requests, req)
+				p.mu.Unlock()
+				return h(ctx, req)
+			},
+		},
+	})
+	if err != nil {
+		t.Fatalf("driver.New: %v", err)
+	}
+	// A short directory keeps the socket path under the unix address limit on every OS.
+	dir, err := os.MkdirTemp("", "csictl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.sock = filepath.Join(dir, "csi.sock")
+	lis, err := net.Listen("unix", p.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Serve(ctx, lis) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		os.RemoveAll(dir)
+	})
+	p.env = map[string]string{envEndpoint: "unix://" + p.sock}
+	return p
+}
+
+// result is what one csictl invocation produced.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// run executes csictl with args against the plugin, the way main would.
+func (p *plugin) run(args ...string) result {
+	p.t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), args, &out, &errOut, func(k string) string { return p.env[k] })
+	return result{stdout: out.String(), stderr: errOut.String(), code: code}
+}
+
+// ok runs args and fails the test unless they succeed.
+func (p *plugin) ok(args ...string) string {
+	p.t.Helper()
+	r := p.run(args...)
+	if r.code != exitOK {
+		p.t.Fatalf("csictl %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return r.stdout
+}
+
+// golden compares got with testdata/name.golden, or rewrites it under -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (run go test -update if the change is intended)\ngot:\n%s\nwant:\n%s", path, got, want)
+	}
+}
