@@ -150,6 +150,7 @@ YAML or JSON map) and are never printed.`,
 		newSnapshotCmd(a),
 		newGroupControllerCmd(a),
 		newGroupSnapshotCmd(a),
+		newVolumeGroupCmd(a),
 		newNodeCmd(a),
 		newMetadataCmd(a),
 	)

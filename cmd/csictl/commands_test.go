@@ -102,6 +102,15 @@ func TestEveryCommand(t *testing.T) {
 	do("2Mi", "node", "expand", vol, "--path", target, "--size", "2Mi")
 	do("modified", "volume", "modify", vol, "--mutable", "iops=200")
 
+	// A group holds both volumes and is emptied before it is deleted: deleting a group deletes
+	// its members, and vol and vol2 are needed below.
+	vg := field(t, do("volume_group_id", "volume-group", "create", "vg-1", "--param", "tier=fast", "-o", "json"), "volume_group", "volume_group_id")
+	do(vol+","+vol2, "vg", "modify", vg, "--volume", vol, "--volume", vol2)
+	do(vol2, "volume-group", "get", vg)
+	do(vg, "volume-group", "list", "--max", "1", "--all")
+	do(vg+"  0", "volume-group", "modify", vg, "--none")
+	do("deleted", "volume-group", "delete", vg)
+
 	if err := p.mem.Write(vol, 0, 8192); err != nil {
 		t.Fatal(err)
 	}
@@ -165,6 +174,11 @@ func TestGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap := field(t, p.ok("snapshot", "create", "snap-a", "--source", vol, "-o", "json"), "snapshot", "snapshot_id")
+	// One group with a member and one empty, so the golden files show both; made after the
+	// snapshot so that the IDs in the older golden files stay as they were.
+	vg := field(t, p.ok("volume-group", "create", "vg-a", "-o", "json"), "volume_group", "volume_group_id")
+	p.ok("volume-group", "modify", vg, "--volume", vol)
+	p.ok("volume-group", "create", "vg-b")
 
 	for _, tc := range []struct {
 		name string
@@ -178,6 +192,8 @@ func TestGolden(t *testing.T) {
 		{"volume-get.yaml", []string{"volume", "get", vol, "-o", "yaml"}},
 		{"snapshot-list.table", []string{"snapshot", "list"}},
 		{"snapshot-list.json", []string{"snapshot", "list", "-o", "json"}},
+		{"volume-group-list.table", []string{"volume-group", "list"}},
+		{"volume-group-list.json", []string{"volume-group", "list", "-o", "json"}},
 		{"metadata-allocated.table", []string{"metadata", "allocated", snap, "--max-results", "2"}},
 		{"metadata-allocated.yaml", []string{"metadata", "allocated", snap, "--max-results", "1", "-o", "yaml"}},
 		{"volume-delete.table", []string{"volume", "delete", "vol-unknown"}},
@@ -212,6 +228,13 @@ func TestUsageErrors(t *testing.T) {
 		{"two sources", []string{"volume", "create", "v", "--cap", "rwo", "--from-volume", "a", "--from-snapshot", "b"}, nil, "from-snapshot"},
 		{"required flag", []string{"volume", "expand", "v"}, nil, `required flag(s) "size" not set`},
 		{"negative max", []string{"volume", "list", "--max", "-1"}, nil, "must not be negative"},
+		{"group membership not given", []string{"volume-group", "modify", "vg-1"}, nil, "[volume none] is required"},
+		{"none switched off", []string{"volume-group", "modify", "vg-1", "--none=false"}, nil, "--none=false"},
+		{"group members and none", []string{"volume-group", "modify", "vg-1", "--volume", "v", "--none"}, nil, "none of the others can be"},
+		{"group member twice", []string{"volume-group", "modify", "vg-1", "--volume", "v", "--volume", "v"}, nil, `--volume: "v" given twice`},
+		{"empty group member", []string{"volume-group", "modify", "vg-1", "--volume", ""}, nil, "empty volume ID"},
+		{"group list negative max", []string{"vg", "list", "--max", "-1"}, nil, "must not be negative"},
+		{"missing group ID", []string{"volume-group", "get"}, nil, "takes 1 argument(s) (VOLUME_GROUP_ID), got 0"},
 		{"unknown command", []string{"volume", "lsit"}, nil, `did you mean list?`},
 		{"unknown top-level command", []string{"volumes2"}, nil, `unknown command "volumes2"`},
 		{"missing subcommand", []string{"snapshot"}, nil, "missing subcommand"},
@@ -251,6 +274,7 @@ func TestUsageErrors(t *testing.T) {
 func TestCallErrors(t *testing.T) {
 	p := startPlugin(t)
 	vol := field(t, p.ok("volume", "create", "pvc-1", "--cap", "rwo", "--size", "1Mi", "-o", "json"), "volume", "volume_id")
+	vg := field(t, p.ok("volume-group", "create", "vg-1", "-o", "json"), "volume_group", "volume_group_id")
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -258,6 +282,10 @@ func TestCallErrors(t *testing.T) {
 	}{
 		{"volume not found", []string{"volume", "get", "nonexistent"}, "Error: NOT_FOUND: "},
 		{"snapshot not found", []string{"snapshot", "get", "nonexistent"}, "Error: NOT_FOUND: "},
+		{"volume group not found", []string{"volume-group", "get", "nonexistent"}, "Error: NOT_FOUND: "},
+		{"modify an unknown group", []string{"volume-group", "modify", "nonexistent", "--none"}, "Error: NOT_FOUND: "},
+		{"unknown group member", []string{"volume-group", "modify", vg, "--volume", "nonexistent"}, "Error: NOT_FOUND: "},
+		{"group with other parameters", []string{"volume-group", "create", "vg-1", "--param", "tier=slow"}, "Error: ALREADY_EXISTS: "},
 		{"validation by the plugin", []string{"volume", "create", "bad\x01name", "--cap", "rwo"}, "Error: INVALID_ARGUMENT: "},
 		{"same name, other size", []string{"volume", "create", "pvc-1", "--cap", "rwo", "--size", "2Mi"}, "Error: ALREADY_EXISTS: "},
 		{"publish to an unknown node", []string{"volume", "publish", vol, "--node", "nowhere", "--cap", "rwo"}, "Error: NOT_FOUND: "},
@@ -344,6 +372,19 @@ func TestSecrets(t *testing.T) {
 			check(t, r)
 		})
 	}
+	t.Run("volume group calls", func(t *testing.T) {
+		// The volume-group requests are another proto package; secrets reach them too.
+		for _, args := range [][]string{{"volume-group", "create", "vg-s"}, {"volume-group", "list", "-o", "json"}} {
+			r := p.run(append(args, "--secrets-file", yamlFile)...)
+			if r.code != exitOK {
+				t.Fatalf("csictl %v: exit %d: %s", args, r.code, r.stderr)
+			}
+			check(t, r)
+			if got := lastSecrets(); got["password"] != value {
+				t.Errorf("csictl %v: secrets = %v, want the file's", args, got)
+			}
+		}
+	})
 	t.Run("calls without secrets get none", func(t *testing.T) {
 		p.ok("volume", "create", "pvc-plain", "--cap", "rwo")
 		if got := lastSecrets(); len(got) != 0 {
@@ -392,6 +433,15 @@ func TestCompletion(t *testing.T) {
 	out := p.ok("__complete", "volume", "get", "")
 	if !slices.Contains(strings.Split(out, "\n"), vol) {
 		t.Errorf("volume IDs not completed:\n%s", out)
+	}
+	vg := field(t, p.ok("volume-group", "create", "vg-1", "-o", "json"), "volume_group", "volume_group_id")
+	out = p.ok("__complete", "volume-group", "get", "")
+	if !slices.Contains(strings.Split(out, "\n"), vg) {
+		t.Errorf("volume group IDs not completed:\n%s", out)
+	}
+	out = p.ok("__complete", "vg", "modify", vg, "--volume", "")
+	if !slices.Contains(strings.Split(out, "\n"), vol) {
+		t.Errorf("--volume of volume-group modify not completed:\n%s", out)
 	}
 	out = p.ok("__complete", "volume", "list", "-o", "")
 	for _, f := range []string{outputTable, outputJSON, outputYAML} {

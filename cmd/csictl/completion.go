@@ -5,8 +5,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/IBM/csi-volume-group/lib/go/volumegroup"
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
 )
 
 // completionTimeout bounds the listing done while the user presses TAB: a shell that hangs on
@@ -15,7 +17,8 @@ const completionTimeout = 2 * time.Second
 
 // complete lists IDs for shell completion. Any failure (no endpoint, plugin down, listing not
 // supported) just means no suggestions: completion must never print errors into the prompt.
-func complete(a *app, list func(context.Context, csi.ControllerClient) ([]string, error)) cobra.CompletionFunc {
+// list gets the connection rather than a client because IDs come from more than one service.
+func complete(a *app, list func(context.Context, grpc.ClientConnInterface) ([]string, error)) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		conn, err := a.conn(envEndpoint)
 		if err != nil {
@@ -23,7 +26,7 @@ func complete(a *app, list func(context.Context, csi.ControllerClient) ([]string
 		}
 		ctx, cancel := context.WithTimeout(cmd.Context(), completionTimeout)
 		defer cancel()
-		ids, err := list(ctx, csi.NewControllerClient(conn))
+		ids, err := list(ctx, conn)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
@@ -39,8 +42,8 @@ func complete(a *app, list func(context.Context, csi.ControllerClient) ([]string
 
 // completeVolumeIDs suggests volume IDs from the first page of ListVolumes.
 func completeVolumeIDs(a *app) cobra.CompletionFunc {
-	return complete(a, func(ctx context.Context, c csi.ControllerClient) ([]string, error) {
-		resp, err := c.ListVolumes(ctx, &csi.ListVolumesRequest{})
+	return complete(a, func(ctx context.Context, conn grpc.ClientConnInterface) ([]string, error) {
+		resp, err := csi.NewControllerClient(conn).ListVolumes(ctx, &csi.ListVolumesRequest{})
 		var ids []string
 		for _, e := range resp.GetEntries() {
 			ids = append(ids, e.GetVolume().GetVolumeId())
@@ -51,11 +54,23 @@ func completeVolumeIDs(a *app) cobra.CompletionFunc {
 
 // completeSnapshotIDs suggests snapshot IDs from the first page of ListSnapshots.
 func completeSnapshotIDs(a *app) cobra.CompletionFunc {
-	return complete(a, func(ctx context.Context, c csi.ControllerClient) ([]string, error) {
-		resp, err := c.ListSnapshots(ctx, &csi.ListSnapshotsRequest{})
+	return complete(a, func(ctx context.Context, conn grpc.ClientConnInterface) ([]string, error) {
+		resp, err := csi.NewControllerClient(conn).ListSnapshots(ctx, &csi.ListSnapshotsRequest{})
 		var ids []string
 		for _, e := range resp.GetEntries() {
 			ids = append(ids, e.GetSnapshot().GetSnapshotId())
+		}
+		return ids, err
+	})
+}
+
+// completeVolumeGroupIDs suggests volume group IDs from the first page of ListVolumeGroups.
+func completeVolumeGroupIDs(a *app) cobra.CompletionFunc {
+	return complete(a, func(ctx context.Context, conn grpc.ClientConnInterface) ([]string, error) {
+		resp, err := volumegroup.NewControllerClient(conn).ListVolumeGroups(ctx, &volumegroup.ListVolumeGroupsRequest{})
+		var ids []string
+		for _, e := range resp.GetEntries() {
+			ids = append(ids, e.GetVolumeGroup().GetVolumeGroupId())
 		}
 		return ids, err
 	})

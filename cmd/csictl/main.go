@@ -1,6 +1,7 @@
 // Command csictl is a command-line client for CSI plugins (CSI v1.13): it calls every RPC of the
-// Identity, Controller, Node, GroupController and SnapshotMetadata services over a plugin's
-// socket, the way kubectl talks to an API server.
+// Identity, Controller, Node, GroupController and SnapshotMetadata services, and of the
+// volume-group service of github.com/IBM/csi-volume-group, over a plugin's socket, the way
+// kubectl talks to an API server.
 //
 // The plugin is found with --endpoint or the CSI_ENDPOINT environment variable
 // (unix:///abs/path.sock or a bare absolute path). Commands are grouped by what they act on:
@@ -11,6 +12,7 @@
 //	csictl snapshot create|delete|get|list
 //	csictl group-controller capabilities
 //	csictl group-snapshot create|delete|get
+//	csictl volume-group create|delete|modify|get|list
 //	csictl node capabilities|info|stage|unstage|publish|unpublish|expand|health|storage-health
 //	csictl metadata allocated|delta
 //

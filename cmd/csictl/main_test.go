@@ -53,6 +53,7 @@ func startPlugin(t *testing.T) *plugin {
 		Node:             p.mem,
 		GroupController:  p.mem,
 		SnapshotMetadata: p.mem,
+		VolumeGroups:     p.mem,
 		Features: driver.Features{
 			CloneVolume:                    true,
 			PublishReadonly:                true,
