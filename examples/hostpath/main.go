@@ -81,6 +81,7 @@ func run(ctx context.Context, args []string) error {
 		capacity   = fs.String("capacity", "1Ti", "pool size reported by GetCapacity (bytes, or with Ki/Mi/Gi/Ti)")
 		maxVolume  = fs.String("max-volume-size", "", "largest volume (default: the pool size)")
 		maxPerNode = fs.Int64("max-volumes-per-node", 0, "attach limit per node (0 = none)")
+		maxMembers = fs.Int("max-group-members", 0, "most volumes one volume group may hold (0 = no limit)")
 		mutable    = fs.String("mutable-parameters", "iops,throughput", "comma-separated keys ControllerModifyVolume may change")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -119,7 +120,7 @@ func run(ctx context.Context, args []string) error {
 	}
 	plugin, err := hostpath.Open(hostpath.Config{
 		StateDir: *stateDir, NodeID: *nodeID, Zone: *zone, CapacityBytes: capBytes, MaxVolumeSize: maxBytes,
-		MaxVolumesPerNode: *maxPerNode, MutableParameters: mutableKeys, Logger: logger,
+		MaxVolumesPerNode: *maxPerNode, MutableParameters: mutableKeys, MaxGroupMembers: *maxMembers, Logger: logger,
 	}, *mode)
 	if err != nil {
 		return err

@@ -169,10 +169,10 @@ func chooseKind(caps []driver.VolumeCapability, params map[string]string) (kind,
 // instead of a silently ignored setting. Keys the external-provisioner adds are accepted.
 func checkParameters(params map[string]string) error {
 	for _, k := range sortedKeys(params) {
-		if k == ParamKind || k == ParamFSType || strings.HasPrefix(k, "csi.storage.k8s.io/") {
+		if k == ParamKind || k == ParamFSType || k == ParamVolumeGroup || strings.HasPrefix(k, "csi.storage.k8s.io/") {
 			continue
 		}
-		return fmt.Errorf("parameter %q is not known to this driver (known: %s, %s): %w", k, ParamKind, ParamFSType, driver.ErrInvalidArgument)
+		return fmt.Errorf("parameter %q is not known to this driver (known: %s, %s, %s): %w", k, ParamKind, ParamFSType, ParamVolumeGroup, driver.ErrInvalidArgument)
 	}
 	return nil
 }
@@ -232,6 +232,14 @@ func (c *Controller) CreateVolume(ctx context.Context, req *driver.CreateVolumeR
 	}
 	if err := c.checkTopology(req.Topology); err != nil {
 		return nil, err
+	}
+	var groupID string
+	if ref, ok := req.Parameters[ParamVolumeGroup]; ok {
+		// Resolved before anything is made, so a wrong group costs no backing; the commit
+		// checks it again.
+		if groupID, err = c.resolveVolumeGroup(ref); err != nil {
+			return nil, err
+		}
 	}
 	kind, fsType, err := chooseKind(req.Capabilities, req.Parameters)
 	if err != nil {
@@ -306,11 +314,21 @@ func (c *Controller) CreateVolume(ctx context.Context, req *driver.CreateVolumeR
 		if used := counter(tx, bMeta, metaUsed); used+size > c.cfg.CapacityBytes {
 			return fmt.Errorf("%d bytes requested, %d free: %w", size, c.cfg.CapacityBytes-used, driver.ErrResourceExhausted)
 		}
+		if groupID != "" {
+			if err := c.checkJoin(tx, groupID, 1); err != nil {
+				return err
+			}
+		}
 		if err := putJSON(tx, bVolumes, rec.ID, rec); err != nil {
 			return err
 		}
 		if err := putString(tx, bVolumeNames, rec.Name, rec.ID); err != nil {
 			return err
+		}
+		if groupID != "" {
+			if err := join(tx, groupID, rec.ID); err != nil {
+				return err
+			}
 		}
 		return addCounter(tx, bMeta, metaUsed, size)
 	})
@@ -377,25 +395,21 @@ func (c *Controller) DeleteVolume(ctx context.Context, req *driver.DeleteVolumeR
 	if err != nil {
 		return err
 	}
-	if len(rec.Published) > 0 {
-		return fmt.Errorf("volume %q is published on node %s: %w", rec.ID, strings.Join(sortedKeys(rec.Published), ", "), driver.ErrInUse)
-	}
-	if c.nodeInUse != nil {
-		if where, err := c.nodeInUse(rec.ID); err != nil {
-			return err
-		} else if where != "" {
-			return fmt.Errorf("volume %q is in use on this node at its %s: %w", rec.ID, where, driver.ErrInUse)
-		}
-	}
-	backing := c.l.backing(rec.Kind, rec.ID)
-	if where, err := backingInUse(rec.Kind, backing); err != nil {
+	// A member goes with its group (DeleteVolumeGroup) or leaves it first: deleting it alone
+	// would change what the group keeps consistent behind the CO's back.
+	var group string
+	if err := c.st.view(func(tx *bolt.Tx) error { group = getString(tx, bVolumeGroupOf, rec.ID); return nil }); err != nil {
 		return err
-	} else if where != "" {
-		return fmt.Errorf("volume %q is in use at %s: %w", rec.ID, where, driver.ErrInUse)
+	}
+	if group != "" {
+		return fmt.Errorf("volume %q is a member of volume group %q; remove it from the group first: %w", rec.ID, group, driver.ErrInUse)
+	}
+	if err := c.checkUnused(rec); err != nil {
+		return err
 	}
 	// removeAll never deletes through a mount: one made inside the volume since the check above
 	// stops it with ErrInUse.
-	if err := removeAll(backing); err != nil {
+	if err := removeAll(c.l.backing(rec.Kind, rec.ID)); err != nil {
 		return err
 	}
 	if err := fail("delete-volume:after-backing"); err != nil {
@@ -416,6 +430,26 @@ func (c *Controller) DeleteVolume(ctx context.Context, req *driver.DeleteVolumeR
 		}
 		return addCounter(tx, bMeta, metaUsed, -cur.Size)
 	})
+}
+
+// checkUnused returns ErrInUse when the volume is published, or staged or mounted on this host.
+func (c *Controller) checkUnused(rec *volumeRecord) error {
+	if len(rec.Published) > 0 {
+		return fmt.Errorf("volume %q is published on node %s: %w", rec.ID, strings.Join(sortedKeys(rec.Published), ", "), driver.ErrInUse)
+	}
+	if c.nodeInUse != nil {
+		if where, err := c.nodeInUse(rec.ID); err != nil {
+			return err
+		} else if where != "" {
+			return fmt.Errorf("volume %q is in use on this node at its %s: %w", rec.ID, where, driver.ErrInUse)
+		}
+	}
+	if where, err := backingInUse(rec.Kind, c.l.backing(rec.Kind, rec.ID)); err != nil {
+		return err
+	} else if where != "" {
+		return fmt.Errorf("volume %q is in use at %s: %w", rec.ID, where, driver.ErrInUse)
+	}
+	return nil
 }
 
 // ValidateVolumeCapabilities confirms what the backing can serve.
@@ -469,6 +503,10 @@ func (c *Controller) ControllerPublishVolume(ctx context.Context, req *driver.Co
 		if err := getJSON(tx, bVolumes, rec.ID, &cur); errors.Is(err, errNoRecord) {
 			return fmt.Errorf("volume %q: %w", rec.ID, driver.ErrNotFound)
 		} else if err != nil {
+			return err
+		}
+		// A group delete has checked that no member is published and is removing them.
+		if err := notBeingDeleted(tx, cur.ID); err != nil {
 			return err
 		}
 		if p, ok := cur.Published[req.NodeID]; ok {

@@ -2,7 +2,9 @@
 // API. Filesystem volumes are directories; block volumes (and filesystem volumes that ask for an
 // fs_type) are sparse image files attached to loop devices, formatted and mounted through
 // k8s.io/mount-utils. State lives in an embedded transactional store (bbolt), so every operation
-// commits atomically and a restart after a crash finds a consistent state.
+// commits atomically and a restart after a crash finds a consistent state. Volume groups
+// (volumegroup.Controller) are served in every mode with a controller; a volume joins one through
+// ModifyVolumeGroupMembership or the CreateVolume parameter ParamVolumeGroup.
 package hostpath
 
 import (
@@ -37,6 +39,9 @@ const (
 	ParamKind = "kind"
 	// ParamFSType is the filesystem for "file" volumes mounted as filesystems (default ext4).
 	ParamFSType = "csi.storage.k8s.io/fstype"
+	// ParamVolumeGroup makes CreateVolume put the new volume into a volume group, named by its
+	// name or its ID.
+	ParamVolumeGroup = "volumegroup.csikit.dev/group"
 )
 
 // volumeContextKind tells the node how the volume is backed.
@@ -64,6 +69,8 @@ type Config struct {
 	MaxVolumesPerNode int64
 	// MutableParameters is the allow-list of ControllerModifyVolume keys.
 	MutableParameters []string
+	// MaxGroupMembers is the most volumes one volume group may hold (0 = no limit).
+	MaxGroupMembers int
 	// Logger receives operational messages (reconciliation at start-up).
 	Logger *zap.Logger
 }
@@ -181,7 +188,8 @@ const (
 	metaAttachedPrefix = "attached/" // + node ID: number of volumes published there
 )
 
-var controllerBuckets = []string{bVolumes, bVolumeNames, bSnapshots, bSnapshotNames, bSnapsByVolume, bGroups, bGroupNames, bMeta}
+var controllerBuckets = []string{bVolumes, bVolumeNames, bSnapshots, bSnapshotNames, bSnapsByVolume, bGroups, bGroupNames, bMeta,
+	bVolumeGroups, bVolumeGroupNames, bVolumeGroupMembers, bVolumeGroupOf}
 
 // Open checks the configuration and opens the state. It does not start serving.
 func open(cfg *Config) (layout, error) {

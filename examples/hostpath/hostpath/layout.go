@@ -21,7 +21,7 @@ import (
 // system.
 
 // idPattern is the shape of every ID this driver issues.
-var idPattern = regexp.MustCompile(`^(vol|snap|group|eph)-[0-9a-f]{32}$`)
+var idPattern = regexp.MustCompile(`^(vol|snap|group|vg|eph)-[0-9a-f]{32}$`)
 
 func newID(prefix string) string {
 	var b [16]byte

@@ -16,7 +16,8 @@ import (
 // backing before the record, deletes remove the backing before the record, so:
 //   - a backing without a record is a create that did not commit: it is removed (unless it is in
 //     use, which a create's leftover cannot be);
-//   - a record without a backing is a delete that did not commit: the record is dropped;
+//   - a record without a backing is a delete that did not commit: the record is dropped, and
+//     its volume group membership with it;
 //   - a group snapshot with a member gone is a group delete that did not commit: it is finished;
 //   - an image smaller than its record is an expansion that did not finish: it is grown;
 //   - the used-bytes (volumes and snapshots) and attachment counters are recomputed from the
@@ -153,6 +154,13 @@ func (c *Controller) reconcile() error {
 			}
 			if getString(tx, bVolumeNames, r.Name) == r.ID {
 				if err := del(tx, bVolumeNames, r.Name); err != nil {
+					return err
+				}
+			}
+			// A volume group delete cut short: the member's record goes, and so does its
+			// membership, so the retried delete finds only what is left.
+			if g := getString(tx, bVolumeGroupOf, r.ID); g != "" {
+				if err := leave(tx, g, r.ID); err != nil {
 					return err
 				}
 			}
