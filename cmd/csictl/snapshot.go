@@ -100,21 +100,16 @@ func newSnapshotListCmd(a *app) *cobra.Command {
 				return err
 			}
 			out := &csi.ListSnapshotsResponse{}
-			token := p.token
-			for {
+			var err error
+			out.Entries, out.NextToken, err = follow(&p, func(token string) ([]*csi.ListSnapshotsResponse_Entry, string, error) {
 				resp, err := unary(a, cmd, csi.NewControllerClient, csi.ControllerClient.ListSnapshots,
 					&csi.ListSnapshotsRequest{MaxEntries: p.max, StartingToken: token, SourceVolumeId: src, SnapshotId: sid})
-				if err != nil {
-					return err
-				}
-				out.Entries = append(out.Entries, resp.GetEntries()...)
-				out.NextToken = resp.GetNextToken()
-				if !p.all || out.NextToken == "" {
-					break
-				}
-				token = out.NextToken
+				return resp.GetEntries(), resp.GetNextToken(), err
+			})
+			if err != nil {
+				return err
 			}
-			err := a.print(out, func(t *table) {
+			err = a.print(out, func(t *table) {
 				snapshotHeader(t)
 				for _, e := range out.GetEntries() {
 					snapshotRow(t, e.GetSnapshot())

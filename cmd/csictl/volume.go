@@ -146,6 +146,25 @@ func (p *pageFlags) check() error {
 	return nil
 }
 
+// follow calls fetch from the --starting-token on and, with --all, again with each next_token
+// until the listing ends, returning every entry and the last next_token. With --all the pages are
+// merged into one response, so json and yaml print one document whatever the page size.
+func follow[E any](p *pageFlags, fetch func(token string) (entries []E, next string, err error)) ([]E, string, error) {
+	var all []E
+	token := p.token
+	for {
+		entries, next, err := fetch(token)
+		if err != nil {
+			return nil, "", err
+		}
+		all = append(all, entries...)
+		if !p.all || next == "" {
+			return all, next, nil
+		}
+		token = next
+	}
+}
+
 // more tells a table reader that the listing continues; on stderr, so stdout stays the table.
 func (a *app) more(next string) {
 	if next != "" && a.output == outputTable {
@@ -163,24 +182,17 @@ func newVolumeListCmd(a *app) *cobra.Command {
 			if err := p.check(); err != nil {
 				return err
 			}
-			// With --all the pages are merged into one response, so json and yaml print one
-			// document whatever the page size.
 			out := &csi.ListVolumesResponse{}
-			token := p.token
-			for {
+			var err error
+			out.Entries, out.NextToken, err = follow(&p, func(token string) ([]*csi.ListVolumesResponse_Entry, string, error) {
 				resp, err := unary(a, cmd, csi.NewControllerClient, csi.ControllerClient.ListVolumes,
 					&csi.ListVolumesRequest{MaxEntries: p.max, StartingToken: token})
-				if err != nil {
-					return err
-				}
-				out.Entries = append(out.Entries, resp.GetEntries()...)
-				out.NextToken = resp.GetNextToken()
-				if !p.all || out.NextToken == "" {
-					break
-				}
-				token = out.NextToken
+				return resp.GetEntries(), resp.GetNextToken(), err
+			})
+			if err != nil {
+				return err
 			}
-			err := a.print(out, func(t *table) {
+			err = a.print(out, func(t *table) {
 				t.row("ID", "CAPACITY", "SOURCE", "TOPOLOGY", "NODES")
 				for _, e := range out.GetEntries() {
 					v := e.GetVolume()
@@ -422,21 +434,16 @@ func newVolumeHealthCmd(a *app) *cobra.Command {
 				return err
 			}
 			out := &csi.ControllerListVolumeHealthResponse{}
-			token := p.token
-			for {
+			var err error
+			out.Entries, out.NextToken, err = follow(&p, func(token string) ([]*csi.VolumeHealth, string, error) {
 				resp, err := unary(a, cmd, csi.NewControllerClient, csi.ControllerClient.ControllerListVolumeHealth,
 					&csi.ControllerListVolumeHealthRequest{MaxEntries: p.max, StartingToken: token})
-				if err != nil {
-					return err
-				}
-				out.Entries = append(out.Entries, resp.GetEntries()...)
-				out.NextToken = resp.GetNextToken()
-				if !p.all || out.NextToken == "" {
-					break
-				}
-				token = out.NextToken
+				return resp.GetEntries(), resp.GetNextToken(), err
+			})
+			if err != nil {
+				return err
 			}
-			err := a.print(out, func(t *table) {
+			err = a.print(out, func(t *table) {
 				healthHeader(t)
 				for _, h := range out.GetEntries() {
 					healthRows(t, h)

@@ -177,21 +177,16 @@ func newVolumeGroupListCmd(a *app) *cobra.Command {
 			}
 			// As for volume list: --all merges the pages into one response, one document.
 			out := &volumegroup.ListVolumeGroupsResponse{}
-			token := p.token
-			for {
+			var err error
+			out.Entries, out.NextToken, err = follow(&p, func(token string) ([]*volumegroup.ListVolumeGroupsResponse_Entry, string, error) {
 				resp, err := unary(a, cmd, volumegroup.NewControllerClient, volumegroup.ControllerClient.ListVolumeGroups,
 					&volumegroup.ListVolumeGroupsRequest{MaxEntries: p.max, StartingToken: token})
-				if err != nil {
-					return err
-				}
-				out.Entries = append(out.Entries, resp.GetEntries()...)
-				out.NextToken = resp.GetNextToken()
-				if !p.all || out.NextToken == "" {
-					break
-				}
-				token = out.NextToken
+				return resp.GetEntries(), resp.GetNextToken(), err
+			})
+			if err != nil {
+				return err
 			}
-			err := a.print(out, func(t *table) {
+			err = a.print(out, func(t *table) {
 				volumeGroupHeader(t)
 				for _, e := range out.GetEntries() {
 					volumeGroupRow(t, e.GetVolumeGroup())
