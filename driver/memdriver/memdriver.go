@@ -326,17 +326,26 @@ func (d *Driver) DeleteVolume(_ context.Context, req *driver.DeleteVolumeRequest
 	if err != nil {
 		return err
 	}
-	if len(v.published) > 0 {
-		return fmt.Errorf("volume %q is published on %d node(s): %w", v.id, len(v.published), driver.ErrInUse)
-	}
-	if _, staged := d.staged[v.id]; len(d.published[v.id]) > 0 || staged {
-		return fmt.Errorf("volume %q is staged or published on this node: %w", v.id, driver.ErrInUse)
+	if err := d.inUse(v); err != nil {
+		return err
 	}
 	if g, ok := d.memberOf[v.id]; ok {
 		return fmt.Errorf("volume %q is a member of volume group %q; delete the group or take the volume out of it first: %w", v.id, g, driver.ErrInUse)
 	}
 	delete(d.volumes, v.id)
 	delete(d.names, v.name)
+	return nil
+}
+
+// inUse reports a volume that is published to a node or staged or published on this one: it
+// cannot be deleted, alone or with its group.
+func (d *Driver) inUse(v *volume) error {
+	if len(v.published) > 0 {
+		return fmt.Errorf("volume %q is published on %d node(s): %w", v.id, len(v.published), driver.ErrInUse)
+	}
+	if _, staged := d.staged[v.id]; len(d.published[v.id]) > 0 || staged {
+		return fmt.Errorf("volume %q is staged or published on this node: %w", v.id, driver.ErrInUse)
+	}
 	return nil
 }
 
@@ -596,9 +605,15 @@ func (d *Driver) MutableParameters(volumeID string) map[string]string {
 
 // ControllerGetVolumeHealth reports recorded conditions.
 func (d *Driver) ControllerGetVolumeHealth(_ context.Context, req *driver.ControllerGetVolumeHealthRequest) (*driver.VolumeHealth, error) {
+	return d.recordedHealth(req.VolumeID)
+}
+
+// recordedHealth is the health of one volume as the controller and the node both report it: the
+// conditions SetHealth recorded.
+func (d *Driver) recordedHealth(volumeID string) (*driver.VolumeHealth, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	v, err := d.volume(req.VolumeID)
+	v, err := d.volume(volumeID)
 	if err != nil {
 		return nil, err
 	}
@@ -745,13 +760,7 @@ func (d *Driver) NodeExpandVolume(_ context.Context, req *driver.NodeExpandVolum
 
 // NodeGetVolumeHealth reports recorded conditions.
 func (d *Driver) NodeGetVolumeHealth(_ context.Context, req *driver.NodeGetVolumeHealthRequest) (*driver.VolumeHealth, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	v, err := d.volume(req.VolumeID)
-	if err != nil {
-		return nil, err
-	}
-	return &driver.VolumeHealth{VolumeID: v.id, Conditions: slices.Clone(v.health)}, nil
+	return d.recordedHealth(req.VolumeID)
 }
 
 // NodeGetStorageHealth reports the pool degraded when it is more than 90% full.

@@ -53,9 +53,8 @@ func (d *Driver) DeleteVolumeGroup(_ context.Context, req *driver.DeleteVolumeGr
 		return fmt.Errorf("volume group %q: %w", req.GroupID, driver.ErrNotFound)
 	}
 	for _, id := range g.members {
-		v := d.volumes[id]
-		if _, staged := d.staged[id]; len(v.published) > 0 || len(d.published[id]) > 0 || staged {
-			return fmt.Errorf("volume %q of group %q is in use: %w", id, g.id, driver.ErrInUse)
+		if err := d.inUse(d.volumes[id]); err != nil {
+			return fmt.Errorf("volume group %q: %w", g.id, err)
 		}
 	}
 	for _, id := range g.members {
