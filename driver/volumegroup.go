@@ -251,9 +251,6 @@ func (s *volumeGroupServer) ControllerGetVolumeGroup(ctx context.Context, req *v
 func volumeGroupID(g *VolumeGroup) string { return g.ID }
 
 func (s *volumeGroupServer) ListVolumeGroups(ctx context.Context, req *volumegroup.ListVolumeGroupsRequest) (*volumegroup.ListVolumeGroupsResponse, error) {
-	if req.GetMaxEntries() < 0 {
-		return nil, status.Error(codes.InvalidArgument, "ListVolumeGroupsRequest.max_entries: must not be negative")
-	}
 	after, err := s.d.startAfter(rpcListVolumeGroups, req.GetStartingToken(), "")
 	if err != nil {
 		return nil, err

@@ -102,6 +102,10 @@ func TestVolumeGroupLifecycle(t *testing.T) {
 			_, err := vg.DeleteVolumeGroup(ctx, &volumegroup.DeleteVolumeGroupRequest{VolumeGroupId: "vg-none"})
 			return err
 		}, codes.OK},
+		{"a negative max_entries is INVALID_ARGUMENT", func() error {
+			_, err := vg.ListVolumeGroups(ctx, &volumegroup.ListVolumeGroupsRequest{MaxEntries: -1})
+			return err
+		}, codes.InvalidArgument},
 		{"a bad starting token is ABORTED", func() error {
 			_, err := vg.ListVolumeGroups(ctx, &volumegroup.ListVolumeGroupsRequest{StartingToken: "not-ours"})
 			return err
