@@ -93,14 +93,16 @@ type backendSet struct {
 	metadata   SnapshotMetadata
 	// volumeGroups serves the volumegroup.Controller service.
 	volumeGroups VolumeGroupController
-	probers      []Prober
+	// buckets serves COSI's Provisioner service (every wire version configured).
+	buckets BucketProvisioner
+	probers []Prober
 }
 
 func discover(cfg *Config) backendSet {
 	b := backendSet{controller: cfg.Controller, node: cfg.Node, group: cfg.GroupController, metadata: cfg.SnapshotMetadata,
-		volumeGroups: cfg.VolumeGroups}
+		volumeGroups: cfg.VolumeGroups, buckets: cfg.Buckets}
 	var seen []any
-	for _, v := range []any{cfg.Controller, cfg.Node, cfg.GroupController, cfg.SnapshotMetadata, cfg.VolumeGroups, cfg.Prober} {
+	for _, v := range []any{cfg.Controller, cfg.Node, cfg.GroupController, cfg.SnapshotMetadata, cfg.VolumeGroups, cfg.Buckets, cfg.Prober} {
 		if v == nil || slices.ContainsFunc(seen, func(o any) bool { return sameBackend(o, v) }) {
 			continue
 		}
@@ -136,10 +138,24 @@ func (b *backendSet) of(svc service) any {
 		if b.volumeGroups != nil {
 			return b.volumeGroups
 		}
+	case svcCOSIProvisioner:
+		if b.buckets != nil {
+			return b.buckets
+		}
 	case svcIdentity:
 		return b
+	case svcCOSIIdentity:
+		if b.buckets != nil {
+			return b
+		}
 	}
 	return nil
+}
+
+// servesCSI reports whether any CSI service has a backend, so that csi.v1.Identity is served: a
+// COSI-only plugin does not pretend to be a CSI plugin.
+func (b *backendSet) servesCSI() bool {
+	return b.controller != nil || b.node != nil || b.group != nil || b.metadata != nil || b.volumeGroups != nil
 }
 
 // serves reports whether the configured backends can serve the RPC: its service has a backend,

@@ -55,6 +55,22 @@ type Config struct {
 	// github.com/IBM/csi-volume-group) on the same socket; nil when the plugin has none. The
 	// group RPCs it serves are listed in GetPluginInfo's manifest under ManifestVolumeGroupRPCs.
 	VolumeGroups VolumeGroupController
+	// Buckets serves object buckets over COSI (v1alpha1 and v1alpha2 on the same socket, see
+	// COSIVersions); nil when the plugin has none. Optional interfaces (BucketGetter,
+	// BucketAccessGranter) are found on the same value. A plugin with Buckets and no CSI backend
+	// serves no CSI service, and Run listens on $COSI_ENDPOINT.
+	Buckets BucketProvisioner
+	// BucketProtocols are the object protocols the bucket backend serves, reported by
+	// DriverGetInfo; required with Buckets. A v1alpha1 grant, which names no protocol, is for
+	// the first one.
+	BucketProtocols []ObjectProtocol
+	// COSIVersions are the COSI wire versions served; nil means every version this library
+	// knows (v1alpha1 and v1alpha2).
+	COSIVersions []COSIVersion
+	// MultiBucketAccess says one account can be granted several buckets. Without it a grant that
+	// names more than one bucket is answered OUT_OF_RANGE before the backend is called, which is
+	// the code COSI reserves for exactly that.
+	MultiBucketAccess bool
 	// Prober is an extra readiness check beside any Probe method of the backends.
 	Prober Prober
 
@@ -151,8 +167,11 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.VendorVersion == "" {
 		return nil, errors.New("plugin vendor version is required")
 	}
-	if cfg.Controller == nil && cfg.Node == nil && cfg.GroupController == nil && cfg.SnapshotMetadata == nil && cfg.VolumeGroups == nil {
-		return nil, errors.New("no backend configured: set at least one of Controller, Node, GroupController, SnapshotMetadata, VolumeGroups")
+	if cfg.Controller == nil && cfg.Node == nil && cfg.GroupController == nil && cfg.SnapshotMetadata == nil && cfg.VolumeGroups == nil && cfg.Buckets == nil {
+		return nil, errors.New("no backend configured: set at least one of Controller, Node, GroupController, SnapshotMetadata, VolumeGroups, Buckets")
+	}
+	if err := checkCOSIConfig(&cfg); err != nil {
+		return nil, err
 	}
 	if err := checkNearMisses(&cfg); err != nil {
 		return nil, err
@@ -204,7 +223,6 @@ func New(cfg Config) (*Driver, error) {
 func (d *Driver) NewServer(opts ...grpc.ServerOption) *grpc.Server {
 	all := []grpc.ServerOption{
 		ServerCodec(),
-		tracing.ServerOption(d.tracer()),
 		// Reused worker goroutines keep the stack a call through the interceptor chain needs;
 		// a fresh goroutine per call (grpc-go's default) grows a new stack every time. A busy
 		// pool still spawns a goroutine, so a slow call never blocks the others.
@@ -274,16 +292,9 @@ func (d *Driver) Serve(ctx context.Context, lis net.Listener) error {
 // Run listens on Config.Endpoint (or $CSI_ENDPOINT) and serves until ctx is done or the process
 // gets SIGTERM or SIGINT, then shuts down gracefully and removes the socket.
 func (d *Driver) Run(ctx context.Context) error {
-	raw := d.cfg.Endpoint
-	if raw == "" {
-		raw = os.Getenv("CSI_ENDPOINT")
-	}
-	if raw == "" {
-		return errors.New("no endpoint: set CSI_ENDPOINT (e.g. unix:///csi/csi.sock) or Config.Endpoint")
-	}
-	ep, err := endpoint.Parse(raw, endpoint.ParseOptions{AllowTCP: d.cfg.AllowTCP})
+	ep, err := d.endpoint()
 	if err != nil {
-		return fmt.Errorf("endpoint: %w", err)
+		return err
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -307,6 +318,34 @@ func (d *Driver) Run(ctx context.Context) error {
 		return fmt.Errorf("listen on %s: %w", ep, err)
 	}
 	return d.Serve(ctx, lis)
+}
+
+// endpoint is where Run listens: Config.Endpoint, else $CSI_ENDPOINT, else (for a plugin that
+// serves COSI) $COSI_ENDPOINT. An endpoint that serves COSI follows COSI's rules: a unix socket
+// whose path ends in ".sock", never TCP, since the COSI sidecar connects to nothing else.
+func (d *Driver) endpoint() (endpoint.Endpoint, error) {
+	raw, from := d.cfg.Endpoint, "Config.Endpoint"
+	if raw == "" && d.b.servesCSI() {
+		raw, from = os.Getenv("CSI_ENDPOINT"), "CSI_ENDPOINT"
+	}
+	if raw == "" && d.b.buckets != nil {
+		raw, from = os.Getenv("COSI_ENDPOINT"), "COSI_ENDPOINT"
+	}
+	if raw == "" {
+		if d.b.servesCSI() {
+			return endpoint.Endpoint{}, errors.New("no endpoint: set CSI_ENDPOINT (e.g. unix:///csi/csi.sock) or Config.Endpoint")
+		}
+		return endpoint.Endpoint{}, errors.New("no endpoint: set COSI_ENDPOINT (e.g. unix:///var/lib/cosi/cosi.sock) or Config.Endpoint")
+	}
+	opts := endpoint.ParseOptions{AllowTCP: d.cfg.AllowTCP}
+	if d.b.buckets != nil {
+		opts = endpoint.ParseOptions{RequireSuffix: ".sock"}
+	}
+	ep, err := endpoint.Parse(raw, opts)
+	if err != nil {
+		return endpoint.Endpoint{}, fmt.Errorf("%s: %w", from, err)
+	}
+	return ep, nil
 }
 
 // serveHTTP starts the diagnostics endpoint when Config.HTTPEndpoint is set. It listens before

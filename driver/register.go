@@ -24,8 +24,8 @@ import (
 // its own (they run outside the library's), NewServer, Serve and Run all give the same chain. Per
 // method, outermost first:
 //
-//	request ID -> panic recovery -> logging -> [metrics] -> status sanitising -> gate -> validation
-//	-> tracing attributes -> locking
+//	[tracing span] -> request ID -> panic recovery -> logging -> [metrics] -> status sanitising
+//	-> gate -> validation -> tracing attributes -> locking
 //	-> Config.UnaryInterceptors -> handler (-> per-RPC error mapping)
 //
 // The request ID comes first (it cannot fail) so that a recovered panic is reported with the
@@ -40,7 +40,9 @@ import (
 // so validation, locking, logging and redaction run however the server is composed; interceptors
 // of the server itself run outside them. Serve and Run do this for you.
 func (d *Driver) Register(s grpc.ServiceRegistrar) {
-	s.RegisterService(d.wrap(&csi.Identity_ServiceDesc), &identityServer{d: d})
+	if d.b.servesCSI() {
+		s.RegisterService(d.wrap(&csi.Identity_ServiceDesc), &identityServer{d: d})
+	}
 	if d.b.controller != nil {
 		s.RegisterService(d.wrap(&csi.Controller_ServiceDesc), &controllerServer{d: d, b: &d.b})
 	}
@@ -55,6 +57,9 @@ func (d *Driver) Register(s grpc.ServiceRegistrar) {
 	}
 	if d.b.volumeGroups != nil {
 		s.RegisterService(d.wrap(&volumegroup.Controller_ServiceDesc), &volumeGroupServer{d: d, b: &d.b})
+	}
+	if d.b.buckets != nil {
+		d.registerCOSI(s)
 	}
 }
 
@@ -77,7 +82,7 @@ func (d *Driver) wrap(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 // spec finds a method's table entry; a method without one is a library bug caught by tests, and is
 // served UNIMPLEMENTED rather than without policy.
 func (d *Driver) spec(desc *grpc.ServiceDesc, method string) *rpcSpec {
-	if s, ok := rpcTable[rpc(method)]; ok && string(s.service) == desc.ServiceName {
+	if s, ok := rpcTable[rpc(method)]; ok && s.carries(desc.ServiceName) {
 		return s
 	}
 	return &rpcSpec{name: rpc(method), service: service(desc.ServiceName), unknown: true, unsupported: codes.InvalidArgument}
@@ -93,6 +98,10 @@ func (d *Driver) frontUnary() []grpc.UnaryServerInterceptor {
 		recovery.UnaryServerInterceptor(recovery.WithLogger(d.log), recovery.WithScrubber(d.redactor.ScrubAny)),
 		logging.UnaryServerInterceptor(d.log, logging.WithRedactor(d.redactor), logging.WithTraceID(tracing.TraceID)),
 	}
+	if span := tracing.UnarySpanInterceptor(d.tracer()); span != nil {
+		// Outermost: every step, the log lines' trace_id included, runs inside the call's span.
+		ics = append([]grpc.UnaryServerInterceptor{span}, ics...)
+	}
 	if d.metrics != nil {
 		ics = append(ics, d.metrics.UnaryServerInterceptor())
 	}
@@ -104,6 +113,9 @@ func (d *Driver) frontStream() []grpc.StreamServerInterceptor {
 		requestid.StreamServerInterceptor(),
 		recovery.StreamServerInterceptor(recovery.WithLogger(d.log), recovery.WithScrubber(d.redactor.ScrubAny)),
 		logging.StreamServerInterceptor(d.log, logging.WithRedactor(d.redactor), logging.WithTraceID(tracing.TraceID)),
+	}
+	if span := tracing.StreamSpanInterceptor(d.tracer()); span != nil {
+		ics = append([]grpc.StreamServerInterceptor{span}, ics...)
 	}
 	if d.metrics != nil {
 		ics = append(ics, d.metrics.StreamServerInterceptor())

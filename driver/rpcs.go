@@ -57,6 +57,12 @@ const (
 	rpcModifyVolumeGroup         rpc = "ModifyVolumeGroupMembership"
 	rpcGetVolumeGroup            rpc = "ControllerGetVolumeGroup"
 	rpcListVolumeGroups          rpc = "ListVolumeGroups"
+	rpcDriverGetInfo             rpc = "DriverGetInfo"
+	rpcCreateBucket              rpc = "DriverCreateBucket"
+	rpcGetExistingBucket         rpc = "DriverGetExistingBucket"
+	rpcDeleteBucket              rpc = "DriverDeleteBucket"
+	rpcGrantBucketAccess         rpc = "DriverGrantBucketAccess"
+	rpcRevokeBucketAccess        rpc = "DriverRevokeBucketAccess"
 )
 
 // service is one gRPC service this package serves, by its full name.
@@ -69,6 +75,18 @@ const (
 	svcGroupController  service = "csi.v1.GroupController"
 	svcSnapshotMetadata service = "csi.v1.SnapshotMetadata"
 	svcVolumeGroup      service = "volumegroup.Controller"
+	// COSI's services, whatever the wire version: an entry of these names the generated services
+	// of every version in wire, and describes the RPC once for all of them.
+	svcCOSIIdentity    service = "cosi.Identity"
+	svcCOSIProvisioner service = "cosi.Provisioner"
+)
+
+// The COSI services by wire version.
+const (
+	svcCOSIIdentityV1alpha1    service = "cosi.v1alpha1.Identity"
+	svcCOSIProvisionerV1alpha1 service = "cosi.v1alpha1.Provisioner"
+	svcCOSIIdentityV1alpha2    service = "sigs.k8s.io.cosi.v1alpha2.Identity"
+	svcCOSIProvisionerV1alpha2 service = "sigs.k8s.io.cosi.v1alpha2.Provisioner"
 )
 
 // rpcSpec is everything the library knows about one RPC apart from its handler. It is written once,
@@ -78,6 +96,9 @@ const (
 type rpcSpec struct {
 	name    rpc
 	service service
+	// wire lists the generated services that carry the RPC when service is a version-neutral one
+	// (COSI); empty means service itself.
+	wire []service
 	// serves lists the backend interfaces that serve the RPC, any one of them sufficing (a full
 	// lister or a page lister). Empty means the service's required interface serves it, or the
 	// library answers it alone (capabilities, plugin info).
@@ -104,8 +125,27 @@ type rpcSpec struct {
 	unknown bool
 }
 
-// method is the full gRPC method name, as in grpc.UnaryServerInfo.FullMethod.
-func (s *rpcSpec) method() string { return "/" + string(s.service) + "/" + string(s.name) }
+// method is the full gRPC method name, as in grpc.UnaryServerInfo.FullMethod (of the first wire
+// version for a COSI RPC).
+func (s *rpcSpec) method() string {
+	if len(s.wire) > 0 {
+		return "/" + string(s.wire[0]) + "/" + string(s.name)
+	}
+	return "/" + string(s.service) + "/" + string(s.name)
+}
+
+// carries reports whether the generated service svc carries the RPC.
+func (s *rpcSpec) carries(svc string) bool {
+	if len(s.wire) == 0 {
+		return string(s.service) == svc
+	}
+	for _, w := range s.wire {
+		if string(w) == svc {
+			return true
+		}
+	}
+	return false
+}
 
 // iface names the interface that serves the RPC, for UNIMPLEMENTED messages.
 func (s *rpcSpec) iface() string {
@@ -269,6 +309,20 @@ func init() {
 			})},
 		{name: rpcGetVolumeGroup, service: svcVolumeGroup, serves: []reflect.Type{typeOf[VolumeGroupGetter]()}},
 		{name: rpcListVolumeGroups, service: svcVolumeGroup, serves: []reflect.Type{typeOf[VolumeGroupLister](), typeOf[VolumeGroupPageLister]()}},
+
+		// COSI: one entry per RPC for every wire version (cosiKeys reads the requests of each);
+		// DriverGetExistingBucket exists in v1alpha2 only.
+		{name: rpcDriverGetInfo, service: svcCOSIIdentity, wire: []service{svcCOSIIdentityV1alpha1, svcCOSIIdentityV1alpha2}},
+		{name: rpcCreateBucket, service: svcCOSIProvisioner, wire: []service{svcCOSIProvisionerV1alpha1, svcCOSIProvisionerV1alpha2},
+			locks: cosiKeys},
+		{name: rpcGetExistingBucket, service: svcCOSIProvisioner, wire: []service{svcCOSIProvisionerV1alpha2},
+			serves: []reflect.Type{typeOf[BucketGetter]()}},
+		{name: rpcDeleteBucket, service: svcCOSIProvisioner, wire: []service{svcCOSIProvisionerV1alpha1, svcCOSIProvisionerV1alpha2},
+			goneIsDone: true, locks: cosiKeys},
+		{name: rpcGrantBucketAccess, service: svcCOSIProvisioner, wire: []service{svcCOSIProvisionerV1alpha1, svcCOSIProvisionerV1alpha2},
+			serves: []reflect.Type{typeOf[BucketAccessGranter]()}, locks: cosiKeys},
+		{name: rpcRevokeBucketAccess, service: svcCOSIProvisioner, wire: []service{svcCOSIProvisionerV1alpha1, svcCOSIProvisionerV1alpha2},
+			serves: []reflect.Type{typeOf[BucketAccessGranter]()}, goneIsDone: true, locks: cosiKeys},
 
 		{name: rpcGetMetadataAllocated, service: svcSnapshotMetadata, stream: true},
 		{name: rpcGetMetadataDelta, service: svcSnapshotMetadata, stream: true},

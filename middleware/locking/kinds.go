@@ -13,3 +13,12 @@ const (
 	KindVolumeGroup       = "volume group"
 	KindVolumeGroupName   = "volume group name"
 )
+
+// COSI resource kinds. A grant holds the account name it creates; a revoke holds the account ID
+// the grant returned; both hold their buckets shared, so a bucket is not deleted under them.
+const (
+	KindBucket      = "bucket"
+	KindBucketName  = "bucket name"
+	KindAccountName = "bucket access account name"
+	KindAccount     = "bucket access account"
+)

@@ -11,6 +11,10 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
+	// The COSI rule tables name fields of both COSI versions.
+	_ "sigs.k8s.io/container-object-storage-interface/proto"
+
+	_ "github.com/csikit/csikit/internal/cosi/v1alpha2"
 	"github.com/csikit/csikit/middleware/validation/internal/protoreq"
 )
 
@@ -127,7 +131,7 @@ func TestRequiredNamesResolve(t *testing.T) {
 		}
 	}
 	// The rule tables name real fields too.
-	for _, names := range []map[protoreflect.FullName]bool{nameFields, knownEnumFields, positiveFields, outOfRangeFields, pluginNameFields, topologySegmentFields} {
+	for _, names := range []map[protoreflect.FullName]bool{nameFields, knownEnumFields, positiveFields, outOfRangeFields, pluginNameFields, topologySegmentFields, cosiNameFields, cosiIDFields} {
 		for n := range names {
 			checkFieldName(t, n)
 		}

@@ -49,6 +49,8 @@ const (
 	fTopology
 	fWrapperNonNegative
 	fEmptyIsAbsent
+	fCOSIName
+	fCOSIObjectID
 )
 
 type special uint8
@@ -328,6 +330,12 @@ func (r *registry) compileField(memo map[protoreflect.MessageDescriptor]*plan, f
 			}
 			if nameFields[full] {
 				rule.flags |= fName
+			}
+			if cosiNameFields[full] {
+				rule.flags |= fCOSIName
+			}
+			if cosiIDFields[full] {
+				rule.flags |= fCOSIObjectID
 			}
 			if pluginNameFields[full] {
 				rule.flags |= fPluginName

@@ -196,6 +196,11 @@ func checkLeaf(m protoreflect.Message, sv reflect.Value, fast bool, r *fieldRule
 				return newViolation(p).at(r.seg)
 			}
 		}
+		if r.flags&(fCOSIName|fCOSIObjectID) != 0 {
+			if v := checkCOSIString(s, r.flags); v != nil {
+				return v.at(r.seg)
+			}
+		}
 	case kBytes:
 		if r.flags&fRequired != 0 && len(m.Get(r.fd).Bytes()) == 0 {
 			return newViolation(problemMissing).at(r.seg)

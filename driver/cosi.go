@@ -1,0 +1,456 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/csikit/csikit/idempotency"
+	"github.com/csikit/csikit/secrets"
+)
+
+// Object buckets (COSI). A bucket backend implements BucketProvisioner, and BucketGetter and
+// BucketAccessGranter when it can; Config.Buckets serves it as COSI v1alpha1 (cosi.v1alpha1, what
+// the deployed sidecars speak) and v1alpha2 (sigs.k8s.io.cosi.v1alpha2) on one socket.
+//
+// The interfaces speak of buckets, accounts and credentials, never of a wire version: each wire
+// version is one adapter file in this package that turns its messages into these requests and
+// these results into its answers. Upstream has already moved past the v1alpha2 served here
+// (DriverGetExistingBucket renamed DriverGetBucket, access modes renumbered and split into object
+// data, object metadata and bucket metadata, a two-phase bucket ID proposed); such a revision is
+// a new adapter, not a change to any backend.
+//
+// What the library does for a bucket backend, in both versions: validation (names are DNS
+// subdomains of at most 253 characters; bucket and account IDs at most 2048 characters of
+// [A-Za-z0-9._/-]; known protocols, authentication types and access modes), per-name, per-bucket
+// and per-account locking (ABORTED for a concurrent duplicate), the error tables (deletes and
+// revokes of what is gone answer OK; only a backend's own sentinel becomes a terminal code, so a
+// transient fault never looks final to the sidecar), the answer's shape (exactly the requested
+// buckets, only the requested protocol, the S3 fields the sidecar requires, both halves of a key),
+// and redaction of every credential in logs, errors and panics.
+
+// ObjectProtocol is a protocol clients reach a bucket with.
+type ObjectProtocol int
+
+// The object protocols.
+const (
+	ProtocolS3 ObjectProtocol = iota + 1
+	ProtocolAzure
+	ProtocolGCS
+)
+
+// String names the protocol as COSI does (S3, Azure, GCS).
+func (p ObjectProtocol) String() string {
+	switch p {
+	case ProtocolS3:
+		return "S3"
+	case ProtocolAzure:
+		return "Azure"
+	case ProtocolGCS:
+		return "GCS"
+	}
+	return fmt.Sprintf("ObjectProtocol(%d)", int(p))
+}
+
+// COSIVersion is a COSI wire version the library serves.
+type COSIVersion string
+
+// The COSI wire versions.
+const (
+	// COSIV1Alpha1 is package cosi.v1alpha1, spoken by the released COSI sidecar.
+	COSIV1Alpha1 COSIVersion = "v1alpha1"
+	// COSIV1Alpha2 is package sigs.k8s.io.cosi.v1alpha2.
+	COSIV1Alpha2 COSIVersion = "v1alpha2"
+)
+
+// BucketProvisioner is the required part of a bucket backend (DriverCreateBucket,
+// DriverDeleteBucket).
+type BucketProvisioner interface {
+	// CreateBucket creates the bucket named req.Name or, when this backend already created one
+	// under that name, returns it if the request is compatible (CreateBucketRequest.CheckExisting)
+	// and an error wrapping ErrAlreadyExists if not. The same name must always give the same ID:
+	// the CO calls again on every reconcile. A bucket that exists in the storage but was not
+	// created by this backend is never adopted (ErrAlreadyExists), or a later delete would destroy
+	// someone else's data. Unknown parameters or a protocol it cannot serve are ErrInvalidArgument.
+	CreateBucket(ctx context.Context, req *CreateBucketRequest) (*Bucket, error)
+	// DeleteBucket deletes a bucket this backend created; ErrNotFound counts as success.
+	DeleteBucket(ctx context.Context, req *DeleteBucketRequest) error
+}
+
+// BucketGetter reports a bucket that exists already, for static provisioning
+// (DriverGetExistingBucket in v1alpha2).
+type BucketGetter interface {
+	// GetBucket returns the bucket with the given ID, ErrNotFound when there is none.
+	GetBucket(ctx context.Context, req *GetBucketRequest) (*Bucket, error)
+}
+
+// BucketAccessGranter grants and revokes access to buckets (DriverGrantBucketAccess,
+// DriverRevokeBucketAccess).
+type BucketAccessGranter interface {
+	// GrantBucketAccess gives the account named req.AccountName access to req.Buckets. It must be
+	// idempotent by account name: the CO calls it again on every reconcile and writes the answer
+	// into the user's Secret each time, so a repeated compatible call returns the same account ID
+	// and the same credentials, never new keys; an incompatible one (other buckets, modes or
+	// parameters) is ErrAlreadyExists. A bucket that does not exist is ErrNotFound.
+	GrantBucketAccess(ctx context.Context, req *GrantBucketAccessRequest) (*BucketAccess, error)
+	// RevokeBucketAccess removes the account's access, after which its credentials must fail at
+	// once. An account or bucket that is gone counts as success (ErrNotFound answers OK).
+	RevokeBucketAccess(ctx context.Context, req *RevokeBucketAccessRequest) error
+}
+
+// Bucket is what a backend reports about one bucket. Set the info of every protocol the bucket
+// can be reached with; a nil protocol means "not over this protocol".
+type Bucket struct {
+	// ID identifies the bucket in later calls; required, at most 2048 characters of
+	// [A-Za-z0-9._/-], and it must never change.
+	ID string
+	// S3 is how S3 clients reach the bucket.
+	S3 *S3Bucket
+	// Azure is how Azure Blob clients reach the bucket.
+	Azure *AzureBucket
+	// GCS is how Google Cloud Storage clients reach the bucket.
+	GCS *GCSBucket
+}
+
+// protocols lists the protocols the bucket reports info for.
+func (b *Bucket) protocols() []ObjectProtocol {
+	var out []ObjectProtocol
+	if b.S3 != nil {
+		out = append(out, ProtocolS3)
+	}
+	if b.Azure != nil {
+		out = append(out, ProtocolAzure)
+	}
+	if b.GCS != nil {
+		out = append(out, ProtocolGCS)
+	}
+	return out
+}
+
+// S3AddressingStyle is how S3 clients address the bucket.
+type S3AddressingStyle int
+
+// The S3 addressing styles.
+const (
+	// S3AddressingPath: https://endpoint/bucket/key.
+	S3AddressingPath S3AddressingStyle = iota + 1
+	// S3AddressingVirtual: https://bucket.endpoint/key.
+	S3AddressingVirtual
+)
+
+// S3Bucket is the S3 view of a bucket. Endpoint, Region and AddressingStyle are required by the
+// COSI sidecar.
+type S3Bucket struct {
+	// Name is the bucket name S3 clients use; empty means Bucket.ID.
+	Name string
+	// Endpoint is the S3 endpoint URL, e.g. https://s3.example.com.
+	Endpoint string
+	// Region is the S3 region, e.g. us-east-1.
+	Region string
+	// AddressingStyle is the style clients should use.
+	AddressingStyle S3AddressingStyle
+}
+
+// AzureBucket is the Azure Blob view of a bucket.
+type AzureBucket struct {
+	// StorageAccount is the ID of the storage account.
+	StorageAccount string
+}
+
+// GCSBucket is the Google Cloud Storage view of a bucket.
+type GCSBucket struct {
+	// ProjectID is the GCS project.
+	ProjectID string
+	// Name is the bucket name GCS clients use; empty means Bucket.ID.
+	Name string
+}
+
+// CreateBucketRequest asks for a bucket.
+type CreateBucketRequest struct {
+	// Name is the CO's name for the bucket: a DNS subdomain, and the idempotency key.
+	Name string
+	// Protocols are the protocols the bucket must be reachable with, without duplicates and only
+	// among Config.BucketProtocols (the library checks both). Empty means the CO named none: the
+	// backend chooses (v1alpha1 never names any).
+	Protocols []ObjectProtocol
+	// Parameters are the opaque bucket-class parameters.
+	Parameters map[string]string
+	// Version is the wire version of the call.
+	Version COSIVersion
+	// Raw is the request as received (a *cosi.DriverCreateBucketRequest of
+	// sigs.k8s.io/container-object-storage-interface/proto for v1alpha1); read it, never modify it.
+	Raw proto.Message
+}
+
+// Fingerprint is a stable digest of what must be the same when a bucket is created again under
+// the same name: its parameters. Store it with the bucket and compare with CheckExisting. It is
+// the same for both wire versions, so a CO that moves from one to the other keeps its buckets.
+func (r *CreateBucketRequest) Fingerprint() string {
+	return fingerprintOf(map[string]*structpb.Value{"parameters": stringMapValue(r.Parameters)})
+}
+
+// CheckExisting decides a repeated CreateBucket: nil when the stored fingerprint matches, an error
+// wrapping ErrAlreadyExists otherwise.
+func (r *CreateBucketRequest) CheckExisting(fingerprint string, existing *Bucket) error {
+	if existing == nil || fingerprint == r.Fingerprint() {
+		return nil
+	}
+	return fmt.Errorf("bucket %q (%s) was created with other parameters: %w", r.Name, existing.ID, ErrAlreadyExists)
+}
+
+// GetBucketRequest asks for a bucket that exists already.
+type GetBucketRequest struct {
+	// ID is the bucket's ID as the administrator gave it.
+	ID string
+	// Protocols are the protocols the bucket must be reachable with (as in CreateBucketRequest).
+	Protocols []ObjectProtocol
+	// Parameters are the opaque bucket-class parameters.
+	Parameters map[string]string
+	// Version is the wire version of the call.
+	Version COSIVersion
+	// Raw is the request as received; read it, never modify it.
+	Raw proto.Message
+}
+
+// DeleteBucketRequest asks to delete a bucket.
+type DeleteBucketRequest struct {
+	// ID is the bucket to delete.
+	ID string
+	// Parameters are the opaque bucket-class parameters (v1alpha1: delete_context).
+	Parameters map[string]string
+	// Version is the wire version of the call.
+	Version COSIVersion
+	// Raw is the request as received; read it, never modify it.
+	Raw proto.Message
+}
+
+// BucketAccessMode is what an account may do with a bucket's objects.
+type BucketAccessMode int
+
+// The bucket access modes.
+const (
+	BucketReadWrite BucketAccessMode = iota + 1
+	BucketReadOnly
+	BucketWriteOnly
+)
+
+// String names the mode (ReadWrite, ReadOnly, WriteOnly).
+func (m BucketAccessMode) String() string {
+	switch m {
+	case BucketReadWrite:
+		return "ReadWrite"
+	case BucketReadOnly:
+		return "ReadOnly"
+	case BucketWriteOnly:
+		return "WriteOnly"
+	}
+	return fmt.Sprintf("BucketAccessMode(%d)", int(m))
+}
+
+// AuthenticationType is how a granted account authenticates.
+type AuthenticationType int
+
+// The authentication types.
+const (
+	// AuthKey: the answer carries credentials (keys, tokens).
+	AuthKey AuthenticationType = iota + 1
+	// AuthServiceAccount: the workload's service account is given access (v1alpha1: IAM); the
+	// answer may carry no credentials.
+	AuthServiceAccount
+)
+
+// String names the authentication type (Key, ServiceAccount).
+func (a AuthenticationType) String() string {
+	switch a {
+	case AuthKey:
+		return "Key"
+	case AuthServiceAccount:
+		return "ServiceAccount"
+	}
+	return fmt.Sprintf("AuthenticationType(%d)", int(a))
+}
+
+// BucketGrant is one bucket of a grant and what the account may do with it.
+type BucketGrant struct {
+	// BucketID is the bucket.
+	BucketID string
+	// Mode is the access granted (v1alpha1 has no modes: read-write).
+	Mode BucketAccessMode
+}
+
+// GrantBucketAccessRequest asks for an account with access to buckets.
+type GrantBucketAccessRequest struct {
+	// AccountName is the CO's name for the access (for Kubernetes "ba-" and the BucketAccess
+	// UID): a DNS subdomain, and the idempotency key.
+	AccountName string
+	// Protocol is the protocol the credentials are for.
+	Protocol ObjectProtocol
+	// Authentication is how the account authenticates.
+	Authentication AuthenticationType
+	// ServiceAccountName is the workload's service account (AuthServiceAccount only).
+	ServiceAccountName string
+	// Parameters are the opaque bucket-access-class parameters.
+	Parameters map[string]string
+	// Buckets are the buckets to grant, sorted by ID by the library (the CO sends them in any
+	// order), without duplicates. More than one only when Config.MultiBucketAccess is set.
+	Buckets []BucketGrant
+	// Version is the wire version of the call.
+	Version COSIVersion
+	// Raw is the request as received; read it, never modify it.
+	Raw proto.Message
+}
+
+// Fingerprint is a stable digest of what must be the same when an access is granted again under
+// the same account name: protocol, authentication, service account, parameters, buckets and modes.
+func (r *GrantBucketAccessRequest) Fingerprint() string {
+	grants := make([]string, 0, len(r.Buckets))
+	for _, b := range r.Buckets {
+		grants = append(grants, b.BucketID+"\x00"+b.Mode.String())
+	}
+	slices.Sort(grants)
+	buckets := make([]*structpb.Value, len(grants))
+	for i, g := range grants {
+		buckets[i] = structpb.NewStringValue(g)
+	}
+	return fingerprintOf(map[string]*structpb.Value{
+		"parameters":     stringMapValue(r.Parameters),
+		"protocol":       structpb.NewStringValue(r.Protocol.String()),
+		"authentication": structpb.NewStringValue(r.Authentication.String()),
+		"serviceAccount": structpb.NewStringValue(r.ServiceAccountName),
+		"buckets":        structpb.NewListValue(&structpb.ListValue{Values: buckets}),
+	})
+}
+
+// CheckExisting decides a repeated GrantBucketAccess: nil when the stored fingerprint matches, an
+// error wrapping ErrAlreadyExists otherwise.
+func (r *GrantBucketAccessRequest) CheckExisting(fingerprint string) error {
+	if fingerprint == "" || fingerprint == r.Fingerprint() {
+		return nil
+	}
+	return fmt.Errorf("account %q was granted other buckets, modes or parameters: %w", r.AccountName, ErrAlreadyExists)
+}
+
+// BucketAccess is the answer to a grant.
+type BucketAccess struct {
+	// AccountID identifies the account in RevokeBucketAccess; required, the same on every
+	// repeated grant, at most 2048 characters of [A-Za-z0-9._/-].
+	AccountID string
+	// Buckets describe each granted bucket for the granted protocol (S3: endpoint, region,
+	// addressing style), one per requested bucket. The library sends only the granted
+	// protocol's part.
+	Buckets []Bucket
+	// Credentials for the granted protocol; required (both halves of a key) for AuthKey.
+	Credentials Credentials
+}
+
+// Credentials are the secrets of an account, one field per protocol. They print, JSON-encode and
+// log with every value hidden.
+type Credentials struct {
+	// S3 are S3 access keys.
+	S3 *S3Credentials
+	// Azure is an Azure access token.
+	Azure *AzureCredentials
+	// GCS is a GCS HMAC key.
+	GCS *GCSCredentials
+}
+
+// S3Credentials are an S3 access key pair.
+type S3Credentials struct {
+	// AccessKeyID is the access key ID.
+	AccessKeyID string
+	// SecretAccessKey is the secret key.
+	SecretAccessKey string
+}
+
+// AzureCredentials are an Azure access token.
+type AzureCredentials struct {
+	// AccessToken is the token (a SAS URI or similar).
+	AccessToken string
+	// Expiry is when it stops working; zero means never.
+	Expiry time.Time
+}
+
+// GCSCredentials are a GCS HMAC key and the service account it belongs to.
+type GCSCredentials struct {
+	// AccessID is the HMAC access ID.
+	AccessID string
+	// AccessSecret is the HMAC secret.
+	AccessSecret string
+	// PrivateKeyName is the name of the private key.
+	PrivateKeyName string
+	// ServiceAccount is the GCS service account.
+	ServiceAccount string
+}
+
+// String shows which protocols carry credentials, never a value.
+func (c Credentials) String() string {
+	var parts []string
+	if c.S3 != nil {
+		parts = append(parts, "S3:"+secrets.Placeholder)
+	}
+	if c.Azure != nil {
+		parts = append(parts, "Azure:"+secrets.Placeholder)
+	}
+	if c.GCS != nil {
+		parts = append(parts, "GCS:"+secrets.Placeholder)
+	}
+	return "{" + strings.Join(parts, " ") + "}"
+}
+
+// GoString is like String, so %#v does not leak values either.
+func (c Credentials) GoString() string { return "driver.Credentials" + c.String() }
+
+// Format makes every verb (%v, %+v, %#v, %s) print String's form.
+func (c Credentials) Format(f fmt.State, verb rune) {
+	if verb == 'v' && f.Flag('#') {
+		_, _ = f.Write([]byte(c.GoString()))
+		return
+	}
+	_, _ = f.Write([]byte(c.String()))
+}
+
+// MarshalJSON writes which protocols carry credentials, never a value, so encoding/json (and
+// loggers that use it) cannot leak them.
+func (c Credentials) MarshalJSON() ([]byte, error) {
+	return []byte(fmt.Sprintf("%q", c.String())), nil
+}
+
+// RevokeBucketAccessRequest asks to remove an account's access.
+type RevokeBucketAccessRequest struct {
+	// AccountID is the ID the grant returned.
+	AccountID string
+	// Protocol is the protocol the access was for (0 in v1alpha1, which does not say).
+	Protocol ObjectProtocol
+	// Authentication is how the account authenticates (0 in v1alpha1).
+	Authentication AuthenticationType
+	// ServiceAccountName is the workload's service account (AuthServiceAccount only).
+	ServiceAccountName string
+	// Parameters are the opaque parameters (v1alpha1: revoke_access_context).
+	Parameters map[string]string
+	// BucketIDs are the buckets whose access is revoked, sorted.
+	BucketIDs []string
+	// Version is the wire version of the call.
+	Version COSIVersion
+	// Raw is the request as received; read it, never modify it.
+	Raw proto.Message
+}
+
+// fingerprintOf digests a neutral description through the same versioned encoding as every other
+// fingerprint of the library. The values are built by hand rather than with structpb.NewStruct,
+// which refuses invalid UTF-8: a backend may fingerprint a request it built itself.
+func fingerprintOf(fields map[string]*structpb.Value) string {
+	return idempotency.Fingerprint(&structpb.Struct{Fields: fields})
+}
+
+func stringMapValue(m map[string]string) *structpb.Value {
+	fields := make(map[string]*structpb.Value, len(m))
+	for k, v := range m {
+		fields[k] = structpb.NewStringValue(v)
+	}
+	return structpb.NewStructValue(&structpb.Struct{Fields: fields})
+}

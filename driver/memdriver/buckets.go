@@ -1,0 +1,193 @@
+package memdriver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/csikit/csikit/driver"
+)
+
+// Buckets is a complete COSI bucket backend in memory: buckets by name, accounts by name with
+// keys minted once, grants per bucket and mode. It implements driver.BucketProvisioner,
+// driver.BucketGetter and driver.BucketAccessGranter, and is the smallest correct one: create is
+// idempotent by name with CreateBucketRequest.CheckExisting, a grant by account name returns the
+// same account and keys every time, and "not found" on delete and revoke is left to the library.
+// It serves S3 info only (no S3 server stands behind it: use examples/memorys3 for keys that
+// work).
+type Buckets struct {
+	// Endpoint and Region are reported in every bucket's S3 info.
+	Endpoint, Region string
+
+	mu       sync.Mutex
+	byName   map[string]*memBucket // by CreateBucket name
+	byID     map[string]*memBucket
+	accounts map[string]*memAccount // by account name
+	byAcctID map[string]*memAccount
+	// Foreign are bucket IDs that exist in the storage but were not created here: GetBucket finds
+	// them (static provisioning), CreateBucket never adopts them.
+	foreign map[string]bool
+}
+
+type memBucket struct {
+	id, name, fingerprint string
+}
+
+type memAccount struct {
+	id, fingerprint string
+	buckets         []driver.BucketGrant
+	keyID, secret   string
+}
+
+// NewBuckets returns an empty bucket backend reporting the given S3 endpoint and region.
+func NewBuckets(endpoint, region string) *Buckets {
+	return &Buckets{Endpoint: endpoint, Region: region, byName: map[string]*memBucket{}, byID: map[string]*memBucket{},
+		accounts: map[string]*memAccount{}, byAcctID: map[string]*memAccount{}, foreign: map[string]bool{}}
+}
+
+// AddForeignBucket records a bucket that exists in the storage but was not created by this
+// backend, as an administrator's bucket would: GetBucket reports it, CreateBucket never takes it
+// over, DeleteBucket never deletes it.
+func (m *Buckets) AddForeignBucket(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.foreign[id] = true
+}
+
+func (m *Buckets) info(id string) *driver.Bucket {
+	return &driver.Bucket{ID: id, S3: &driver.S3Bucket{Endpoint: m.Endpoint, Region: m.Region, AddressingStyle: driver.S3AddressingPath}}
+}
+
+// CreateBucket implements driver.BucketProvisioner.
+func (m *Buckets) CreateBucket(_ context.Context, req *driver.CreateBucketRequest) (*driver.Bucket, error) {
+	for _, p := range req.Protocols {
+		if p != driver.ProtocolS3 {
+			return nil, fmt.Errorf("protocol %v: %w", p, driver.ErrUnsupported)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if b, ok := m.byName[req.Name]; ok {
+		if err := req.CheckExisting(b.fingerprint, m.info(b.id)); err != nil {
+			return nil, err
+		}
+		return m.info(b.id), nil
+	}
+	if m.foreign[req.Name] {
+		return nil, fmt.Errorf("bucket %q exists and was not created by this driver: %w", req.Name, driver.ErrAlreadyExists)
+	}
+	b := &memBucket{id: req.Name, name: req.Name, fingerprint: req.Fingerprint()}
+	m.byName[b.name], m.byID[b.id] = b, b
+	return m.info(b.id), nil
+}
+
+// GetBucket implements driver.BucketGetter.
+func (m *Buckets) GetBucket(_ context.Context, req *driver.GetBucketRequest) (*driver.Bucket, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.byID[req.ID]; !ok && !m.foreign[req.ID] {
+		return nil, fmt.Errorf("bucket %q: %w", req.ID, driver.ErrNotFound)
+	}
+	return m.info(req.ID), nil
+}
+
+// DeleteBucket implements driver.BucketProvisioner. A bucket an account still has access to is
+// in use: revoke first, as Kubernetes does (a BucketAccess holds its BucketClaim).
+func (m *Buckets) DeleteBucket(_ context.Context, req *driver.DeleteBucketRequest) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, ok := m.byID[req.ID]
+	if !ok {
+		if m.foreign[req.ID] {
+			return fmt.Errorf("bucket %q was not created by this driver and is never deleted by it: %w", req.ID, driver.ErrFailedPrecondition)
+		}
+		return fmt.Errorf("bucket %q: %w", req.ID, driver.ErrNotFound)
+	}
+	for name, a := range m.accounts {
+		if slices.ContainsFunc(a.buckets, func(g driver.BucketGrant) bool { return g.BucketID == b.id }) {
+			return fmt.Errorf("bucket %q: account %q still has access: %w", b.id, name, driver.ErrInUse)
+		}
+	}
+	delete(m.byID, b.id)
+	delete(m.byName, b.name)
+	return nil
+}
+
+// GrantBucketAccess implements driver.BucketAccessGranter.
+func (m *Buckets) GrantBucketAccess(_ context.Context, req *driver.GrantBucketAccessRequest) (*driver.BucketAccess, error) {
+	if req.Authentication != driver.AuthKey {
+		return nil, fmt.Errorf("authentication %v: only keys: %w", req.Authentication, driver.ErrUnsupported)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, g := range req.Buckets {
+		if _, ok := m.byID[g.BucketID]; !ok && !m.foreign[g.BucketID] {
+			return nil, fmt.Errorf("bucket %q: %w", g.BucketID, driver.ErrNotFound)
+		}
+	}
+	a, ok := m.accounts[req.AccountName]
+	if ok {
+		if err := req.CheckExisting(a.fingerprint); err != nil {
+			return nil, err
+		}
+	} else {
+		keyID, err := randomHex(10)
+		if err != nil {
+			return nil, err
+		}
+		secret, err := randomHex(20)
+		if err != nil {
+			return nil, err
+		}
+		a = &memAccount{id: "acct-" + req.AccountName, fingerprint: req.Fingerprint(), buckets: slices.Clone(req.Buckets),
+			keyID: "MEM" + keyID, secret: secret}
+		m.accounts[req.AccountName], m.byAcctID[a.id] = a, a
+	}
+	out := &driver.BucketAccess{AccountID: a.id,
+		Credentials: driver.Credentials{S3: &driver.S3Credentials{AccessKeyID: a.keyID, SecretAccessKey: a.secret}}}
+	for _, g := range a.buckets {
+		out.Buckets = append(out.Buckets, *m.info(g.BucketID))
+	}
+	return out, nil
+}
+
+// RevokeBucketAccess implements driver.BucketAccessGranter: the account goes, with its keys.
+func (m *Buckets) RevokeBucketAccess(_ context.Context, req *driver.RevokeBucketAccessRequest) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a, ok := m.byAcctID[req.AccountID]
+	if !ok {
+		return fmt.Errorf("account %q: %w", req.AccountID, driver.ErrNotFound)
+	}
+	delete(m.byAcctID, a.id)
+	for name, o := range m.accounts {
+		if o == a {
+			delete(m.accounts, name)
+		}
+	}
+	return nil
+}
+
+// KeyLive reports whether an access key is live (granted and not revoked), for tests that
+// check a revoke took effect.
+func (m *Buckets) KeyLive(keyID string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, a := range m.accounts {
+		if a.keyID == keyID {
+			return true
+		}
+	}
+	return false
+}
+
+func randomHex(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("random key: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
