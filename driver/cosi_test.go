@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -453,5 +454,57 @@ func TestCOSIEndpointRules(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "csi.sock")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a COSI-only plugin listened on CSI_ENDPOINT")
+	}
+}
+
+// flakyBuckets is a bucket backend whose storage is unreachable until up is closed.
+type flakyBuckets struct {
+	*memdriver.Buckets
+	up     chan struct{}
+	probed chan bool
+}
+
+func (f *flakyBuckets) Probe(context.Context) (bool, error) {
+	select {
+	case <-f.up:
+		f.probed <- true
+		return true, nil
+	default:
+		f.probed <- false
+		return false, errors.New("storage unreachable")
+	}
+}
+
+// TestUnreachableBackendIsNotReadyInsteadOfCrashing: a plugin whose storage is down at start-up
+// serves (no crash loop), reports not ready on /readyz, and becomes ready once a retried probe
+// passes.
+func TestUnreachableBackendIsNotReadyInsteadOfCrashing(t *testing.T) {
+	f := &flakyBuckets{Buckets: memdriver.NewBuckets("e", "r"), up: make(chan struct{}), probed: make(chan bool)}
+	cfg := bucketConfig(f)
+	cfg.HTTPEndpoint = freeAddr(t)
+	p := startCOSI(t, cfg)
+	if ok := <-f.probed; ok {
+		t.Fatal("first probe passed")
+	}
+	if _, err := p.id2.DriverGetInfo(context.Background(), &cosi2.DriverGetInfoRequest{}); err != nil {
+		t.Errorf("the plugin does not serve while its storage is down: %v", err)
+	}
+	if code, _ := get(t, "http://"+cfg.HTTPEndpoint+"/readyz"); code != 503 {
+		t.Errorf("/readyz with the storage down: %d, want 503", code)
+	}
+	close(f.up)
+	if ok := <-f.probed; !ok {
+		t.Fatal("retried probe failed")
+	}
+	// The probe has answered; readiness is set right after it returns.
+	for i := 0; ; i++ {
+		code, _ := get(t, "http://"+cfg.HTTPEndpoint+"/readyz")
+		if code == 200 {
+			break
+		}
+		if i == 1000 {
+			t.Fatalf("/readyz after the storage came back: %d, want 200", code)
+		}
+		runtime.Gosched()
 	}
 }

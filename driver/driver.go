@@ -247,10 +247,20 @@ func (d *Driver) Serve(ctx context.Context, lis net.Listener) error {
 	srv := d.NewServer()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
-	d.ready.SetReady(true)
+	readyCtx, stopReady := context.WithCancel(ctx)
+	readyDone := make(chan struct{})
+	go func() {
+		defer close(readyDone)
+		d.readyWhenProbed(readyCtx)
+	}()
 	// Not ready from the moment a stop is asked for: the CO stops sending new calls while the
-	// ones in flight drain.
-	defer d.ready.SetReady(false)
+	// ones in flight drain. The probing goroutine ends first, so it cannot flip readiness back.
+	notReady := func() {
+		stopReady()
+		<-readyDone
+		d.ready.SetReady(false)
+	}
+	defer notReady()
 	d.log.Info("serving", zap.String("plugin", d.cfg.Name), zap.String("version", d.cfg.VendorVersion),
 		zap.String("address", lis.Addr().String()))
 	select {
@@ -268,7 +278,7 @@ func (d *Driver) Serve(ctx context.Context, lis net.Listener) error {
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	d.ready.SetReady(false)
+	notReady()
 	d.log.Info("stopping: waiting for in-flight calls", zap.Duration("timeout", timeout))
 	stopped := make(chan struct{})
 	go func() {
@@ -318,6 +328,46 @@ func (d *Driver) Run(ctx context.Context) error {
 		return fmt.Errorf("listen on %s: %w", ep, err)
 	}
 	return d.Serve(ctx, lis)
+}
+
+// Probe timing while the plugin is not ready yet.
+const (
+	probeTimeout  = 10 * time.Second
+	probeFirstGap = time.Second
+	probeMaxGap   = 30 * time.Second
+)
+
+// readyWhenProbed marks the plugin ready once the backends' Probe passes (at once when no backend
+// has one), retrying with a growing gap until it does or ctx ends. A backend that cannot reach its
+// storage at start-up thus leaves the plugin serving and not ready, which Kubernetes shows and
+// waits out, instead of a process that exits and restarts in a crash loop.
+func (d *Driver) readyWhenProbed(ctx context.Context) {
+	gap := probeFirstGap
+	for {
+		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		ready, err := d.probe(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil && ready {
+			d.ready.SetReady(true)
+			return
+		}
+		if err != nil {
+			d.log.Warn("not ready: the backend's probe failed; retrying", zap.Duration("in", gap), zap.Error(err))
+		} else {
+			d.log.Warn("not ready: the backend says it is not ready yet; retrying", zap.Duration("in", gap))
+		}
+		t := time.NewTimer(gap)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		gap = min(2*gap, probeMaxGap)
+	}
 }
 
 // endpoint is where Run listens: Config.Endpoint, else $CSI_ENDPOINT, else (for a plugin that
