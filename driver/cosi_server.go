@@ -10,6 +10,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/csikit/csikit/idempotency"
 	"github.com/csikit/csikit/middleware/locking"
@@ -64,6 +66,19 @@ func (d *Driver) registerCOSI(s grpc.ServiceRegistrar) {
 	}
 	if d.servesVersion(COSIV1Alpha2) {
 		registerCOSIV1Alpha2(d, s, c)
+	}
+}
+
+// cosiKeysOf is cosiKeys for the requests of one RPC, whatever their wire version (a request is
+// named after its RPC in every version).
+func cosiKeysOf(r rpc) func(any) []idempotency.Key {
+	want := protoreflect.Name(string(r) + "Request")
+	return func(req any) []idempotency.Key {
+		m, ok := req.(proto.Message)
+		if !ok || m.ProtoReflect().Descriptor().Name() != want {
+			return nil
+		}
+		return cosiKeys(req)
 	}
 }
 
