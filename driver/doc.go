@@ -62,12 +62,28 @@
 // ABORTED. A backend gives either the full listing (VolumeLister) or one page after a cursor
 // (VolumePageLister), which keeps a page at O(page).
 //
+// # Volume groups and object buckets
+//
+// The same Config serves two services beside CSI on the same socket. Config.VolumeGroups serves
+// the volume-group service (VolumeGroupController, optionally VolumeGroupGetter and
+// VolumeGroupLister or VolumeGroupPageLister). Config.Buckets serves COSI: a BucketProvisioner
+// (create, delete), optionally a BucketGetter (static buckets) and a BucketAccessGranter (grant,
+// revoke), written once against version-neutral requests and served as both cosi.v1alpha1 (the
+// released sidecar) and sigs.k8s.io.cosi.v1alpha2. The library applies COSI's rules there as it
+// does CSI's: DNS-subdomain names and 2048-character IDs, known protocols and modes, ABORTED for a
+// concurrent duplicate on a bucket name, bucket or account, deletes and revokes of what is gone
+// answered OK, an OUT_OF_RANGE grant exactly when Config.MultiBucketAccess is off and several
+// buckets are asked for, answers checked for what the sidecar requires, credentials never in a log
+// line, error or panic report, and the COSI_ENDPOINT rules (a unix socket ending in ".sock").
+//
 // # Serving
 //
 // New checks a Config (identity, backends, features, overrides) and refuses a misconfigured
-// plugin at start-up. Run listens on CSI_ENDPOINT (unix sockets; a stale socket is replaced,
+// plugin at start-up. Run listens on CSI_ENDPOINT (COSI_ENDPOINT for a bucket-only plugin; unix sockets; a stale socket is replaced,
 // anything else at the path is never deleted), serves, and on SIGTERM or SIGINT stops accepting,
-// lets in-flight calls finish up to a deadline and removes the socket.
+// lets in-flight calls finish up to a deadline and removes the socket. It is ready (/readyz with
+// Config.HTTPEndpoint) once the backends' Probe passes, retried with backoff, so storage that is
+// unreachable at start-up shows as "not ready" rather than as a crash loop.
 //
 // Related packages: driver/memdriver is a complete in-memory backend to read before writing your
 // own; driver/drivertest proves any driver correct (csi-sanity plus csikit's own specs);
