@@ -22,6 +22,8 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/csikit/csikit/secrets"
 )
 
 // The secret canary sends a fresh random value in every secrets field of every request, through
@@ -44,7 +46,9 @@ func secretFieldsOf(md protoreflect.MessageDescriptor) []protoreflect.FieldDescr
 	fields := md.Fields()
 	for i := range fields.Len() {
 		fd := fields.Get(i)
-		if fd.IsMap() && fd.MapValue().Kind() == protoreflect.StringKind && proto.GetExtension(fd.Options(), csi.E_CsiSecret) == true {
+		// secrets.IsSecretField is csikit's one definition of "secret": csi_secret and
+		// vg_csi_secret alike, so the volume-group requests carry canaries too.
+		if fd.IsMap() && fd.MapValue().Kind() == protoreflect.StringKind && secrets.IsSecretField(fd) {
 			out = append(out, fd)
 		}
 	}

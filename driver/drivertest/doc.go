@@ -55,6 +55,19 @@
 //     volumes, create again (same group), get (same group, members and creation time), wait until
 //     ready, restore a member into a new volume, delete twice, then get is NOT_FOUND (and so is
 //     GetSnapshot of a member, with GET_SNAPSHOT). (csi-sanity only checks argument errors.)
+//   - CheckVolumeGroups: the volume-group service of seed 001 (volumegroup.Controller), when
+//     GetPluginInfo's manifest lists it under driver.ManifestVolumeGroupRPCs: the lifecycle
+//     (create empty, get, membership set to exactly the list asked for, emptied, listed, deleted
+//     with its volumes), repeated calls (same group and answer; other parameters under the same
+//     name ALREADY_EXISTS; repeated delete OK), every error row (delete of a missing group OK;
+//     get or modify of a missing group, and a missing volume, NOT_FOUND; a member deleted alone
+//     FAILED_PRECONDITION), ListVolumeGroups across pages of 1, 3 and 7 (every group once, an
+//     invalid token ABORTED), and concurrent membership changes of one group (identical ones
+//     answer identically or are ABORTED; the group ends as one caller asked). The rows seed 001
+//     leaves to the driver (an incompatible volume INVALID_ARGUMENT, the member limit
+//     RESOURCE_EXHAUSTED, a group in use FAILED_PRECONDITION, joining at CreateVolume, a group
+//     snapshot of a whole volume group) run when Options.VolumeGroups says how to produce them,
+//     and are skipped naming the option otherwise.
 //   - CheckConcurrency: eight identical CreateVolume, ControllerPublishVolume,
 //     ControllerUnpublishVolume and DeleteVolume calls at once (and, where mounts are allowed, the
 //     node calls): each succeeds with the same answer or is ABORTED, at least one succeeds, and
@@ -68,7 +81,8 @@
 //     (24 bytes, hex) into every secrets field of every request, found from the csi_secret
 //     annotation of csi.proto, so no call is forgotten: happy paths and error paths. No value may
 //     appear in any response (searched as protojson and prototext), any error, or any line the
-//     plugin logged. CSI captures the library's logs at debug level; when the backend logs
+//     plugin logged; a third lifecycle does the same for every vg_csi_secret field of the
+//     volume-group calls, when the plugin serves them. CSI captures the library's logs at debug level; when the backend logs
 //     elsewhere, or for CSIEndpoint, pass its logs as Options.Logs. At the end of the run the
 //     whole log is searched once more, for the canaries and for the configured Options.Secrets.
 //

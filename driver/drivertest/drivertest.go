@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -73,6 +74,9 @@ type Options struct {
 	// what the library logs itself and adds these (give them when the backend logs through a
 	// logger of its own); for CSIEndpoint, nil means log lines are not searched.
 	Logs func() string
+	// VolumeGroups says what the volume-group specs (CheckVolumeGroups) may expect of a plugin
+	// that serves volumegroup.Controller beyond what seed 001 demands of every one.
+	VolumeGroups VolumeGroupOptions
 	// Disable switches off csikit's own spec groups, each with the reason to print.
 	Disable map[Check]string
 	// Configure, when set, may change the csi-sanity configuration last (an escape hatch for the
@@ -280,7 +284,7 @@ func (r *run) reportCanaryCoverage() {
 	if r.canarySent == nil {
 		return
 	}
-	all := requestsWithSecrets()
+	all := append(requestsWithSecrets(), volumeGroupRequestsWithSecrets()...)
 	var missing []string
 	for _, name := range all {
 		if !r.canarySent[name] {
@@ -307,7 +311,7 @@ func (r *run) checkSecretsInLogs() {
 	r.mu.Lock()
 	values := slices.Clone(r.canaryValues)
 	r.mu.Unlock()
-	for _, v := range configuredSecrets(r.opts.Secrets) {
+	for _, v := range append(configuredSecrets(r.opts.Secrets), slices.Collect(maps.Values(r.opts.VolumeGroups.Secrets))...) {
 		if len(v) >= 8 {
 			values = append(values, v)
 		}

@@ -29,6 +29,7 @@ func fullConfig(backend driver.Controller) driver.Config {
 		Node:             backend.(driver.Node),
 		GroupController:  backend.(driver.GroupController),
 		SnapshotMetadata: backend.(driver.SnapshotMetadata),
+		VolumeGroups:     backend.(driver.VolumeGroupController),
 		Features: driver.Features{
 			CloneVolume:                    true,
 			PublishReadonly:                true,
@@ -46,6 +47,7 @@ func newMem() *memdriver.Driver {
 	return memdriver.New(memdriver.Options{
 		MutableParameters: []string{"iops"},
 		Topology:          driver.Topology{"topology.mem.csikit.dev/zone": "zone-1"},
+		MaxGroupMembers:   memGroupLimit,
 	})
 }
 
@@ -54,8 +56,19 @@ func memOptions() drivertest.Options {
 		TestVolumeMutableParameters: map[string]string{"iops": "3000"},
 		TestVolumeSize:              64 << 20,
 		TestVolumeExpandSize:        128 << 20,
+		VolumeGroups: drivertest.VolumeGroupOptions{
+			Secrets:              map[string]string{"vg-password": "memdriver-volume-group-secret"},
+			MaxMembers:           memGroupLimit,
+			ExclusiveMembership:  true,
+			PublishedMemberInUse: true,
+			JoinParameter:        memdriver.ParamVolumeGroup,
+			SnapshotParameter:    memdriver.ParamVolumeGroup,
+		},
 	}
 }
+
+// memGroupLimit is the member limit of the in-memory backend's volume groups.
+const memGroupLimit = 4
 
 // The skips a full memdriver run may have, each for a reason outside the driver.
 var wantSkips = map[string]string{
@@ -157,6 +170,9 @@ func TestProfiles(t *testing.T) {
 			"csikit idempotency a repeated CreateVolume, ControllerPublishVolume, ControllerExpandVolume or CreateSnapshot gets the same answer, a repeated delete or unpublish succeeds": "CreateSnapshot answered differently",
 			"csikit secret-canary no secret sent with any controller, group or snapshot metadata call appears in a response, an error or a log line":                                      "appears in the response",
 			"csikit secret-canary no secret sent through a node stage and publish lifecycle appears in a response, an error or a log line":                                                "is logged",
+			"csikit secret-canary no secret sent with any volume-group call appears in a response, an error or a log line":                                                                "appears in the response",
+			"csikit volume-groups DeleteVolumeGroup of a group with a published member is FAILED_PRECONDITION and deletes nothing":                                                        "want FailedPrecondition",
+			"csikit volume-groups a volume group is created empty, read back, given exactly the listed members, emptied, listed, and deleted with its volumes":                            "deleted volume",
 		}
 		for spec, msg := range want {
 			got, ok := res.Failures[spec]
@@ -184,8 +200,8 @@ func show(m map[string]string) string {
 }
 
 // faulty is the in-memory backend with faults planted where only csikit's specs look: it leaks
-// secrets into volume contexts and its own logs, skips an entry at every page boundary, and gives
-// a repeated CreateSnapshot a new creation time.
+// secrets into volume contexts and its own logs, skips an entry at every page boundary, gives a
+// repeated CreateSnapshot a new creation time, and deletes a volume group without its volumes.
 type faulty struct {
 	*memdriver.Driver
 	logs syncBuffer
@@ -210,6 +226,12 @@ func (f *faulty) ListVolumesPage(ctx context.Context, req *driver.ListVolumesReq
 		page = page[1:]
 	}
 	return page, err
+}
+
+// DeleteVolumeGroup empties the group before deleting it, so its volumes outlive it.
+func (f *faulty) DeleteVolumeGroup(ctx context.Context, req *driver.DeleteVolumeGroupRequest) error {
+	_, _ = f.Driver.ModifyVolumeGroupMembership(ctx, &driver.ModifyVolumeGroupMembershipRequest{GroupID: req.GroupID})
+	return f.Driver.DeleteVolumeGroup(ctx, req)
 }
 
 func (f *faulty) CreateSnapshot(ctx context.Context, req *driver.CreateSnapshotRequest) (*driver.Snapshot, error) {

@@ -238,6 +238,12 @@ func (d *Driver) CreateVolume(_ context.Context, req *driver.CreateVolumeRequest
 			return nil, fmt.Errorf("mutable parameter %q is not supported: %w", k, driver.ErrInvalidArgument)
 		}
 	}
+	// A group named by the parameter is checked before anything is made: a wrong or full group
+	// costs no volume.
+	group, err := d.joinTarget(req.Parameters)
+	if err != nil {
+		return nil, err
+	}
 	size, err := req.Capacity.Resolve(d.opts.DefaultVolumeSize, BlockSize)
 	if err != nil {
 		return nil, err
@@ -302,6 +308,10 @@ func (d *Driver) CreateVolume(_ context.Context, req *driver.CreateVolumeRequest
 	}
 	d.volumes[v.id] = v
 	d.names[v.name] = v.id
+	if group != nil {
+		group.members = append(group.members, v.id)
+		d.memberOf[v.id] = group.id
+	}
 	return v.public(), nil
 }
 
@@ -792,6 +802,11 @@ func (d *Driver) CreateVolumeGroupSnapshot(_ context.Context, req *driver.Create
 			return nil, fmt.Errorf("source volume %q: %w", id, driver.ErrNotFound)
 		}
 		vols = append(vols, v)
+	}
+	// d.mu is held from this check to the last member snapshot, so the volume group cannot
+	// change in between: the snapshot is of the whole group as it is.
+	if err := d.checkWholeGroup(req.Parameters, req.SourceVolumeIDs); err != nil {
+		return nil, err
 	}
 	g := &groupSnapshot{id: d.newID("group"), name: req.Name, fingerprint: fp, created: d.opts.Now()}
 	for _, v := range vols {

@@ -121,3 +121,61 @@ func (d *Driver) ListVolumeGroups(context.Context, *driver.ListVolumeGroupsReque
 	}
 	return out, nil
 }
+
+// ParamVolumeGroup names a volume group, by ID or by name. As a CreateVolume parameter it makes
+// the new volume a member of that group; as a CreateVolumeGroupSnapshot parameter it asks for a
+// snapshot of exactly that group's members, which source_volume_ids must list.
+const ParamVolumeGroup = "volumegroup.csikit.dev/group"
+
+// namedVolumeGroup resolves ParamVolumeGroup; the caller holds d.mu. A group that does not exist
+// is ErrInvalidArgument: for CreateVolume the spec keeps NOT_FOUND for a missing content source.
+func (d *Driver) namedVolumeGroup(params map[string]string) (*volumeGroup, error) {
+	ref, ok := params[ParamVolumeGroup]
+	if !ok {
+		return nil, nil
+	}
+	if g, ok := d.volGroups[ref]; ok {
+		return g, nil
+	}
+	if id, ok := d.volGroupNames[ref]; ok {
+		return d.volGroups[id], nil
+	}
+	return nil, fmt.Errorf("parameter %s=%q names no volume group: %w", ParamVolumeGroup, ref, driver.ErrInvalidArgument)
+}
+
+// joinTarget returns the group a new volume is to join, refusing a full one; the caller holds
+// d.mu.
+func (d *Driver) joinTarget(params map[string]string) (*volumeGroup, error) {
+	g, err := d.namedVolumeGroup(params)
+	if err != nil || g == nil {
+		return g, err
+	}
+	if limit := d.opts.MaxGroupMembers; limit > 0 && len(g.members) >= limit {
+		return nil, fmt.Errorf("volume group %q has %d of at most %d volumes: %w", g.id, len(g.members), limit, driver.ErrResourceExhausted)
+	}
+	return g, nil
+}
+
+// checkWholeGroup refuses a group snapshot that names a volume group whose members are not
+// exactly the source volumes; the caller holds d.mu.
+func (d *Driver) checkWholeGroup(params map[string]string, sources []string) error {
+	g, err := d.namedVolumeGroup(params)
+	if err != nil || g == nil {
+		return err
+	}
+	var missing, extra []string
+	for _, id := range g.members {
+		if !slices.Contains(sources, id) {
+			missing = append(missing, id)
+		}
+	}
+	for _, id := range sources {
+		if d.memberOf[id] != g.id {
+			extra = append(extra, id)
+		}
+	}
+	if len(missing)+len(extra) > 0 {
+		return fmt.Errorf("source_volume_ids must be exactly the members of volume group %q: missing %v, not members %v: %w", g.id, missing, extra, driver.ErrInvalidArgument)
+	}
+	return nil
+}

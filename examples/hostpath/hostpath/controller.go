@@ -169,10 +169,10 @@ func chooseKind(caps []driver.VolumeCapability, params map[string]string) (kind,
 // instead of a silently ignored setting. Keys the external-provisioner adds are accepted.
 func checkParameters(params map[string]string) error {
 	for _, k := range sortedKeys(params) {
-		if k == ParamKind || k == ParamFSType || k == ParamVolumeGroup || strings.HasPrefix(k, "csi.storage.k8s.io/") {
+		if k == ParamKind || k == ParamFSType || k == ParamVolumeGroup || k == ParamVolumeGroupOperator || strings.HasPrefix(k, "csi.storage.k8s.io/") {
 			continue
 		}
-		return fmt.Errorf("parameter %q is not known to this driver (known: %s, %s, %s): %w", k, ParamKind, ParamFSType, ParamVolumeGroup, driver.ErrInvalidArgument)
+		return fmt.Errorf("parameter %q is not known to this driver (known: %s, %s, %s, %s): %w", k, ParamKind, ParamFSType, ParamVolumeGroup, ParamVolumeGroupOperator, driver.ErrInvalidArgument)
 	}
 	return nil
 }
@@ -234,7 +234,11 @@ func (c *Controller) CreateVolume(ctx context.Context, req *driver.CreateVolumeR
 		return nil, err
 	}
 	var groupID string
-	if ref, ok := req.Parameters[ParamVolumeGroup]; ok {
+	ref, ok, err := joinParameter(req.Parameters)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
 		// Resolved before anything is made, so a wrong group costs no backing; the commit
 		// checks it again.
 		if groupID, err = c.resolveVolumeGroup(ref); err != nil {

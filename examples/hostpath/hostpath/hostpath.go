@@ -1,10 +1,3 @@
-// Package hostpath is a complete CSI driver on a local directory, built only on csikit's public
-// API. Filesystem volumes are directories; block volumes (and filesystem volumes that ask for an
-// fs_type) are sparse image files attached to loop devices, formatted and mounted through
-// k8s.io/mount-utils. State lives in an embedded transactional store (bbolt), so every operation
-// commits atomically and a restart after a crash finds a consistent state. Volume groups
-// (volumegroup.Controller) are served in every mode with a controller; a volume joins one through
-// ModifyVolumeGroupMembership or the CreateVolume parameter ParamVolumeGroup.
 package hostpath
 
 import (
@@ -42,6 +35,10 @@ const (
 	// ParamVolumeGroup makes CreateVolume put the new volume into a volume group, named by its
 	// name or its ID.
 	ParamVolumeGroup = "volumegroup.csikit.dev/group"
+	// ParamVolumeGroupOperator means the same as ParamVolumeGroup under the key the IBM
+	// volume-group operator looks for: it leaves alone every PVC whose StorageClass has it,
+	// because the driver, not the operator, then decides the PVC's group.
+	ParamVolumeGroupOperator = "volume_group"
 )
 
 // volumeContextKind tells the node how the volume is backed.

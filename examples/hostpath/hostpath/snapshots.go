@@ -230,8 +230,21 @@ func (c *Controller) CreateVolumeGroupSnapshot(ctx context.Context, req *driver.
 		}
 		return g, nil
 	}
-	if len(req.Parameters) > 0 {
-		return nil, fmt.Errorf("group snapshot parameter %q is not known to this driver: %w", sortedKeys(req.Parameters)[0], driver.ErrInvalidArgument)
+	for _, k := range sortedKeys(req.Parameters) {
+		if k != ParamVolumeGroup {
+			return nil, fmt.Errorf("group snapshot parameter %q is not known to this driver (known: %s): %w", k, ParamVolumeGroup, driver.ErrInvalidArgument)
+		}
+	}
+	// A snapshot of a volume group is of exactly its members, checked before anything is copied
+	// and again when the snapshot commits, so a membership change in between aborts it.
+	var volumeGroup string
+	if ref, ok := req.Parameters[ParamVolumeGroup]; ok {
+		if volumeGroup, err = c.resolveVolumeGroup(ref); err != nil {
+			return nil, err
+		}
+		if err := c.st.view(func(tx *bolt.Tx) error { return checkWholeGroup(tx, volumeGroup, req.SourceVolumeIDs) }); err != nil {
+			return nil, err
+		}
 	}
 	vols := make([]*volumeRecord, 0, len(req.SourceVolumeIDs))
 	for _, id := range req.SourceVolumeIDs {
@@ -273,6 +286,11 @@ func (c *Controller) CreateVolumeGroupSnapshot(ctx context.Context, req *driver.
 	err = c.st.update(func(tx *bolt.Tx) error {
 		if getString(tx, bGroupNames, g.Name) != "" {
 			return fmt.Errorf("group snapshot %q was created concurrently: %w", g.Name, driver.ErrPending)
+		}
+		if volumeGroup != "" {
+			if checkWholeGroup(tx, volumeGroup, req.SourceVolumeIDs) != nil {
+				return fmt.Errorf("the members of volume group %q changed while they were being snapshotted: %w", volumeGroup, driver.ErrPending)
+			}
 		}
 		var total int64
 		for _, m := range members {

@@ -111,6 +111,19 @@ func (c *Controller) checkJoin(tx *bolt.Tx, groupID string, n int) error {
 	return nil
 }
 
+// joinParameter reads the group a new volume is to join, under either of its keys.
+func joinParameter(params map[string]string) (string, bool, error) {
+	ref, ok := params[ParamVolumeGroup]
+	alias, aliased := params[ParamVolumeGroupOperator]
+	switch {
+	case ok && aliased && ref != alias:
+		return "", false, fmt.Errorf("parameters %s and %s name different volume groups: %w", ParamVolumeGroup, ParamVolumeGroupOperator, driver.ErrInvalidArgument)
+	case aliased:
+		return alias, true, nil
+	}
+	return ref, ok, nil
+}
+
 // resolveVolumeGroup finds the group a CreateVolume parameter names by ID or by name.
 func (c *Controller) resolveVolumeGroup(ref string) (string, error) {
 	var id string
@@ -384,4 +397,33 @@ func (c *Controller) ListVolumeGroupsPage(ctx context.Context, req *driver.ListV
 		return nil
 	})
 	return out, err
+}
+
+// checkWholeGroup refuses source volumes that are not exactly the members of a volume group: a
+// snapshot "of the group" that left a member out, or took in an outsider, would not be one.
+// Both lists are read by key, O(members).
+func checkWholeGroup(tx *bolt.Tx, groupID string, sources []string) error {
+	g, err := getVolumeGroup(tx, groupID)
+	if err != nil {
+		return err
+	}
+	if g.Deleting {
+		return fmt.Errorf("volume group %q is being deleted: %w", g.ID, driver.ErrFailedPrecondition)
+	}
+	var missing, outside []string
+	for _, id := range members(tx, g.ID) {
+		if !slices.Contains(sources, id) {
+			missing = append(missing, id)
+		}
+	}
+	for _, id := range sources {
+		if getString(tx, bVolumeGroupOf, id) != g.ID {
+			outside = append(outside, id)
+		}
+	}
+	if len(missing)+len(outside) > 0 {
+		return fmt.Errorf("source_volume_ids must be exactly the members of volume group %q (parameter %s): missing [%s], not members [%s]: %w",
+			g.ID, ParamVolumeGroup, strings.Join(missing, ", "), strings.Join(outside, ", "), driver.ErrInvalidArgument)
+	}
+	return nil
 }

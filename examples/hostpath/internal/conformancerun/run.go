@@ -12,6 +12,10 @@ import (
 	"github.com/csikit/csikit/examples/hostpath/hostpath"
 )
 
+// groupLimit is the member limit of the volume groups under test: small, so the limit spec
+// needs few volumes.
+const groupLimit = 4
+
 // Run serves a fresh hostpath driver and runs csi-sanity and csikit's own specs against it with
 // volumes of the given access type ("mount" or "block"): privileged (real mounts, loop devices
 // and mkfs) as root, without the mount specs otherwise.
@@ -23,6 +27,7 @@ func Run(t *testing.T, accessType string) {
 		NodeID:            "conformance-node",
 		MaxVolumesPerNode: 32,
 		MutableParameters: []string{"iops"},
+		MaxGroupMembers:   groupLimit,
 	}, hostpath.ModeBoth)
 	if err != nil {
 		t.Fatal(err)
@@ -42,6 +47,16 @@ func Run(t *testing.T, accessType string) {
 		TestVolumeMutableParameters: map[string]string{"iops": "3000"},
 		TestNodeVolumeAttachLimit:   true,
 		IdempotentCount:             5,
+		VolumeGroups: drivertest.VolumeGroupOptions{
+			MaxMembers: groupLimit,
+			// A volume is in one group at most, and a published member keeps its group.
+			ExclusiveMembership:  true,
+			PublishedMemberInUse: true,
+			// Volume groups hold no parameters, so any is incompatible with none.
+			IncompatibleParameters: map[string]string{"replication": "sync"},
+			JoinParameter:          hostpath.ParamVolumeGroup,
+			SnapshotParameter:      hostpath.ParamVolumeGroup,
+		},
 	})
 	t.Logf("specs: %d ran, %d passed, %d skipped, %d failed", res.Ran, res.Passed, res.Skipped, res.Failed)
 	for spec, reason := range res.Skips {
