@@ -406,13 +406,7 @@ func (c Credentials) String() string {
 func (c Credentials) GoString() string { return "driver.Credentials" + c.String() }
 
 // Format makes every verb (%v, %+v, %#v, %s) print String's form.
-func (c Credentials) Format(f fmt.State, verb rune) {
-	if verb == 'v' && f.Flag('#') {
-		_, _ = f.Write([]byte(c.GoString()))
-		return
-	}
-	_, _ = f.Write([]byte(c.String()))
-}
+func (c Credentials) Format(f fmt.State, verb rune) { formatRedacted(f, verb, c) }
 
 // MarshalJSON writes which protocols carry credentials, never a value, so encoding/json (and
 // loggers that use it) cannot leak them.
@@ -453,4 +447,75 @@ func stringMapValue(m map[string]string) *structpb.Value {
 		fields[k] = structpb.NewStringValue(v)
 	}
 	return structpb.NewStructValue(&structpb.Struct{Fields: fields})
+}
+
+// String shows that the key exists, never its values.
+func (c S3Credentials) String() string {
+	return "{AccessKeyID:" + hidden(c.AccessKeyID) + " SecretAccessKey:" + hidden(c.SecretAccessKey) + "}"
+}
+
+// GoString is like String, so %#v does not leak values either.
+func (c S3Credentials) GoString() string { return "driver.S3Credentials" + c.String() }
+
+// Format makes every verb print String's form.
+func (c S3Credentials) Format(f fmt.State, verb rune) { formatRedacted(f, verb, c) }
+
+// MarshalJSON writes String's form, so encoding/json cannot leak the values either.
+func (c S3Credentials) MarshalJSON() ([]byte, error) {
+	return []byte(fmt.Sprintf("%q", c.String())), nil
+}
+
+// String shows that the token exists and when it expires, never the token.
+func (c AzureCredentials) String() string {
+	return "{AccessToken:" + hidden(c.AccessToken) + " Expiry:" + c.Expiry.String() + "}"
+}
+
+// GoString is like String, so %#v does not leak the token either.
+func (c AzureCredentials) GoString() string { return "driver.AzureCredentials" + c.String() }
+
+// Format makes every verb print String's form.
+func (c AzureCredentials) Format(f fmt.State, verb rune) { formatRedacted(f, verb, c) }
+
+// MarshalJSON writes String's form, so encoding/json cannot leak the token either.
+func (c AzureCredentials) MarshalJSON() ([]byte, error) {
+	return []byte(fmt.Sprintf("%q", c.String())), nil
+}
+
+// String shows the service account, never the key's values.
+func (c GCSCredentials) String() string {
+	return "{AccessID:" + hidden(c.AccessID) + " AccessSecret:" + hidden(c.AccessSecret) + " PrivateKeyName:" +
+		hidden(c.PrivateKeyName) + " ServiceAccount:" + c.ServiceAccount + "}"
+}
+
+// GoString is like String, so %#v does not leak values either.
+func (c GCSCredentials) GoString() string { return "driver.GCSCredentials" + c.String() }
+
+// Format makes every verb print String's form.
+func (c GCSCredentials) Format(f fmt.State, verb rune) { formatRedacted(f, verb, c) }
+
+// MarshalJSON writes String's form, so encoding/json cannot leak the values either.
+func (c GCSCredentials) MarshalJSON() ([]byte, error) {
+	return []byte(fmt.Sprintf("%q", c.String())), nil
+}
+
+// hidden is the placeholder for a set value, and "" for an empty one (so an incomplete key
+// shows as such in a bug report).
+func hidden(v string) string {
+	if v == "" {
+		return `""`
+	}
+	return secrets.Placeholder
+}
+
+type redactedStringer interface {
+	fmt.Stringer
+	fmt.GoStringer
+}
+
+func formatRedacted(f fmt.State, verb rune, v redactedStringer) {
+	if verb == 'v' && f.Flag('#') {
+		_, _ = f.Write([]byte(v.GoString()))
+		return
+	}
+	_, _ = f.Write([]byte(v.String()))
 }

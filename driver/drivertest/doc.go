@@ -99,4 +99,51 @@
 // reflect.DeepEqual, and gRPC's marshalling stores a size cache in the message it sends, so its
 // "snapshot with accessibility requirements" spec would otherwise fail for every driver that
 // reports the requested topology back.
+//
+// # COSI
+//
+// COSI and COSIEndpoint prove an object storage (COSI) driver from a Go test in one call, for both
+// wire versions csikit serves: cosi.v1alpha1, spoken by the released sidecar, and
+// sigs.k8s.io.cosi.v1alpha2. No public COSI conformance suite exists; this one checks what the
+// real sidecars check of a driver, and what they rely on without checking:
+//
+//	func TestCOSIConformance(t *testing.T) {
+//		drivertest.COSI(t, cfg, drivertest.COSIOptions{})
+//	}
+//
+// The suite is plain Go subtests, one per wire version and one per rule, each named by the rule
+// it checks, so -run selects them and there is no limit of one run per test binary. A version the
+// driver does not serve (DriverGetInfo answers UNIMPLEMENTED) is skipped with that reason.
+//
+//   - Identity: the driver name is at most 63 characters of DNS-1035 labels; v1alpha2 lists at
+//     least one protocol, none UNKNOWN, none twice.
+//   - Create: the same name three times gives the same bucket_id, at most 2048 characters of
+//     [A-Za-z0-9._/-], and the requested protocol's info (S3: bucket ID, endpoint, region,
+//     addressing style PATH or VIRTUAL); other parameters under the same name are ALREADY_EXISTS
+//     (COSIOptions.IncompatibleBucketParameters); get of an unknown bucket is NOT_FOUND (v1alpha2,
+//     when served); bad input (bad names, UNKNOWN enums, missing fields, IDs with a bad
+//     character) is INVALID_ARGUMENT; delete of a bucket that is gone is OK, twice.
+//   - Grant: repeated under one "ba-<uuid>" account name, buckets in random order, it gives the
+//     same account_id and the same credentials every time (the v1alpha2 sidecar rewrites the
+//     user's Secret on every reconcile); the answer covers exactly the requested buckets with only
+//     the requested protocol, and a key has both halves; v1alpha1 answers exactly one credentials
+//     entry, keyed by the protocol ("s3": accessKeyID, accessSecretKey, endpoint, region) and
+//     never ALREADY_EXISTS, which its sidecar crashes on; v1alpha2 answers ALREADY_EXISTS to an
+//     incompatible repeat; two accounts never share a key; several buckets behind one access are
+//     OUT_OF_RANGE if and only if COSIOptions.MultiBucketAccess is false; revoke of an access
+//     that is gone is OK, twice; with COSIOptions.CheckCredentials, granted credentials work and
+//     stop working at revoke.
+//   - Concurrency: identical creates, and identical grants, sent at once each answer the same
+//     bucket (account and credentials) or ABORTED, never two different ones.
+//   - Terminal codes: INVALID_ARGUMENT, ALREADY_EXISTS, UNIMPLEMENTED and OUT_OF_RANGE are final
+//     for the sidecar, so they may appear only where the COSI error table puts them; every call
+//     the suite makes is checked.
+//   - Credential canary: no access key ID or secret granted during the run appears in any log
+//     line (COSI captures the library's logs at debug level; COSIOptions.Logs adds the backend's
+//     own), any error message, any answer other than the grant's, or a panic report
+//     (COSIOptions.ArmPanic makes the backend panic once, after it minted credentials). Failure
+//     messages name where a value appeared, never the value.
+//
+// COSI builds the plugin from a driver.Config and serves it on a unix socket; COSIEndpoint tests a
+// driver that is already running, whatever it is built with.
 package drivertest

@@ -1,0 +1,172 @@
+package drivertest
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/csikit/csikit/driver"
+)
+
+// COSIOptions tell the COSI suite what it cannot find out from the driver. The zero value runs
+// every check that needs no driver-specific knowledge and skips the others, each with the field
+// that would enable it.
+type COSIOptions struct {
+	// BucketParameters are DriverCreateBucket parameters the driver accepts (a BucketClass's).
+	BucketParameters map[string]string
+	// IncompatibleBucketParameters are parameters the driver accepts too, but that differ from
+	// BucketParameters in a way that matters: creating a bucket again under the same name with
+	// them must be ALREADY_EXISTS. Nil skips that check.
+	IncompatibleBucketParameters map[string]string
+	// AccessParameters are DriverGrantBucketAccess parameters the driver accepts (a
+	// BucketAccessClass's).
+	AccessParameters map[string]string
+	// IncompatibleAccessParameters are grant parameters the driver accepts that differ from
+	// AccessParameters in a way that matters: a grant repeated under the same account name with
+	// them must be ALREADY_EXISTS in v1alpha2 and anything but ALREADY_EXISTS in v1alpha1. The
+	// suite always tries another bucket as the incompatible change; these add a second try.
+	IncompatibleAccessParameters map[string]string
+	// MultiBucketAccess says the driver can put several buckets behind one access
+	// (driver.Config.MultiBucketAccess). When false, a grant of several buckets must be
+	// OUT_OF_RANGE; when true, it must succeed. OUT_OF_RANGE is never right for one bucket.
+	MultiBucketAccess bool
+	// CheckCredentials, when set, proves that granted credentials really work: it returns nil when
+	// creds give access to bucket over protocol, and an error when they do not. The suite calls
+	// it after grants (wanting nil) and after the revoke (wanting an error). bucket is what the
+	// grant answered (v1alpha1, which answers no bucket info, gives the S3 endpoint and region of
+	// its credentials entry and the bucket ID as name). Nil skips that check.
+	CheckCredentials func(ctx context.Context, protocol driver.ObjectProtocol, bucket driver.Bucket, creds driver.Credentials) error
+	// ArmPanic, when set, makes the backend panic once: in its next GrantBucketAccess, after it
+	// has minted and stored that account's credentials, so the panic report is somewhere they
+	// could leak. The canary then searches the report and the error too. Nil skips that part.
+	ArmPanic func()
+	// Logs returns everything the driver has logged so far, at debug level, for the credential
+	// canary. COSI captures what the library logs itself and adds these (give them when the
+	// backend logs through a logger of its own); for COSIEndpoint, nil means log lines are not
+	// searched.
+	Logs func() string
+	// CallTimeout bounds each call the suite makes; zero means 30 seconds.
+	CallTimeout time.Duration
+}
+
+// COSI runs the COSI conformance suite against a plugin built from cfg, which must have Buckets.
+// The plugin is built with driver.New, with a debug-level logger captured for the credential
+// canary (added beside cfg.Logger when that is set), and served on a unix socket until the test
+// ends. Each wire version is a subtest of t, skipped when the plugin does not serve it.
+func COSI(t *testing.T, cfg driver.Config, opts COSIOptions) {
+	t.Helper()
+	endpoint, logs := serveCOSI(t, cfg)
+	if backendLogs := opts.Logs; backendLogs != nil {
+		opts.Logs = func() string { return logs() + "\n" + backendLogs() }
+	} else {
+		opts.Logs = logs
+	}
+	runCOSI(newTestReporter(t), endpoint, opts)
+}
+
+// COSIEndpoint runs the same suite as COSI against a driver that is already running at endpoint,
+// "unix:///path/cosi.sock" (COSI_ENDPOINT's form) or any gRPC target. The canary reads the
+// driver's logs from COSIOptions.Logs.
+func COSIEndpoint(t *testing.T, endpoint string, opts COSIOptions) {
+	t.Helper()
+	runCOSI(newTestReporter(t), endpoint, opts)
+}
+
+// serveCOSI serves cfg on a fresh socket until the test ends and returns its endpoint and the
+// library's captured log.
+func serveCOSI(t *testing.T, cfg driver.Config) (endpoint string, logs func() string) {
+	t.Helper()
+	if cfg.Buckets == nil {
+		t.Fatal("drivertest: COSI needs a driver.Config with Buckets")
+	}
+	capture := &cosiLogs{}
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewDevelopmentEncoderConfig()), capture, zapcore.DebugLevel)
+	if cfg.Logger != nil {
+		cfg.Logger = cfg.Logger.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return zapcore.NewTee(c, core) }))
+	} else {
+		cfg.Logger = zap.New(core)
+	}
+	d, err := driver.New(cfg)
+	if err != nil {
+		t.Fatalf("drivertest: driver.New: %v", err)
+	}
+	sock := cosiSocketPath(t)
+	lis, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatalf("drivertest: listen on %s: %v", sock, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- d.Serve(ctx, lis) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("drivertest: Serve: %v", err)
+		}
+	})
+	return "unix://" + sock, capture.String
+}
+
+// cosiSocketPath returns a socket path ending in .sock, as COSI_ENDPOINT must, short enough for
+// the 107 bytes a unix socket path may have.
+func cosiSocketPath(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "cosi.sock")
+	if len(p) < 100 {
+		return p
+	}
+	dir, err := os.MkdirTemp("", "cosi")
+	if err != nil {
+		t.Fatalf("drivertest: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return filepath.Join(dir, "cosi.sock")
+}
+
+// dialCOSI connects to endpoint with the recorder's interceptor, so every call the suite makes is
+// seen by the terminal-code table and the canary.
+func dialCOSI(endpoint string, rec *cosiRecorder) (*grpc.ClientConn, error) {
+	target := endpoint
+	if strings.HasPrefix(endpoint, "/") {
+		target = "unix://" + endpoint
+	}
+	return grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithChainUnaryInterceptor(rec.unary))
+}
+
+// cosiLogs collects log output, which zap writes from many goroutines.
+type cosiLogs struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *cosiLogs) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *cosiLogs) Sync() error { return nil }
+
+func (l *cosiLogs) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// callTimeout is the bound of one call.
+func (o *COSIOptions) callTimeout() time.Duration {
+	if o.CallTimeout > 0 {
+		return o.CallTimeout
+	}
+	return 30 * time.Second
+}

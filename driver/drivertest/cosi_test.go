@@ -1,0 +1,84 @@
+package drivertest_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/drivertest"
+	"github.com/csikit/csikit/driver/memdriver"
+)
+
+// memBuckets is memdriver's bucket backend that can be armed to panic once in a grant, after the
+// grant has minted and stored the account's keys: what COSIOptions.ArmPanic asks for.
+type memBuckets struct {
+	*memdriver.Buckets
+	armed atomic.Bool
+}
+
+func (m *memBuckets) GrantBucketAccess(ctx context.Context, req *driver.GrantBucketAccessRequest) (*driver.BucketAccess, error) {
+	a, err := m.Buckets.GrantBucketAccess(ctx, req)
+	if err == nil && m.armed.CompareAndSwap(true, false) {
+		panic(a) // the answer, keys and all, as a careless backend would
+	}
+	return a, err
+}
+
+func memBucketConfig(b driver.BucketProvisioner, multi bool, versions ...driver.COSIVersion) driver.Config {
+	return driver.Config{Name: "mem-s3.csikit.dev", VendorVersion: "1.0.0", Buckets: b,
+		BucketProtocols: []driver.ObjectProtocol{driver.ProtocolS3}, COSIVersions: versions,
+		MultiBucketAccess: multi, CheckResponses: true}
+}
+
+// memCOSIOptions are what the suite cannot know about memdriver: any parameters are accepted,
+// and different ones conflict; a key works while it is live.
+func memCOSIOptions(m *memBuckets, multi bool) drivertest.COSIOptions {
+	return drivertest.COSIOptions{
+		BucketParameters:             map[string]string{"tier": "gold"},
+		IncompatibleBucketParameters: map[string]string{"tier": "lead"},
+		AccessParameters:             map[string]string{"policy": "app"},
+		IncompatibleAccessParameters: map[string]string{"policy": "admin"},
+		MultiBucketAccess:            multi,
+		CheckCredentials: func(_ context.Context, p driver.ObjectProtocol, b driver.Bucket, c driver.Credentials) error {
+			switch {
+			case p != driver.ProtocolS3 || c.S3 == nil || b.S3 == nil:
+				return errors.New("memdriver serves S3 only")
+			case !m.KeyLive(c.S3.AccessKeyID):
+				return errors.New("the access key is not live")
+			}
+			return nil
+		},
+		ArmPanic: func() { m.armed.Store(true) },
+	}
+}
+
+func TestCOSIMemdriverBothVersions(t *testing.T) {
+	for _, multi := range []bool{true, false} {
+		name := "one bucket per access"
+		if multi {
+			name = "several buckets per access"
+		}
+		t.Run(name, func(t *testing.T) {
+			m := &memBuckets{Buckets: memdriver.NewBuckets("http://127.0.0.1:9000", "us-east-1")}
+			drivertest.COSI(t, memBucketConfig(m, multi), memCOSIOptions(m, multi))
+		})
+	}
+}
+
+// With one version configured, the other is skipped (UNIMPLEMENTED on DriverGetInfo) and the
+// served one passes.
+func TestCOSIMemdriverOneVersion(t *testing.T) {
+	for _, v := range []driver.COSIVersion{driver.COSIV1Alpha1, driver.COSIV1Alpha2} {
+		t.Run(string(v), func(t *testing.T) {
+			m := &memBuckets{Buckets: memdriver.NewBuckets("http://127.0.0.1:9000", "us-east-1")}
+			drivertest.COSI(t, memBucketConfig(m, false, v), memCOSIOptions(m, false))
+		})
+	}
+}
+
+// The zero COSIOptions run everything that needs no knowledge of the driver.
+func TestCOSIMemdriverZeroOptions(t *testing.T) {
+	drivertest.COSI(t, memBucketConfig(memdriver.NewBuckets("http://127.0.0.1:9000", "us-east-1"), false), drivertest.COSIOptions{})
+}
