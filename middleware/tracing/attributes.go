@@ -9,7 +9,6 @@ import (
 	otelcodes "go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -117,16 +116,12 @@ func annotate(span trace.Span, req any) {
 }
 
 // setStatus marks the span as failed for the codes that mean the server
-// failed, as OpenTelemetry's RPC conventions say for server spans; a client's
-// mistake (NOT_FOUND, INVALID_ARGUMENT, ABORTED...) is a correct answer and
-// leaves the status unset. The description is the code's name, not the
-// error message: the message may not have been scrubbed yet at this depth of
-// the chain, and otelgrpc replaces the description with the final message
-// when the call ends.
+// failed (serverFault). The description is the code's name, not the error
+// message: the message may not have been scrubbed yet at this depth of the
+// chain. ServerOption's handler replaces it with the final, scrubbed message
+// when the call ends; this is for spans started by something else.
 func setStatus(span trace.Span, err error) {
-	switch c := status.Code(err); c {
-	case codes.Unknown, codes.DeadlineExceeded, codes.Unimplemented, codes.Internal,
-		codes.Unavailable, codes.DataLoss:
+	if c := status.Code(err); serverFault(c) {
 		span.SetStatus(otelcodes.Error, c.String())
 	}
 }

@@ -82,7 +82,7 @@ func TestNewProviderFromEnv(t *testing.T) {
 	}
 }
 
-func TestServerOptionOffForNoopProvider(t *testing.T) {
+func TestTracingOffForNoopProvider(t *testing.T) {
 	tests := []struct {
 		name string
 		tp   trace.TracerProvider
@@ -94,6 +94,12 @@ func TestServerOptionOffForNoopProvider(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if _, ok := tracing.ServerOption(tt.tp).(grpc.EmptyServerOption); !ok {
 				t.Errorf("ServerOption installs a handler; want grpc.EmptyServerOption so tracing off costs nothing")
+			}
+			if tracing.ServerHandler(tt.tp) != nil {
+				t.Error("ServerHandler is not nil; want nil so tracing off installs nothing")
+			}
+			if tracing.UnarySpanInterceptor(tt.tp) != nil || tracing.StreamSpanInterceptor(tt.tp) != nil {
+				t.Error("a span interceptor is not nil; want nil so tracing off adds nothing to the chain")
 			}
 		})
 	}
