@@ -1,0 +1,27 @@
+// Package s3server is the S3 half of the memorys3 example: an S3 endpoint whose object store
+// is gofakes3 (in memory, or its bbolt backend in a state directory) behind this example's
+// own authentication (package sigv4: AWS Signature Version 4 recomputed with aws-sdk-go-v2's
+// signer) and per-key, per-bucket authorisation, plus the Go API the COSI driver calls.
+//
+// The COSI side maps onto the API like this:
+//
+//	DriverCreateBucket        -> CreateBucket(ctx, name)              idempotent; foreign bucket: ErrBucketNotOwned
+//	DriverDeleteBucket        -> DeleteBucket(ctx, name)              deletes the objects too; missing: nil
+//	DriverGetExistingBucket   -> Bucket(ctx, name)                    ErrBucketNotFound / ErrBucketNotOwned
+//	DriverGrantBucketAccess   -> GrantAccess(ctx, accountName, modes) same name: same ID, same keys
+//	DriverRevokeBucketAccess  -> RevokeAccess(ctx, accountID)         keys fail at once; unknown: nil
+//	bucket info               -> Endpoint(), Region(), path-style addressing
+//
+// What a granted key may do: with ReadOnly, GET/HEAD objects and list; with WriteOnly,
+// PUT/DELETE objects, DeleteObjects and multipart uploads; ReadWrite both. Any grant may HEAD
+// the bucket. ListBuckets shows only the key's buckets. Nobody creates, deletes or configures
+// a bucket through S3: that is the driver's job. A copy needs read on the source bucket too.
+//
+// Clients must use path-style addressing (http://host/bucket/key): aws-sdk-go-v2's
+// UsePathStyle, minio-go's BucketLookupPath, the aws CLI's addressing_style = path.
+//
+// Failures are S3 XML errors with S3's codes (AccessDenied, SignatureDoesNotMatch,
+// InvalidAccessKeyId, RequestTimeTooSkewed, XAmzContentSHA256Mismatch, BadDigest, ...).
+// No secret key reaches an error, a log line or a panic: Credentials print redacted, and
+// refusals are logged at debug level with the access key ID and the code only.
+package s3server

@@ -1,0 +1,35 @@
+// Package sigv4 authenticates S3 requests signed with AWS Signature Version 4, by
+// recomputing each signature with aws-sdk-go-v2's own signer (aws/signer/v4) and comparing
+// in constant time, so the canonicalisation rules are the SDK's, not a second copy of them.
+//
+// Forms accepted:
+//
+//   - Authorization header with a hex x-amz-content-sha256: the body is hashed while it
+//     streams to the store and the last Read fails with XAmzContentSHA256Mismatch if it
+//     differs (Body).
+//   - UNSIGNED-PAYLOAD: the headers are signed, the body is not (aws-sdk-go-v2 over TLS for
+//     most calls, presigned URLs).
+//   - Presigned URLs (X-Amz-Algorithm, -Credential, -Date, -Expires, -SignedHeaders,
+//     -Signature in the query), X-Amz-Expires honoured up to 7 days.
+//   - STREAMING-AWS4-HMAC-SHA256-PAYLOAD (aws-chunked, as minio-go sends over plain HTTP):
+//     every chunk signature is checked in sequence, chained from the seed signature, with
+//     the SDK's StreamSigner; the store receives the decoded bytes.
+//   - STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER and STREAMING-UNSIGNED-PAYLOAD-TRAILER
+//     (aws-sdk-go-v2 and minio-go over TLS): the trailer is parsed, its
+//     AWS4-HMAC-SHA256-TRAILER signature checked when signed, and its x-amz-checksum-* value
+//     (CRC32, CRC32C, CRC64NVME, SHA1, SHA256) compared with the decoded bytes.
+//
+// An x-amz-checksum-* header is checked the same way in every form.
+//
+// Time and replay. A header-signed request is accepted only within 15 minutes of its
+// x-amz-date (AWS's limit, DefaultMaxSkew), and a presigned URL only from its X-Amz-Date
+// (minus the same skew) to X-Amz-Date + X-Amz-Expires. That window is the replay limit, as
+// on AWS. SigV4 carries no nonce, and a cache of seen signatures would refuse legitimate
+// traffic: SDK retries re-sign with a one-second clock, so a retry within the same second is
+// byte-identical to the attempt whose answer was lost, and a presigned URL is meant to be
+// used more than once. What bounds a captured request is the window, TLS (which keeps it from
+// being captured), and revocation, which makes every request of a key fail at once.
+//
+// Secrets. A Key never prints its secret; errors carry S3 codes and messages for the
+// client and never a secret, a computed signature or a string to sign.
+package sigv4
