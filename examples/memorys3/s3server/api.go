@@ -302,3 +302,19 @@ func (s *Server) Buckets(ctx context.Context) []string {
 	sort.Strings(names)
 	return names
 }
+
+// ErrAccountNotFound: no account has the ID (never granted, or revoked).
+var ErrAccountNotFound = errors.New("account not found")
+
+// Account returns the account with the given ID and its grants, or ErrAccountNotFound. A COSI
+// driver reads it before a grant to tell a repeated grant from an incompatible one, which
+// GrantAccess alone would apply.
+func (s *Server) Account(ctx context.Context, accountID string) (*Account, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.accounts[accountID]
+	if !ok {
+		return nil, fmt.Errorf("account %s: %w", accountID, ErrAccountNotFound)
+	}
+	return rec.account(accountID), nil
+}

@@ -1,0 +1,127 @@
+// Command memorys3 is a complete COSI driver with the object store it manages in one process: an
+// S3 server (gofakes3 behind csikit's SigV4 verification and per-key authorisation) and the COSI
+// driver that creates and deletes its buckets and grants and revokes its keys, served as COSI
+// v1alpha1 and v1alpha2 on one socket. It starts with no arguments at all:
+//
+//	go run ./examples/memorys3
+//
+// and prints where S3 clients and the COSI sidecar connect. Buckets, objects and keys live in
+// memory unless --state-dir names a directory, where they survive a restart.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/cmdline"
+	"github.com/csikit/csikit/examples/memorys3/bucketdriver"
+	"github.com/csikit/csikit/examples/memorys3/s3server"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdout, nil); err != nil {
+		fmt.Fprintln(os.Stderr, "memorys3:", err)
+		os.Exit(1)
+	}
+}
+
+// defaultEndpoint is the COSI socket with no arguments and no COSI_ENDPOINT. COSI wants a unix
+// socket whose name ends in ".sock", in a directory that holds nothing else.
+const defaultEndpoint = "unix:///tmp/csikit-memorys3/cosi.sock"
+
+// run starts both servers and serves until ctx ends or a signal arrives. started, when not nil,
+// receives the S3 endpoint once both listen (for tests).
+func run(ctx context.Context, args []string, out io.Writer, started chan<- string) error {
+	fs := flag.NewFlagSet("memorys3", flag.ContinueOnError)
+	settings := cmdline.Register(fs, cmdline.Defaults{Endpoint: defaultEndpoint, EndpointEnv: "COSI_ENDPOINT"})
+	var (
+		s3Addr     = fs.String("s3-address", "127.0.0.1:9000", "TCP address the S3 server listens on")
+		s3Endpoint = fs.String("s3-endpoint", "", "URL clients reach the S3 server at, reported in every grant (default http://<s3-address>)")
+		region     = fs.String("region", s3server.DefaultRegion, "S3 region clients sign for")
+		stateDir   = fs.String("state-dir", "", "directory where buckets, objects and keys survive a restart; empty keeps them in memory")
+		name       = fs.String("driver-name", "memorys3.csikit.dev", "COSI driver name (DNS-1035 labels, at most 63 characters)")
+	)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	logger, err := settings.Logger()
+	if err != nil {
+		return err
+	}
+	defer logger.Sync() //nolint:errcheck // stderr
+
+	lis, err := net.Listen("tcp", *s3Addr)
+	if err != nil {
+		return fmt.Errorf("S3 server: %w", err)
+	}
+	defer lis.Close()
+	endpoint := *s3Endpoint
+	if endpoint == "" {
+		endpoint = "http://" + reachable(lis.Addr().(*net.TCPAddr))
+	}
+	s3, err := s3server.New(s3server.Config{StateDir: *stateDir, Region: *region, Endpoint: endpoint, Logger: logger.Named("s3")})
+	if err != nil {
+		return err
+	}
+	defer s3.Close()
+
+	cfg := driver.Config{
+		Name: *name, VendorVersion: version, Buckets: bucketdriver.New(s3),
+		BucketProtocols: []driver.ObjectProtocol{driver.ProtocolS3}, MultiBucketAccess: true,
+		Logger: logger, Endpoint: settings.Endpoint,
+	}
+	if err := settings.Diagnostics(&cfg); err != nil {
+		return err
+	}
+	d, err := driver.New(cfg)
+	if err != nil {
+		return err
+	}
+
+	hs := &http.Server{Handler: s3, ReadHeaderTimeout: 30 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(lis) }()
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := hs.Shutdown(sctx); err != nil {
+			logger.Warn("stopping the S3 server", zap.Error(err))
+		}
+		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Warn("S3 server", zap.Error(err))
+		}
+	}()
+
+	fmt.Fprintf(out, "S3 endpoint:  %s (region %s, path-style addressing)\nCOSI socket:  %s\n", endpoint, *region, settings.Endpoint)
+	if *stateDir == "" {
+		fmt.Fprintln(out, "State:        in memory (--state-dir keeps it across restarts)")
+	} else {
+		fmt.Fprintf(out, "State:        %s\n", *stateDir)
+	}
+	if started != nil {
+		started <- endpoint
+	}
+	return d.Run(ctx)
+}
+
+// version is what DriverGetInfo's sidecar logs show; the example is versioned with the module.
+const version = "0.1.0"
+
+// reachable is the address clients use for a listener: the loopback address when it listens on
+// every interface.
+func reachable(a *net.TCPAddr) string {
+	if a.IP == nil || a.IP.IsUnspecified() {
+		return net.JoinHostPort("127.0.0.1", fmt.Sprint(a.Port))
+	}
+	return a.String()
+}
