@@ -19,6 +19,19 @@ import (
 	"github.com/csikit/csikit/examples/memorys3/s3server"
 )
 
+func s3Config(endpoint string) s3server.Config { return s3server.Config{Endpoint: endpoint} }
+
+// newS3 starts an S3 server with cfg, closed when the test ends.
+func newS3(t testing.TB, cfg s3server.Config) *s3server.Server {
+	t.Helper()
+	srv, err := s3server.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
 // s3Fixture is an S3 server on a loopback port, as memorys3 runs it.
 func s3Fixture(t *testing.T) *s3server.Server {
 	t.Helper()
@@ -26,17 +39,13 @@ func s3Fixture(t *testing.T) *s3server.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := s3server.New(s3server.Config{Endpoint: "http://" + lis.Addr().String()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := newS3(t, s3Config("http://"+lis.Addr().String()))
 	hs := &http.Server{Handler: srv}
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(lis) }()
 	t.Cleanup(func() {
 		hs.Close()
 		<-done
-		srv.Close()
 	})
 	return srv
 }
