@@ -31,12 +31,13 @@ const (
 
 // Environment variables csictl reads.
 const (
-	envEndpoint    = "CSI_ENDPOINT"
-	envSecretsFile = "CSI_SECRETS_FILE"
+	envEndpoint     = "CSI_ENDPOINT"
+	envCOSIEndpoint = "COSI_ENDPOINT"
+	envSecretsFile  = "CSI_SECRETS_FILE"
 )
 
 // app holds what every command shares: the global flags, the writers and one lazily opened
-// connection per endpoint variable (CSI today; COSI_ENDPOINT will get its own).
+// connection per endpoint variable (CSI_ENDPOINT, COSI_ENDPOINT).
 type app struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
@@ -45,8 +46,11 @@ type app struct {
 	output      string
 	timeout     time.Duration
 	secretsFile string
+	cosiVersion string
 
 	conns map[string]*grpc.ClientConn
+	// cosi is the COSI wire version chosen for this run, once chosen (see cosi.go).
+	cosi *cosiSession
 }
 
 // callError marks a failure that happened after the command line was accepted: the plugin
@@ -109,24 +113,29 @@ func (a *app) close() {
 func newRootCmd(a *app) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "csictl",
-		Short: "Call the RPCs of a CSI plugin",
-		Long: `csictl calls the RPCs of a CSI plugin (CSI v1.13) over its socket.
+		Short: "Call the RPCs of a CSI or COSI plugin",
+		Long: `csictl calls the RPCs of a CSI plugin (CSI v1.13) or of a COSI bucket driver
+(v1alpha1 and v1alpha2) over its socket.
 
 The plugin is found with --endpoint or CSI_ENDPOINT (unix:///abs/path.sock or an
-absolute path). Secrets are read only from --secrets-file or CSI_SECRETS_FILE (a
-YAML or JSON map) and are never printed.`,
+absolute path); the cosi and bucket commands use --endpoint or COSI_ENDPOINT.
+Secrets are read only from --secrets-file or CSI_SECRETS_FILE (a YAML or JSON
+map) and are never printed; bucket credentials go only to --credentials-file.`,
 		Example: `  export CSI_ENDPOINT=unix:///run/csi/csi.sock
   csictl identity info
   csictl volume create pvc-1 --cap mount,ext4,single-node-writer --size 1Gi
-  csictl volume list -o yaml`,
+  csictl volume list -o yaml
+  export COSI_ENDPOINT=unix:///var/lib/cosi/cosi.sock
+  csictl bucket create bc-1 --protocol s3`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(*cobra.Command, []string) error {
 			switch a.output {
 			case outputTable, outputJSON, outputYAML:
-				return nil
+			default:
+				return fmt.Errorf("invalid --output %q: use table, json or yaml", a.output)
 			}
-			return fmt.Errorf("invalid --output %q: use table, json or yaml", a.output)
+			return checkCOSIVersion(a.cosiVersion)
 		},
 	}
 	asGroup(root)
@@ -137,11 +146,13 @@ YAML or JSON map) and are never printed.`,
 	})
 
 	pf := root.PersistentFlags()
-	pf.StringVar(&a.endpoint, "endpoint", "", "plugin endpoint, unix:///abs/path.sock or /abs/path.sock (default $"+envEndpoint+")")
+	pf.StringVar(&a.endpoint, "endpoint", "", "plugin endpoint, unix:///abs/path.sock or /abs/path.sock (default $"+envEndpoint+
+		", or $"+envCOSIEndpoint+" for the cosi and bucket commands)")
 	pf.StringVarP(&a.output, "output", "o", outputTable, "output format: table, json or yaml")
 	pf.DurationVar(&a.timeout, "timeout", time.Minute, "deadline of each call (0 for none)")
 	pf.StringVar(&a.secretsFile, "secrets-file", "", "YAML or JSON map of secrets sent with calls that take secrets (default $"+envSecretsFile+")")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputTable, outputJSON, outputYAML}, cobra.ShellCompDirectiveNoFileComp))
+	registerCOSIVersionFlag(a, root)
 
 	root.AddCommand(
 		newIdentityCmd(a),
@@ -153,6 +164,8 @@ YAML or JSON map) and are never printed.`,
 		newVolumeGroupCmd(a),
 		newNodeCmd(a),
 		newMetadataCmd(a),
+		newCOSICmd(a),
+		newBucketCmd(a),
 	)
 	return root
 }
@@ -199,7 +212,11 @@ func (a *app) conn(envVar string) (*grpc.ClientConn, error) {
 		raw, from = a.getenv(envVar), envVar
 	}
 	if raw == "" {
-		return nil, fmt.Errorf("no endpoint: set --endpoint or %s to the plugin socket, e.g. unix:///run/csi/csi.sock", envVar)
+		example := "unix:///run/csi/csi.sock"
+		if envVar == envCOSIEndpoint {
+			example = "unix:///var/lib/cosi/cosi.sock" // where the COSI sidecar looks by default
+		}
+		return nil, fmt.Errorf("no endpoint: set --endpoint or %s to the plugin socket, e.g. %s", envVar, example)
 	}
 	// TCP is a debugging extension a plugin must opt into; a client may dial it when told to.
 	ep, err := endpoint.Parse(raw, endpoint.ParseOptions{AllowTCP: true})
@@ -252,11 +269,22 @@ func unary[C any, Req proto.Message, Resp any](
 	method func(C, context.Context, Req, ...grpc.CallOption) (Resp, error),
 	req Req,
 ) (Resp, error) {
-	var zero Resp
 	conn, err := prepare(a, req)
 	if err != nil {
+		var zero Resp
 		return zero, err
 	}
+	return invoke(a, cmd, conn, newClient, method, req)
+}
+
+// invoke calls method on conn under --timeout; a failure is a callError.
+func invoke[C any, Req proto.Message, Resp any](
+	a *app, cmd *cobra.Command, conn grpc.ClientConnInterface,
+	newClient func(grpc.ClientConnInterface) C,
+	method func(C, context.Context, Req, ...grpc.CallOption) (Resp, error),
+	req Req,
+) (Resp, error) {
+	var zero Resp
 	ctx, cancel := a.callContext(cmd)
 	defer cancel()
 	resp, err := method(newClient(conn), ctx, req)

@@ -51,7 +51,8 @@ func leafCommands() []string {
 }
 
 // TestEveryCommand runs a whole volume lifecycle through every subcommand against the
-// in-memory driver, and checks at the end that no subcommand was left out.
+// in-memory driver, then a bucket lifecycle in both COSI versions against the in-memory bucket
+// backend (runCOSILifecycle), and checks at the end that no subcommand was left out.
 func TestEveryCommand(t *testing.T) {
 	p := startPlugin(t)
 	dir := t.TempDir()
@@ -151,6 +152,8 @@ func TestEveryCommand(t *testing.T) {
 	do("all nodes", "volume", "unpublish", vol2)
 	do("deleted", "snapshot", "delete", snap)
 	do("deleted", "volume", "delete", vol2)
+
+	runCOSILifecycle(t, ran)
 
 	var missed []string
 	for _, path := range leafCommands() {

@@ -26,10 +26,11 @@ var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // plugin is the in-memory driver served on a real unix socket for one test.
 type plugin struct {
-	t    *testing.T
-	mem  *memdriver.Driver
-	sock string
-	env  map[string]string
+	t       *testing.T
+	mem     *memdriver.Driver
+	buckets *memdriver.Buckets // COSI plugins only
+	sock    string
+	env     map[string]string
 
 	mu       sync.Mutex
 	requests []any // every unary request the handler saw, for the secrets tests
@@ -45,7 +46,7 @@ func startPlugin(t *testing.T) *plugin {
 		MutableParameters: []string{"iops"},
 		Now:               func() time.Time { return epoch },
 	})
-	d, err := driver.New(driver.Config{
+	p.serve(driver.Config{
 		Name:             "mem.csikit.dev",
 		VendorVersion:    "1.0.0",
 		Manifest:         map[string]string{"build": "test"},
@@ -61,17 +62,27 @@ func startPlugin(t *testing.T) *plugin {
 			SingleNodeMultiWriter:          true,
 			VolumeAccessibilityConstraints: true,
 		},
-		CheckResponses: true,
-		Logger:         zap.NewNop(),
-		UnaryInterceptors: []grpc.UnaryServerInterceptor{
-			func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-				p.mu.Lock()
-				p.requests = append(p.requests, req)
-				p.mu.Unlock()
-				return h(ctx, req)
-			},
-		},
 	})
+	p.env = map[string]string{envEndpoint: "unix://" + p.sock}
+	return p
+}
+
+// serve serves cfg, with every unary request recorded in p.requests, on a unix socket in a fresh
+// directory until the test ends.
+func (p *plugin) serve(cfg driver.Config) {
+	t := p.t
+	t.Helper()
+	cfg.CheckResponses = true
+	cfg.Logger = zap.NewNop()
+	cfg.UnaryInterceptors = []grpc.UnaryServerInterceptor{
+		func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			p.mu.Lock()
+			p.requests = append(p.requests, req)
+			p.mu.Unlock()
+			return h(ctx, req)
+		},
+	}
+	d, err := driver.New(cfg)
 	if err != nil {
 		t.Fatalf("driver.New: %v", err)
 	}
@@ -95,8 +106,14 @@ func startPlugin(t *testing.T) *plugin {
 		}
 		os.RemoveAll(dir)
 	})
-	p.env = map[string]string{envEndpoint: "unix://" + p.sock}
-	return p
+}
+
+// reached returns how many unary requests the plugin has seen, to check that a bad command line
+// never reaches it.
+func (p *plugin) reached() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.requests)
 }
 
 // result is what one csictl invocation produced.
