@@ -560,3 +560,26 @@ func TestCapacityAndLimits(t *testing.T) {
 		t.Fatalf("a rejected modify applied %v", rec.Mutable)
 	}
 }
+
+// TestSnapshotAcceptsSnapshotterMetadata: csi-snapshotter's --extra-create-metadata adds
+// csi.storage.k8s.io/volumesnapshot/* parameters to CreateSnapshot; they must not fail it, while
+// a key of the driver's own namespace that it does not know still does.
+func TestSnapshotAcceptsSnapshotterMetadata(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	vol := e.create(t, "snap-src", 1<<20, mountCap(""))
+	_, err := e.controller.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{Name: "snap-meta", SourceVolumeId: vol.GetVolumeId(),
+		Parameters: map[string]string{
+			"csi.storage.k8s.io/volumesnapshot/name":        "s1",
+			"csi.storage.k8s.io/volumesnapshot/namespace":   "default",
+			"csi.storage.k8s.io/volumesnapshotcontent/name": "snapcontent-1",
+		}})
+	if err != nil {
+		t.Fatalf("CreateSnapshot with the snapshotter's metadata: %v", err)
+	}
+	_, err = e.controller.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{Name: "snap-typo", SourceVolumeId: vol.GetVolumeId(),
+		Parameters: map[string]string{"retention": "7d"}})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "retention") {
+		t.Fatalf("unknown snapshot parameter: %v, want INVALID_ARGUMENT naming it", err)
+	}
+}

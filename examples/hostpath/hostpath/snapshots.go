@@ -88,8 +88,12 @@ func (c *Controller) CreateSnapshot(ctx context.Context, req *driver.CreateSnaps
 		}
 		return snap, nil
 	}
-	if len(req.Parameters) > 0 {
-		return nil, fmt.Errorf("snapshot parameter %q is not known to this driver: %w", sortedKeys(req.Parameters)[0], driver.ErrInvalidArgument)
+	for _, k := range sortedKeys(req.Parameters) {
+		// csi-snapshotter's --extra-create-metadata adds the csi.storage.k8s.io/volumesnapshot/*
+		// keys; they describe the CO's objects and ask nothing of the driver.
+		if !strings.HasPrefix(k, "csi.storage.k8s.io/") {
+			return nil, fmt.Errorf("snapshot parameter %q is not known to this driver: %w", k, driver.ErrInvalidArgument)
+		}
 	}
 	vol, err := c.volume(req.SourceVolumeID)
 	if err != nil {
@@ -231,7 +235,7 @@ func (c *Controller) CreateVolumeGroupSnapshot(ctx context.Context, req *driver.
 		return g, nil
 	}
 	for _, k := range sortedKeys(req.Parameters) {
-		if k != ParamVolumeGroup {
+		if k != ParamVolumeGroup && !strings.HasPrefix(k, "csi.storage.k8s.io/") {
 			return nil, fmt.Errorf("group snapshot parameter %q is not known to this driver (known: %s): %w", k, ParamVolumeGroup, driver.ErrInvalidArgument)
 		}
 	}
