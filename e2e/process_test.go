@@ -1,0 +1,138 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// proc is one program of the test cluster, its output in a log file.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{} // closed when the process has exited
+	err  error         // its exit status, valid once done is closed
+}
+
+// procs starts programs and stops all of them, in reverse order, when the test ends.
+type procs struct {
+	t      *testing.T
+	logDir string
+	mu     sync.Mutex
+	list   []*proc
+}
+
+func newProcs(t *testing.T, logDir string) *procs {
+	ps := &procs{t: t, logDir: logDir}
+	t.Cleanup(ps.stopAll)
+	return ps
+}
+
+// start runs bin with args, stdout and stderr into <logDir>/<name>.log. The process gets
+// SIGKILL if the test binary dies first (Pdeathsig), so nothing outlives a crashed run.
+func (ps *procs) start(name, bin string, args []string, env ...string) (*proc, error) {
+	logPath := filepath.Join(ps.logDir, name+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("%s: log: %w", name, err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: start %s: %w", name, bin, err)
+	}
+	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		f.Close()
+		close(p.done)
+	}()
+	ps.mu.Lock()
+	ps.list = append(ps.list, p)
+	ps.mu.Unlock()
+	ps.t.Logf("started %s (pid %d): %s %s", name, cmd.Process.Pid, filepath.Base(bin), strings.Join(args, " "))
+	return p, nil
+}
+
+// exited reports whether p has ended, and how.
+func (p *proc) exited() (bool, error) {
+	select {
+	case <-p.done:
+		return true, p.err
+	default:
+		return false, nil
+	}
+}
+
+// stop sends SIGTERM to p's process group and SIGKILL after grace; it returns when p is gone.
+func (p *proc) stop(grace time.Duration) {
+	if ok, _ := p.exited(); ok {
+		return
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+func (ps *procs) stopAll() {
+	ps.mu.Lock()
+	list := ps.list
+	ps.list = nil
+	ps.mu.Unlock()
+	for i := len(list) - 1; i >= 0; i-- {
+		list[i].stop(10 * time.Second)
+	}
+}
+
+// checkAlive fails with the tail of the log of the first program that has exited: a crashed
+// component otherwise shows up only as a timeout much later.
+func (ps *procs) checkAlive() error {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for _, p := range ps.list {
+		if ok, err := p.exited(); ok {
+			return fmt.Errorf("%s exited (%v); its log ends:\n%s", p.name, err, tail(p.log, 30))
+		}
+	}
+	return nil
+}
+
+// tail returns the last n lines of a file.
+func tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// freePort asks the kernel for an unused TCP port on the loopback address. The port is free
+// when this returns; a program started right after binds it.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
