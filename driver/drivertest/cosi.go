@@ -2,16 +2,10 @@ package drivertest
 
 import (
 	"context"
-	"net"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -89,47 +83,8 @@ func serveCOSI(t *testing.T, cfg driver.Config) (endpoint string, logs func() st
 	if cfg.Buckets == nil {
 		t.Fatal("drivertest: COSI needs a driver.Config with Buckets")
 	}
-	capture := &cosiLogs{}
-	core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewDevelopmentEncoderConfig()), capture, zapcore.DebugLevel)
-	if cfg.Logger != nil {
-		cfg.Logger = cfg.Logger.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return zapcore.NewTee(c, core) }))
-	} else {
-		cfg.Logger = zap.New(core)
-	}
-	d, err := driver.New(cfg)
-	if err != nil {
-		t.Fatalf("drivertest: driver.New: %v", err)
-	}
-	sock := cosiSocketPath(t)
-	lis, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatalf("drivertest: listen on %s: %v", sock, err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- d.Serve(ctx, lis) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("drivertest: Serve: %v", err)
-		}
-	})
+	sock, capture := serveCaptured(t, cfg, "cosi.sock")
 	return "unix://" + sock, capture.String
-}
-
-// cosiSocketPath returns a socket path ending in .sock, as COSI_ENDPOINT must, short enough for
-// the 107 bytes a unix socket path may have.
-func cosiSocketPath(t *testing.T) string {
-	p := filepath.Join(t.TempDir(), "cosi.sock")
-	if len(p) < 100 {
-		return p
-	}
-	dir, err := os.MkdirTemp("", "cosi")
-	if err != nil {
-		t.Fatalf("drivertest: %v", err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return filepath.Join(dir, "cosi.sock")
 }
 
 // dialCOSI connects to endpoint with the recorder's interceptor, so every call the suite makes is
@@ -141,26 +96,6 @@ func dialCOSI(endpoint string, rec *cosiRecorder) (*grpc.ClientConn, error) {
 	}
 	return grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithChainUnaryInterceptor(rec.unary))
-}
-
-// cosiLogs collects log output, which zap writes from many goroutines.
-type cosiLogs struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (l *cosiLogs) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *cosiLogs) Sync() error { return nil }
-
-func (l *cosiLogs) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }
 
 // callTimeout is the bound of one call.

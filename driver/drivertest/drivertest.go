@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,8 +18,6 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
 	"github.com/onsi/gomega"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 	"k8s.io/klog/v2"
@@ -132,31 +129,7 @@ var (
 // a second call fails the test. Put each driver's conformance test in its own package.
 func CSI(t *testing.T, cfg driver.Config, opts Options) Result {
 	t.Helper()
-	capture := &logBuffer{}
-	core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewDevelopmentEncoderConfig()), capture, zapcore.DebugLevel)
-	if cfg.Logger != nil {
-		cfg.Logger = cfg.Logger.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return zapcore.NewTee(c, core) }))
-	} else {
-		cfg.Logger = zap.New(core)
-	}
-	d, err := driver.New(cfg)
-	if err != nil {
-		t.Fatalf("drivertest: driver.New: %v", err)
-	}
-	sock := socketPath(t)
-	lis, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatalf("drivertest: listen on %s: %v", sock, err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- d.Serve(ctx, lis) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("drivertest: Serve: %v", err)
-		}
-	})
+	sock, capture := serveCaptured(t, cfg, "csi.sock")
 	if backendLogs := opts.Logs; backendLogs != nil {
 		opts.Logs = func() string { return capture.String() + "\n" + backendLogs() }
 	} else {
@@ -234,21 +207,6 @@ func CSIEndpoint(t *testing.T, endpoint string, opts Options) Result {
 	r.reportCanaryCoverage()
 	r.checkSecretsInLogs()
 	return res
-}
-
-// socketPath returns a unix socket path in the test's temporary directory, or in a shorter one
-// when that would exceed the 107 bytes a socket path may have.
-func socketPath(t *testing.T) string {
-	p := filepath.Join(t.TempDir(), "csi.sock")
-	if len(p) < 100 {
-		return p
-	}
-	dir, err := os.MkdirTemp("", "csi")
-	if err != nil {
-		t.Fatalf("drivertest: %v", err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return filepath.Join(dir, "csi.sock")
 }
 
 // run is the state of one conformance run, shared by the hooks and the csikit specs.
