@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -19,7 +18,6 @@ import (
 	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	cosi1 "sigs.k8s.io/container-object-storage-interface/proto"
 
@@ -64,29 +62,7 @@ func startCOSI(t testing.TB, cfg driver.Config) *cosiPlugin {
 		enc := zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
 		cfg.Logger = zap.New(zapcore.NewCore(enc, buf, zap.DebugLevel))
 	}
-	d, err := driver.New(cfg)
-	if err != nil {
-		t.Fatalf("driver.New: %v", err)
-	}
-	sock := filepath.Join(t.TempDir(), "cosi.sock")
-	lis, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Serve(ctx, lis) }()
-	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn.Close()
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
+	conn, _ := serve(t, cfg, "cosi.sock")
 	p := &cosiPlugin{id1: cosi1.NewIdentityClient(conn), prov1: cosi1.NewProvisionerClient(conn),
 		id2: cosi2.NewIdentityClient(conn), prov2: cosi2.NewProvisionerClient(conn), conn: conn, log: &buf.Buffer}
 	p.mem, _ = cfg.Buckets.(*memdriver.Buckets)

@@ -51,11 +51,26 @@ func start(t testing.TB, cfg driver.Config) *plugin {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
+	conn, sock := serve(t, cfg, "csi.sock")
+	return &plugin{
+		identity:   csi.NewIdentityClient(conn),
+		controller: csi.NewControllerClient(conn),
+		node:       csi.NewNodeClient(conn),
+		group:      csi.NewGroupControllerClient(conn),
+		metadata:   csi.NewSnapshotMetadataClient(conn),
+		socket:     sock,
+	}
+}
+
+// serve builds cfg's plugin, serves it on a fresh socket named name until the test ends, and
+// returns a client connection to it.
+func serve(t testing.TB, cfg driver.Config, name string) (*grpc.ClientConn, string) {
+	t.Helper()
 	d, err := driver.New(cfg)
 	if err != nil {
 		t.Fatalf("driver.New: %v", err)
 	}
-	sock := filepath.Join(t.TempDir(), "csi.sock")
+	sock := filepath.Join(t.TempDir(), name)
 	lis, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
@@ -74,14 +89,7 @@ func start(t testing.TB, cfg driver.Config) *plugin {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	return &plugin{
-		identity:   csi.NewIdentityClient(conn),
-		controller: csi.NewControllerClient(conn),
-		node:       csi.NewNodeClient(conn),
-		group:      csi.NewGroupControllerClient(conn),
-		metadata:   csi.NewSnapshotMetadataClient(conn),
-		socket:     sock,
-	}
+	return conn, sock
 }
 
 func mountCap(mode csi.VolumeCapability_AccessMode_Mode) *csi.VolumeCapability {
