@@ -12,10 +12,10 @@
 // [Parse] accepts those, and tcp://host:port only when the caller opts in
 // with [ParseOptions.AllowTCP] (driver.Config.AllowTCP for a driver): a TCP
 // endpoint has no file permissions in front of it and is meant for debugging
-// only. The unix: forms are read as grpc-go reads a dial target, percent
-// escapes decoded and a query or fragment refused, so that the plugin listens
-// on exactly the socket a gRPC client given the same value dials. Every
-// rejection says what is
+// only. A unix: form must mean the same socket to grpc-go clients (which
+// decode percent escapes) and to the Kubernetes sidecars (which do not), so
+// '%', a query and a fragment are refused in it; a bare path is taken
+// literally. Every rejection says what is
 // wrong and how to fix it, because the person reading it is usually looking
 // at a crash-looping pod.
 //

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -31,23 +30,18 @@ type Endpoint struct {
 
 // String returns the canonical form, unix:///abs/path.sock or
 // tcp://host:port, which Parse accepts and maps back to the same Endpoint.
-// In a unix path the three characters a URL reader would not take literally,
-// '%', '?' and '#', are percent-encoded, so that a gRPC client given the
-// string dials this very socket. The zero Endpoint yields "".
+// A unix path holding '%', '?' or '#' is returned as the bare path: Parse
+// refuses those characters in a unix: URL (see Parse) but takes a bare path
+// literally, as the Kubernetes sidecars do. The zero Endpoint yields "".
 func (e Endpoint) String() string {
 	if e == (Endpoint{}) {
 		return ""
 	}
-	if e.Network == NetworkUnix {
-		return e.Network + "://" + urlPathEscaper.Replace(e.Address)
+	if e.Network == NetworkUnix && strings.ContainsAny(e.Address, "%?#") {
+		return e.Address
 	}
 	return e.Network + "://" + e.Address
 }
-
-// urlPathEscaper encodes only what would change meaning in a unix: URL.
-// url.PathEscape would also encode spaces and many other bytes, which is
-// correct but makes log lines and error messages harder to read for no gain.
-var urlPathEscaper = strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23")
 
 // ParseOptions adjusts what Parse accepts. The zero value accepts unix
 // sockets only, with any name.
@@ -72,15 +66,13 @@ type ParseOptions struct {
 // space. Errors name the value and say how to fix it; callers typically wrap
 // them with the variable name, as in fmt.Errorf("CSI_ENDPOINT: %w", err).
 //
-// The unix: forms are URLs and are read the way grpc-go's unix resolver reads
-// a dial target (url.Parse, then the decoded path): percent escapes are
-// decoded, so unix:///csi/a%41.sock listens on /csi/aA.sock, the socket a
-// gRPC client given the same string dials. A query (?...) or fragment (#...)
-// is rejected: grpc-go would silently drop it and dial a different path than
-// the one the user wrote. A bare path is a file path, not a URL, and is taken
-// literally; note that the Kubernetes sidecars (csi-lib-utils) also take the
-// text after unix:// literally, so an endpoint shared with a sidecar should
-// not contain percent escapes at all.
+// The unix: forms are URLs, and the two kinds of client that dial them read a
+// URL differently: grpc-go (csi-sanity, csc, csictl) decodes percent escapes,
+// while the Kubernetes sidecars (csi-lib-utils) dial the text after unix://
+// literally. A '%' in a unix: URL would make the plugin listen on one socket
+// while one of them dials another, so it is refused, and so are a query (?...)
+// and a fragment (#...), which grpc-go would silently drop. A bare path is a
+// file path, not a URL, and is taken literally, as the sidecars take it.
 func Parse(s string, opts ParseOptions) (Endpoint, error) {
 	if s == "" {
 		return Endpoint{}, errors.New("endpoint is empty: expected unix:///absolute/path/to/plugin.sock")
@@ -138,7 +130,10 @@ func parseUnix(s, rest string, opts ParseOptions) (Endpoint, error) {
 		if rest[i] == '#' {
 			part = "fragment"
 		}
-		return Endpoint{}, fmt.Errorf("endpoint %q has a URL %s (%q), which gRPC clients ignore; remove it, or write a literal %q in the socket path as %q", s, part, rest[i:], rest[i:i+1], url.PathEscape(rest[i:i+1]))
+		return Endpoint{}, fmt.Errorf("endpoint %q has a URL %s (%q), which gRPC clients ignore: remove it, or rename the socket so its path has no %q", s, part, rest[i:], rest[i:i+1])
+	}
+	if strings.Contains(rest, "%") {
+		return Endpoint{}, fmt.Errorf("endpoint %q contains '%%', which clients read two ways in a unix: URL (grpc-go decodes %%XX escapes, the Kubernetes sidecars take them literally), so they would dial different sockets: rename the socket so its path has no '%%'", s)
 	}
 	if p, ok := strings.CutPrefix(rest, "//"); ok {
 		switch {
@@ -149,22 +144,12 @@ func parseUnix(s, rest string, opts ParseOptions) (Endpoint, error) {
 			// gRPC and the sidecars would not agree on what it means.
 			return Endpoint{}, fmt.Errorf("endpoint %q: unix:// needs an absolute path, written with three slashes, as in %q", s, "unix:///"+p)
 		}
-		return parseUnixURLPath(s, p, opts)
+		return parseUnixPath(s, p, opts)
 	}
 	if rest == "" || rest[0] != '/' {
 		return Endpoint{}, fmt.Errorf("endpoint %q: unix: needs an absolute path, as in unix:///absolute/path/to/plugin.sock", s)
 	}
-	return parseUnixURLPath(s, rest, opts)
-}
-
-// parseUnixURLPath decodes the path of a unix: URL as url.Parse does for
-// grpc-go, then applies the rules for any socket path.
-func parseUnixURLPath(s, p string, opts ParseOptions) (Endpoint, error) {
-	decoded, err := url.PathUnescape(p)
-	if err != nil {
-		return Endpoint{}, fmt.Errorf("endpoint %q: bad percent escape in the socket path (a literal %% is written %%25): %w", s, err)
-	}
-	return parseUnixPath(s, decoded, opts)
+	return parseUnixPath(s, rest, opts)
 }
 
 func parseUnixPath(s, p string, opts ParseOptions) (Endpoint, error) {

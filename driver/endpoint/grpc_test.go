@@ -14,10 +14,10 @@ import (
 	"github.com/csikit/csikit/driver/endpoint"
 )
 
-// TestGRPCClientReachesServer is the regression test for endpoints a URL
-// reader decodes: the plugin and a grpc-go client given the same string must
-// meet on the same socket. Before endpoint values were URL-decoded, the plugin
-// listened on a%41.sock while clients dialled aA.sock.
+// TestGRPCClientReachesServer: the plugin and a grpc-go client given the same
+// string must meet on the same socket, in every form Parse accepts. (Before
+// '%' was refused in unix: URLs, unix:///a%41.sock was a case where they did
+// not, or where the sidecars and grpc-go did not.)
 func TestGRPCClientReachesServer(t *testing.T) {
 	tests := []struct {
 		name string
@@ -25,13 +25,9 @@ func TestGRPCClientReachesServer(t *testing.T) {
 		form, suffix string
 	}{
 		{"plain", "unix://", "/csi.sock"},
-		{"escaped letter", "unix://", "/a%41.sock"},
-		{"escaped percent", "unix://", "/a%25b.sock"},
-		{"escaped query and fragment marks", "unix://", "/a%3Fb%23c.sock"},
-		{"escaped space", "unix://", "/a%20b.sock"},
-		{"escaped slash", "unix://", "/sub%2Fcsi.sock"},
-		{"single slash form", "unix:", "/a%41.sock"},
-		{"upper-case scheme", "UNIX://", "/a%41.sock"},
+		{"space", "unix://", "/a b.sock"},
+		{"single slash form", "unix:", "/csi.sock"},
+		{"upper-case scheme", "UNIX://", "/csi.sock"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
