@@ -3,11 +3,15 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +25,9 @@ const (
 	attacherVersion    = "v4.12.0"
 	resizerVersion     = "v2.3.0"
 	snapshotterVersion = "v8.4.0"
+	// cosiVersion is sigs.k8s.io/container-object-storage-interface (controller and sidecar
+	// logic, client and proto modules), built in tools/cosi with a runner of ours.
+	cosiVersion = "v0.2.2"
 )
 
 // binaries are the paths of the built programs.
@@ -40,6 +47,9 @@ type tool struct {
 	// go.mod; possible only for modules without replace directives).
 	dir, pkg, install string
 	ldflags           string
+	// stale, when set, is the prefix of the cache directories of earlier builds of this tool,
+	// removed once a new one is built (keys that hash our own sources change with every edit).
+	stale string
 }
 
 func kubeLDFlags() string {
@@ -54,8 +64,15 @@ func kubeLDFlags() string {
 	return b.String()
 }
 
-func tools() []tool {
+func tools() ([]tool, error) {
 	kube := kubeLDFlags()
+	// tools/cosi holds code of ours (the runner and the two mains), so its cache key is the
+	// hash of its sources as well as the upstream version: a change rebuilds it.
+	cosiSrc, err := sourceHash("tools/cosi")
+	if err != nil {
+		return nil, err
+	}
+	cosiKey := "cosi-" + cosiVersion + "-" + cosiSrc
 	// The sidecars first: they build in a minute or two each, the control plane takes longest.
 	return []tool{
 		{cacheKey: "external-provisioner-" + provisionerVersion, bin: "csi-provisioner", dir: "tools/provisioner",
@@ -71,7 +88,35 @@ func tools() []tool {
 		{cacheKey: "kubernetes-" + kubernetesVersion, bin: "kube-apiserver", dir: "tools/kube", pkg: "k8s.io/kubernetes/cmd/kube-apiserver", ldflags: kube},
 		{cacheKey: "kubernetes-" + kubernetesVersion, bin: "kube-controller-manager", dir: "tools/kube", pkg: "k8s.io/kubernetes/cmd/kube-controller-manager", ldflags: kube},
 		{cacheKey: "kubernetes-" + kubernetesVersion, bin: "kube-scheduler", dir: "tools/kube", pkg: "k8s.io/kubernetes/cmd/kube-scheduler", ldflags: kube},
+		{cacheKey: cosiKey, bin: "cosi-controller", dir: "tools/cosi", pkg: "github.com/csikit/csikit/e2e/tools/cosi/cmd/cosi-controller", ldflags: "-s -w", stale: "cosi-"},
+		{cacheKey: cosiKey, bin: "cosi-sidecar", dir: "tools/cosi", pkg: "github.com/csikit/csikit/e2e/tools/cosi/cmd/cosi-sidecar", ldflags: "-s -w", stale: "cosi-"},
+	}, nil
+}
+
+// sourceHash is a short hash of the Go sources and module files under dir (tests excluded:
+// they are not in the binaries).
+func sourceHash(dir string) (string, error) {
+	h := sha256.New()
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		name := d.Name()
+		if !(strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go")) && name != "go.mod" && name != "go.sum" {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s %d\n", filepath.ToSlash(path), len(data))
+		h.Write(data)
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("hash %s: %w", dir, err)
 	}
+	return hex.EncodeToString(h.Sum(nil))[:12], nil
 }
 
 // cacheDir is where built tools are kept between runs: $CSIKIT_E2E_CACHE, else
@@ -90,21 +135,37 @@ func cacheDir() (string, error) {
 	return filepath.Join(d, "csikit-e2e"), nil
 }
 
-// buildAll builds what is missing from the cache (minutes the first time: kube-apiserver
-// alone takes several) and hostpath from this checkout (always: it is the code under test).
-func buildAll(ctx context.Context, t *testing.T, work string) (*binaries, error) {
+// goCommand finds the go command that runs the tests.
+func goCommand() (string, error) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		if goBin, err = exec.LookPath(filepath.Join(runtime.GOROOT(), "bin", "go")); err != nil {
+			return "", fmt.Errorf("no go command: %w", err)
+		}
+	}
+	return goBin, nil
+}
+
+// buildTools builds the named tools that are missing from the cache (minutes the first time:
+// kube-apiserver alone takes several) and returns the path of each by name.
+func buildTools(ctx context.Context, t *testing.T, names ...string) (map[string]string, error) {
 	cache, err := cacheDir()
 	if err != nil {
 		return nil, err
 	}
-	goBin, err := exec.LookPath("go")
+	goBin, err := goCommand()
 	if err != nil {
-		if goBin, err = exec.LookPath(filepath.Join(runtime.GOROOT(), "bin", "go")); err != nil {
-			return nil, fmt.Errorf("no go command: %w", err)
-		}
+		return nil, err
+	}
+	all, err := tools()
+	if err != nil {
+		return nil, err
 	}
 	paths := map[string]string{}
-	for _, tl := range tools() {
+	for _, tl := range all {
+		if !slices.Contains(names, tl.bin) {
+			continue
+		}
 		out := filepath.Join(cache, tl.cacheKey, tl.bin)
 		paths[tl.bin] = out
 		if fi, err := os.Stat(out); err == nil && fi.Mode().IsRegular() {
@@ -115,18 +176,66 @@ func buildAll(ctx context.Context, t *testing.T, work string) (*binaries, error)
 			return nil, err
 		}
 		t.Logf("built %s %s in %s", tl.bin, tl.cacheKey, time.Since(start).Round(time.Second))
+		if tl.stale != "" {
+			pruneStale(t, cache, tl.stale, tl.cacheKey)
+		}
+	}
+	for _, n := range names {
+		if _, ok := paths[n]; !ok {
+			return nil, fmt.Errorf("no tool %q", n)
+		}
+	}
+	return paths, nil
+}
+
+// pruneStale removes the cache directories named prefix* other than keep: builds of sources
+// that have changed since.
+func pruneStale(t *testing.T, cache, prefix, keep string) {
+	old, _ := filepath.Glob(filepath.Join(cache, prefix+"*"))
+	for _, d := range old {
+		if filepath.Base(d) == keep {
+			continue
+		}
+		if err := os.RemoveAll(d); err != nil {
+			t.Logf("remove stale %s: %v", d, err)
+			continue
+		}
+		t.Logf("removed stale %s", d)
+	}
+}
+
+// buildExample builds an example driver from this checkout into dir (always: it is the code
+// under test).
+func buildExample(ctx context.Context, t *testing.T, dir, name string) (string, error) {
+	goBin, err := goCommand()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, name)
+	start := time.Now()
+	if err := run(ctx, "..", nil, goBin, "build", "-o", out, "./examples/"+name); err != nil {
+		return "", fmt.Errorf("build %s: %w", name, err)
+	}
+	t.Logf("built %s from this checkout in %s", name, time.Since(start).Round(time.Second))
+	return out, nil
+}
+
+// buildAll builds what the CSI lifecycle needs: the control plane and the CSI sidecars (from
+// the cache when there) and hostpath.
+func buildAll(ctx context.Context, t *testing.T, work string) (*binaries, error) {
+	paths, err := buildTools(ctx, t, "csi-provisioner", "csi-attacher", "csi-resizer", "csi-snapshotter",
+		"snapshot-controller", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+	if err != nil {
+		return nil, err
 	}
 	b := &binaries{
 		apiserver: paths["kube-apiserver"], controllerManager: paths["kube-controller-manager"], scheduler: paths["kube-scheduler"],
 		provisioner: paths["csi-provisioner"], attacher: paths["csi-attacher"], resizer: paths["csi-resizer"],
 		snapshotter: paths["csi-snapshotter"], snapshotController: paths["snapshot-controller"],
-		hostpath: filepath.Join(work, "hostpath"),
 	}
-	start := time.Now()
-	if err := run(ctx, "..", nil, goBin, "build", "-o", b.hostpath, "./examples/hostpath"); err != nil {
-		return nil, fmt.Errorf("build hostpath: %w", err)
+	if b.hostpath, err = buildExample(ctx, t, work, "hostpath"); err != nil {
+		return nil, err
 	}
-	t.Logf("built hostpath from this checkout in %s", time.Since(start).Round(time.Second))
 	return b, nil
 }
 

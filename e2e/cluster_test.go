@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -76,9 +78,24 @@ func poll(ctx context.Context, what string, timeout time.Duration, cond func(con
 	return nil
 }
 
-// startCluster brings up etcd and the control plane and waits until the API server is ready.
+// startCluster brings up etcd, the API server, the controller manager and the scheduler, and
+// waits until the API server is ready.
 func startCluster(ctx context.Context, t *testing.T, work string, bins *binaries, ps *procs) (*cluster, error) {
-	c := &cluster{work: work, procs: ps, bins: bins}
+	c, err := startAPIServer(ctx, work, bins.etcd, bins.apiserver, ps)
+	if err != nil {
+		return nil, err
+	}
+	c.bins = bins
+	if err := c.startControllers(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// startAPIServer brings up etcd and kube-apiserver only, waits until the API server is ready,
+// and writes the admin kubeconfig: enough for controllers that are all run by the test itself.
+func startAPIServer(ctx context.Context, work, etcdBin, apiserverBin string, ps *procs) (*cluster, error) {
+	c := &cluster{work: work, procs: ps}
 	pkiDir := filepath.Join(work, "pki")
 	if err := os.MkdirAll(pkiDir, 0o700); err != nil {
 		return nil, err
@@ -97,7 +114,7 @@ func startCluster(ctx context.Context, t *testing.T, work string, bins *binaries
 	}
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(clientPort)
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
-	if _, err := ps.start("etcd", bins.etcd, []string{
+	if _, err := ps.start("etcd", etcdBin, []string{
 		"--name=e2e", "--data-dir=" + filepath.Join(work, "etcd"),
 		"--listen-client-urls=" + etcdURL, "--advertise-client-urls=" + etcdURL,
 		"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL,
@@ -119,7 +136,7 @@ func startCluster(ctx context.Context, t *testing.T, work string, bins *binaries
 		return nil, err
 	}
 	c.server = "https://127.0.0.1:" + strconv.Itoa(port)
-	if _, err := ps.start("kube-apiserver", bins.apiserver, []string{
+	if _, err := ps.start("kube-apiserver", apiserverBin, []string{
 		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port), "--advertise-address=127.0.0.1",
 		"--tls-cert-file=" + c.pki.serverCert, "--tls-private-key-file=" + c.pki.serverKey,
@@ -164,26 +181,32 @@ func startCluster(ctx context.Context, t *testing.T, work string, bins *binaries
 	if err := c.pki.writeKubeconfig(c.adminKC, c.server, ""); err != nil {
 		return nil, err
 	}
+	return c, nil
+}
+
+// startControllers starts kube-controller-manager and kube-scheduler against the API server.
+func (c *cluster) startControllers() error {
+	ps := c.procs
 	// The controllers the suite needs, and only those: the PV binder, PVC and PV protection,
 	// the garbage collector (capacity objects are owned), namespaces and service accounts.
 	// attachdetach stays off because the suite plays its part by creating VolumeAttachments,
 	// and nodelifecycle because no kubelet heartbeats: it would taint the nodes unreachable.
-	if _, err := ps.start("kube-controller-manager", bins.controllerManager, []string{
+	if _, err := ps.start("kube-controller-manager", c.bins.controllerManager, []string{
 		"--kubeconfig=" + c.adminKC, "--authentication-kubeconfig=" + c.adminKC, "--authorization-kubeconfig=" + c.adminKC,
 		"--controllers=persistentvolume-binder-controller,persistentvolumeclaim-protection-controller,persistentvolume-protection-controller,garbage-collector-controller,namespace-controller,serviceaccount-controller",
 		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0", "--v=2",
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	// kube-scheduler really schedules the consumer pods of WaitForFirstConsumer claims: its
 	// volume binding plugin picks the node and sets the selected-node annotation.
-	if _, err := ps.start("kube-scheduler", bins.scheduler, []string{
+	if _, err := ps.start("kube-scheduler", c.bins.scheduler, []string{
 		"--kubeconfig=" + c.adminKC, "--authentication-kubeconfig=" + c.adminKC, "--authorization-kubeconfig=" + c.adminKC,
 		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0", "--v=2",
 	}); err != nil {
-		return nil, err
+		return err
 	}
-	return c, nil
+	return nil
 }
 
 // goarchForEtcd is set for etcd 3.4, which refuses to start on architectures it does not
@@ -218,38 +241,72 @@ func httpOK(ctx context.Context, url string) (bool, error) {
 // snapshotCRDs returns the CustomResourceDefinitions external-snapshotter's client module
 // ships, read from the module cache at the version go.mod pins.
 func snapshotCRDs(ctx context.Context) ([]*unstructured.Unstructured, error) {
-	out, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/kubernetes-csi/external-snapshotter/client/v8").Output()
+	dir, err := moduleDir(ctx, ".", "github.com/kubernetes-csi/external-snapshotter/client/v8")
 	if err != nil {
-		return nil, fmt.Errorf("find the snapshot client module: %w", err)
+		return nil, err
 	}
-	dir := filepath.Join(strings.TrimSpace(string(out)), "config", "crd")
-	files, err := filepath.Glob(filepath.Join(dir, "*.storage.k8s.io_*.yaml"))
+	return readObjects(filepath.Join(dir, "config", "crd", "*.storage.k8s.io_*.yaml"))
+}
+
+// moduleDir is where the module cache holds module at the version that the go.mod in dir pins;
+// it downloads the module if needed.
+func moduleDir(ctx context.Context, dir, module string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", module)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("find module %s from %s: %w", module, dir, err)
+	}
+	var m struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &m); err != nil || m.Dir == "" {
+		return "", fmt.Errorf("find module %s from %s: %v %s", module, dir, err, m.Error)
+	}
+	return m.Dir, nil
+}
+
+// readObjects decodes every YAML document of the files matching pattern, in name order.
+func readObjects(pattern string) ([]*unstructured.Unstructured, error) {
+	files, err := filepath.Glob(pattern)
 	if err != nil || len(files) == 0 {
-		return nil, fmt.Errorf("no CRDs in %s: %v", dir, err)
+		return nil, fmt.Errorf("no files match %s: %v", pattern, err)
 	}
 	sort.Strings(files)
-	var crds []*unstructured.Unstructured
+	var objs []*unstructured.Unstructured
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			return nil, err
 		}
-		js, err := utilyaml.ToJSON(data)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
+		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+		for {
+			doc, err := r.Read()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			if len(bytes.TrimSpace(stripComments(doc))) == 0 {
+				continue // comments only
+			}
+			js, err := utilyaml.ToJSON(doc)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			u := &unstructured.Unstructured{}
+			if err := u.UnmarshalJSON(js); err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			objs = append(objs, u)
 		}
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(js); err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-		crds = append(crds, u)
 	}
-	return crds, nil
+	return objs, nil
 }
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-// installCRDs creates the snapshot CRDs and waits until each is established.
+// installCRDs creates CRDs and waits until each is established.
 func (c *cluster) installCRDs(ctx context.Context, crds []*unstructured.Unstructured) error {
 	for _, crd := range crds {
 		if _, err := c.dyn.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{}); err != nil {
@@ -286,9 +343,19 @@ func (c *cluster) apply(ctx context.Context, m manifest) error {
 	if err := u.UnmarshalJSON(m.raw); err != nil {
 		return fmt.Errorf("%s: %w", m, err)
 	}
-	mapping, err := c.mapper.RESTMapping(m.gvk.GroupKind(), m.gvk.Version)
-	if err != nil {
+	if err := c.create(ctx, u); err != nil {
 		return fmt.Errorf("%s: %w", m, err)
+	}
+	return nil
+}
+
+// create creates an object of any kind the API server serves, in the default namespace when
+// it is namespaced and names none.
+func (c *cluster) create(ctx context.Context, u *unstructured.Unstructured) error {
+	gvk := u.GroupVersionKind()
+	mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return err
 	}
 	var ri dynamic.ResourceInterface = c.dyn.Resource(mapping.Resource)
 	if mapping.Scope.Name() == "namespace" {
@@ -299,7 +366,7 @@ func (c *cluster) apply(ctx context.Context, m manifest) error {
 		ri = c.dyn.Resource(mapping.Resource).Namespace(ns)
 	}
 	if _, err := ri.Create(ctx, u, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}); err != nil {
-		return fmt.Errorf("%s: %w", m, err)
+		return fmt.Errorf("create %s %s: %w", gvk.Kind, u.GetName(), err)
 	}
 	return nil
 }

@@ -108,7 +108,7 @@ func TestLifecycle(t *testing.T) {
 	}
 	t.Logf("control plane ready in %s", time.Since(start).Round(time.Second))
 
-	ms, err := loadManifests(deployDir)
+	ms, err := loadManifests(hostpathDir)
 	if err != nil {
 		t.Fatal(err)
 	}

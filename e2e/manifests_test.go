@@ -21,12 +21,17 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	cosischeme "sigs.k8s.io/container-object-storage-interface/client/clientset/versioned/scheme"
 
 	"github.com/csikit/csikit/examples/hostpath/hostpath"
 )
 
-// deployDir holds every manifest the project ships.
-const deployDir = "../deploy"
+// deployDir holds every manifest the project ships; each example has a directory of its own.
+const (
+	deployDir   = "../deploy"
+	hostpathDir = deployDir + "/kubernetes/hostpath"
+	memorys3Dir = deployDir + "/kubernetes/memorys3"
+)
 
 // manifest is one YAML document of a file under deploy/, decoded into its typed object.
 type manifest struct {
@@ -39,8 +44,9 @@ type manifest struct {
 
 func (m manifest) String() string { return fmt.Sprintf("%s#%d (%s)", m.file, m.index, m.gvk.Kind) }
 
-// manifestScheme knows the built-in API types and the snapshot and group-snapshot types of
-// external-snapshotter's client, the only custom resources the manifests use.
+// manifestScheme knows the built-in API types, the snapshot and group-snapshot types of
+// external-snapshotter's client and the objectstorage.k8s.io/v1alpha1 types of the COSI client
+// v0.2.2: the only custom resources the manifests use.
 func manifestScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
@@ -48,6 +54,9 @@ func manifestScheme() (*runtime.Scheme, error) {
 	}
 	if err := snapscheme.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("add snapshot types: %w", err)
+	}
+	if err := cosischeme.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("add COSI types: %w", err)
 	}
 	return s, nil
 }
@@ -145,6 +154,8 @@ func TestStrictDecodingCatchesTypos(t *testing.T) {
 		"snapshot typo":      "apiVersion: snapshot.storage.k8s.io/v1\nkind: VolumeSnapshotClass\nmetadata: {name: x}\ndriver: d\ndeletionPolicey: Delete\n",
 		"wrong type":         "apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata: {name: x}\nspec: {attachRequired: \"yes\"}\n",
 		"unknown apiVersion": "apiVersion: groupsnapshot.storage.k8s.io/v9\nkind: VolumeGroupSnapshotClass\nmetadata: {name: x}\ndriver: d\ndeletionPolicy: Delete\n",
+		"COSI typo":          "apiVersion: objectstorage.k8s.io/v1alpha1\nkind: BucketClass\nmetadata: {name: x}\ndriverName: d\ndeletionPolicey: Delete\n",
+		"COSI unknown kind":  "apiVersion: objectstorage.k8s.io/v1alpha1\nkind: BucketAccessKlass\nmetadata: {name: x}\ndriverName: d\nauthenticationType: Key\n",
 	}
 	for name, doc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -165,7 +176,7 @@ func TestStrictDecodingCatchesTypos(t *testing.T) {
 // TestManifestsMatchDriver checks what strict decoding cannot: that the manifests name this
 // driver, pin every image, and ask Kubernetes for what hostpath really does.
 func TestManifestsMatchDriver(t *testing.T) {
-	ms, err := loadManifests(deployDir)
+	ms, err := loadManifests(hostpathDir)
 	if err != nil {
 		t.Fatal(err)
 	}
