@@ -9,7 +9,9 @@
 //     "cosi-" and 32 hex digits of its SHA-256. The same name therefore always gives the same
 //     bucket, after a restart too, and the ID needs no table.
 //   - A bucket this driver did not create (made through another tool on a shared state directory)
-//     is never adopted by a create (ALREADY_EXISTS), reported by a get, granted, or deleted.
+//     is never adopted by a create (ALREADY_EXISTS) and never deleted (FAILED_PRECONDITION). It
+//     is what COSI calls statically provisioned ("a bucket that should already exist in the
+//     backend", DriverGetExistingBucket): a get finds it and a grant covers it.
 //   - A grant is idempotent by account name: the S3 server derives the account ID from the name and
 //     keeps its keys, so every reconcile gets the same ID and the same keys. A grant under a known
 //     name with other buckets or modes is ALREADY_EXISTS (the S3 server alone would apply it).
@@ -94,15 +96,13 @@ func (b *Backend) CreateBucket(ctx context.Context, req *driver.CreateBucketRequ
 	return b.info(id), nil
 }
 
-// GetBucket implements driver.BucketGetter: only buckets this driver created are found.
+// GetBucket implements driver.BucketGetter: it finds the buckets this driver created and, for
+// COSI's static provisioning, those that exist in the store without it.
 func (b *Backend) GetBucket(ctx context.Context, req *driver.GetBucketRequest) (*driver.Bucket, error) {
 	if err := noParameters("bucket", req.Parameters); err != nil {
 		return nil, err
 	}
-	if _, err := b.s3.Bucket(ctx, req.ID); err != nil {
-		if errors.Is(err, s3server.ErrBucketNotOwned) {
-			return nil, fmt.Errorf("bucket %q exists but was not created by this driver, which manages only its own: %w", req.ID, driver.ErrNotFound)
-		}
+	if _, err := b.s3.Bucket(ctx, req.ID); err != nil && !errors.Is(err, s3server.ErrBucketNotOwned) {
 		return nil, mapS3Error(err)
 	}
 	return b.info(req.ID), nil

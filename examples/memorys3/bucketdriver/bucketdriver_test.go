@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -40,13 +39,7 @@ func s3Fixture(t *testing.T) *s3server.Server {
 		t.Fatal(err)
 	}
 	srv := newS3(t, s3Config("http://"+lis.Addr().String()))
-	hs := &http.Server{Handler: srv}
-	done := make(chan error, 1)
-	go func() { done <- hs.Serve(lis) }()
-	t.Cleanup(func() {
-		hs.Close()
-		<-done
-	})
+	serveS3(t, lis, srv)
 	return srv
 }
 

@@ -114,8 +114,17 @@ func (s *Server) CreateBucket(ctx context.Context, name string) error {
 		}
 		s.buckets[name] = rec
 	}
-	if err := s.backend.CreateBucket(name); err != nil && !gofakes3.HasErrorCode(err, gofakes3.ErrBucketAlreadyExists) {
+	err := s.backend.CreateBucket(name)
+	switch {
+	case gofakes3.HasErrorCode(err, gofakes3.ErrBucketAlreadyExists):
+		return nil
+	case err != nil:
 		return fmt.Errorf("create bucket %s in the store: %w", name, err)
+	}
+	// A new bucket starts with no upload in progress, even one a client started in an earlier
+	// bucket of this name while it was being deleted: no key is granted the bucket yet.
+	if err := s.abortUploads(name); err != nil {
+		return fmt.Errorf("create bucket %s: %w", name, err)
 	}
 	return nil
 }
@@ -140,8 +149,11 @@ func (s *Server) DeleteBucket(ctx context.Context, name string) error {
 		}
 		return nil
 	}
-	// Objects and bucket first, then the record: a crash in between leaves a record whose
-	// bucket is gone, which the retry cleans up.
+	// Uploads in progress, objects and bucket first, then the record: a crash in between
+	// leaves a record whose bucket is gone, which the retry cleans up.
+	if err := s.abortUploads(name); err != nil {
+		return fmt.Errorf("delete bucket %s: %w", name, err)
+	}
 	if err := s.emptyAndDelete(name); err != nil {
 		return err
 	}
@@ -214,8 +226,9 @@ func (s *Server) Bucket(ctx context.Context, name string) (BucketInfo, error) {
 // mode. It is idempotent by name: the first call mints the account's keys (crypto/rand) and
 // every later call for the same name, after a restart too, answers the same account ID and
 // the same keys. A later call with other buckets or modes replaces the grants and keeps the
-// keys. Every bucket must be one this server created (ErrBucketNotFound otherwise); the map
-// must not be empty (ErrInvalidArgument).
+// keys. Every bucket must exist (ErrBucketNotFound otherwise), whether this server created it
+// or not: a bucket made by other means can be granted, as COSI's static provisioning expects,
+// though never adopted or deleted. The map must not be empty (ErrInvalidArgument).
 func (s *Server) GrantAccess(ctx context.Context, accountName string, buckets map[string]Mode) (*Account, error) {
 	if accountName == "" || len(accountName) > 253 {
 		return nil, fmt.Errorf("account name must be 1 to 253 bytes: %w", ErrInvalidArgument)
@@ -234,7 +247,16 @@ func (s *Server) GrantAccess(ctx context.Context, accountName string, buckets ma
 		return nil, ErrClosed
 	}
 	for b := range buckets {
-		if _, ours := s.buckets[b]; !ours {
+		if _, ours := s.buckets[b]; ours {
+			continue
+		}
+		// A bucket made by other means (a statically provisioned one, in COSI's terms) may be
+		// granted too: it is used, never adopted or deleted.
+		exists, err := s.backend.BucketExists(b)
+		if err != nil {
+			return nil, fmt.Errorf("look up bucket %s: %w", b, err)
+		}
+		if !exists {
 			return nil, fmt.Errorf("grant of bucket %s: %w", b, ErrBucketNotFound)
 		}
 	}

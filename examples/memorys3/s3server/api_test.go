@@ -36,8 +36,12 @@ func TestBucketAPI(t *testing.T) {
 		{"looking up a missing bucket says not found", func() error { _, err := s.Bucket(ctx, "nope"); return err }, ErrBucketNotFound},
 		{"deleting a foreign bucket is refused", func() error { return s.DeleteBucket(ctx, "foreign") }, ErrBucketNotOwned},
 		{"deleting a missing bucket succeeds", func() error { return s.DeleteBucket(ctx, "nope") }, nil},
-		{"granting a foreign bucket says not found", func() error {
-			_, err := s.GrantAccess(ctx, "a", map[string]Mode{"foreign": ReadWrite})
+		{"granting a foreign bucket succeeds (static provisioning)", func() error {
+			_, err := s.GrantAccess(ctx, "static", map[string]Mode{"foreign": ReadWrite})
+			return err
+		}, nil},
+		{"granting a missing bucket says not found", func() error {
+			_, err := s.GrantAccess(ctx, "a", map[string]Mode{"nope": ReadWrite})
 			return err
 		}, ErrBucketNotFound},
 		{"granting no bucket is an invalid argument", func() error { _, err := s.GrantAccess(ctx, "a", nil); return err }, ErrInvalidArgument},

@@ -44,8 +44,7 @@ func classify(r *http.Request) operation {
 		}
 		return operation{need: needDeny, why: "only GET is served at /"}
 	}
-	q := r.URL.Query()
-	has := func(k string) bool { _, ok := q[k]; return ok }
+	has := func(k string) bool { return queryHas(r.URL.RawQuery, k) }
 	op := operation{bucket: bucket}
 	switch {
 	case has("uploadId") || has("uploads"):

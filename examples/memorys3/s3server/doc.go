@@ -1,14 +1,15 @@
 // Package s3server is the S3 half of the memorys3 example: an S3 endpoint whose object store
 // is gofakes3 (in memory, or its bbolt backend in a state directory) behind this example's
-// own authentication (package sigv4: AWS Signature Version 4 recomputed with aws-sdk-go-v2's
-// signer) and per-key, per-bucket authorisation, plus the Go API the COSI driver calls.
+// own authentication (package sigv4: AWS Signature Version 4 recomputed by the rules of
+// aws-sdk-go-v2's signer) and per-key, per-bucket authorisation, plus the Go API the COSI
+// driver calls.
 //
 // The COSI side maps onto the API like this:
 //
 //	DriverCreateBucket        -> CreateBucket(ctx, name)              idempotent; foreign bucket: ErrBucketNotOwned
-//	DriverDeleteBucket        -> DeleteBucket(ctx, name)              deletes the objects too; missing: nil
-//	DriverGetExistingBucket   -> Bucket(ctx, name)                    ErrBucketNotFound / ErrBucketNotOwned
-//	DriverGrantBucketAccess   -> GrantAccess(ctx, accountName, modes) same name: same ID, same keys
+//	DriverDeleteBucket        -> DeleteBucket(ctx, name)              objects and uploads too; missing: nil; foreign: refused
+//	DriverGetExistingBucket   -> Bucket(ctx, name)                    ErrBucketNotFound / ErrBucketNotOwned (exists: found)
+//	DriverGrantBucketAccess   -> GrantAccess(ctx, accountName, modes) same name: same ID, same keys; foreign buckets too
 //	DriverRevokeBucketAccess  -> RevokeAccess(ctx, accountID)         keys fail at once; unknown: nil
 //	bucket info               -> Endpoint(), Region(), path-style addressing
 //

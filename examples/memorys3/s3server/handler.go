@@ -25,7 +25,7 @@ const maxRequestDocument = 8 << 20
 // ServeHTTP authenticates the request (SigV4), authorises it against the key's grants, and
 // hands it to the object store with a body that yields plain, verified bytes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	id := fmt.Sprintf("%016X", s.reqID.Add(1))
+	id := requestID(s.reqID.Add(1))
 	res, err := s.verifier.Verify(r)
 	if err != nil {
 		s.refuse(w, r, id, err, "", "authentication failed")
@@ -82,19 +82,34 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.store.ServeHTTP(&guardedWriter{ResponseWriter: w, s: s, r: r, id: id, body: res.Body, key: res.AccessKeyID}, r)
 }
 
+// requestID numbers the requests of a Server; it is formatted only when an answer or a log
+// line names it, which successful requests (answered by the store) never do.
+type requestID uint64
+
+// String is the ID as S3 clients show it: 16 upper-case hex digits.
+func (id requestID) String() string {
+	var b [16]byte
+	const digits = "0123456789ABCDEF"
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i] = digits[id&0xF]
+		id >>= 4
+	}
+	return string(b[:])
+}
+
 // refuse answers with an S3 error and logs why at debug level: the access key ID and the
 // code, never a secret.
-func (s *Server) refuse(w http.ResponseWriter, r *http.Request, id string, err error, accessKeyID, why string) {
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, id requestID, err error, accessKeyID, why string) {
 	var e *s3err.Error
 	if !errors.As(err, &e) {
-		s.log.Error("s3 request failed", zap.String("request_id", id), zap.String("method", r.Method),
+		s.log.Error("s3 request failed", zap.Stringer("request_id", id), zap.String("method", r.Method),
 			zap.String("path", r.URL.Path), zap.Error(err))
 	} else {
-		s.log.Debug("s3 request refused", zap.String("request_id", id), zap.String("method", r.Method),
+		s.log.Debug("s3 request refused", zap.Stringer("request_id", id), zap.String("method", r.Method),
 			zap.String("path", r.URL.Path), zap.String("access_key_id", accessKeyID),
 			zap.String("code", e.Code), zap.String("reason", why), zap.String("message", e.Message))
 	}
-	s3err.Write(w, r, err, id)
+	s3err.Write(w, r, err, id.String())
 }
 
 // signingHeaders describe how the request was signed and sent, not the object: gofakes3 would
@@ -136,7 +151,7 @@ type guardedWriter struct {
 	http.ResponseWriter
 	s      *Server
 	r      *http.Request
-	id     string
+	id     requestID
 	key    string
 	body   *sigv4.Body
 	wrote  bool
@@ -172,7 +187,7 @@ func (g *guardedWriter) Write(p []byte) (int, error) {
 }
 
 // listBuckets answers ListBuckets with the buckets the key is granted, in any mode.
-func (s *Server) listBuckets(w http.ResponseWriter, r *http.Request, id string, e *keyEntry) {
+func (s *Server) listBuckets(w http.ResponseWriter, r *http.Request, id requestID, e *keyEntry) {
 	all, err := s.backend.ListBuckets()
 	if err != nil {
 		s.refuse(w, r, id, fmt.Errorf("list buckets: %w", err), e.key.AccessKeyID(), "")
@@ -194,7 +209,7 @@ func (s *Server) listBuckets(w http.ResponseWriter, r *http.Request, id string, 
 		return
 	}
 	w.Header().Set("Content-Type", "application/xml")
-	w.Header().Set("x-amz-request-id", id)
+	w.Header().Set("x-amz-request-id", id.String())
 	_, _ = w.Write([]byte(xml.Header))
 	_, _ = w.Write(raw)
 }

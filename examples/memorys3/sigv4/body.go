@@ -1,27 +1,20 @@
 package sigv4
 
 import (
-	"bufio"
+	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
-	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
-
 	"github.com/csikit/csikit/examples/memorys3/s3err"
 )
-
-// chunkBufferSize is the read buffer for aws-chunked bodies; chunk headers are parsed from
-// it and large chunk reads bypass it.
-const chunkBufferSize = 32 << 10
 
 // body prepares the checks of r's body for the payload mode x-amz-content-sha256 names. It
 // returns nil when there is nothing to check.
 func (v *Verifier) body(r *http.Request, payload string, a *Authorization, key *Key, t time.Time) (*Body, bool, error) {
-	names := headerNames(r.Header)
-	sum, err := headerChecksum(r.Header.Get, names)
+	sum, err := headerChecksum(r.Header)
 	if err != nil {
 		return nil, false, err
 	}
@@ -39,8 +32,11 @@ func (v *Verifier) body(r *http.Request, payload string, a *Authorization, key *
 	case strings.HasPrefix(payload, streamingECDSAPrefix):
 		return nil, false, s3err.ErrNotImplemented.With("SigV4A (ECDSA) streaming signatures are not supported")
 	}
-	want, err := hex.DecodeString(payload)
-	if err != nil || len(want) != 32 {
+	var want [sha256.Size]byte
+	if len(payload) != hex.EncodedLen(len(want)) {
+		return nil, false, s3err.ErrInvalidArgument.With("x-amz-content-sha256 must be UNSIGNED-PAYLOAD, a STREAMING- mode or a hex SHA-256")
+	}
+	if _, err := hex.Decode(want[:], []byte(payload)); err != nil {
 		return nil, false, s3err.ErrInvalidArgument.With("x-amz-content-sha256 must be UNSIGNED-PAYLOAD, a STREAMING- mode or a hex SHA-256")
 	}
 	if r.Body == nil || r.Body == http.NoBody {
@@ -85,26 +81,15 @@ func (v *Verifier) chunkedBody(r *http.Request, payload string, a *Authorization
 			return nil, false, err
 		}
 	}
-	cr := &chunkReader{r: bufio.NewReaderSize(r.Body, chunkBufferSize), trailerNames: trailers}
+	cr := newChunkReader(r.Body, trailers)
 	if payload != StreamingUnsignedPayloadTrailer {
 		// The seed is the request's own signature: the first chunk chains from it.
-		cr.signer = v4.NewStreamSigner(key.creds, service, v.Region, a.Signature)
-		cr.t, cr.prev = t, a.Signature
+		cr.signer = newChunkSigner(key.signingKey(t, v.Region, service), t, v.Region, service, a.Signature)
 	}
 	if payload == StreamingSignedPayloadTrailer {
-		cr.trailerSig = newTrailerSigner(key.creds.SecretAccessKey, t, v.Region, service)
+		cr.trailerSig = newTrailerSigner(key.signingKey(t, v.Region, service), t, v.Region, service)
 	}
 	return &Body{src: cr, closer: r.Body, sum: sum, trailer: cr.trailerValues, length: decoded}, true, nil
-}
-
-func headerNames(h http.Header) []string {
-	var names []string
-	for k := range h {
-		if len(k) > len(checksumHeaderPrefix) && strings.EqualFold(k[:len(checksumHeaderPrefix)], checksumHeaderPrefix) {
-			names = append(names, k)
-		}
-	}
-	return names
 }
 
 // checkEmpty checks the checksum header of a request without a body, if it has one.

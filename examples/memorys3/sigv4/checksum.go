@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"hash"
 	"hash/crc32"
+	"net/http"
+	"net/textproto"
 	"strings"
 
 	"github.com/minio/crc64nvme"
@@ -27,12 +29,26 @@ var checksums = map[string]func() hash.Hash{
 	"sha256":    sha256.New,
 }
 
+// checksumHeaders maps the header keys net/http files the known checksums under to their
+// lower-case names, which would otherwise be made anew for every request.
+var checksumHeaders = func() map[string]string {
+	m := make(map[string]string, len(checksums))
+	for alg := range checksums {
+		m[textproto.CanonicalMIMEHeaderKey(checksumHeaderPrefix+alg)] = checksumHeaderPrefix + alg
+	}
+	return m
+}()
+
 // checksum is one expected object checksum: the header name it came in and its digest. want
 // is nil while a trailer has yet to deliver it.
 type checksum struct {
 	name string // lower case, e.g. x-amz-checksum-crc32
 	hash hash.Hash
-	want []byte
+	want []byte // in wantBuf
+	// wantBuf holds the decoded digest: the largest is 32 bytes, and base64's decoded length
+	// of a 32-byte digest's encoding is 33.
+	wantBuf [48]byte
+	gotBuf  [sha256.Size]byte // the computed digest, in place
 }
 
 // newChecksum prepares the check named by a header or trailer name; value is the base64
@@ -55,28 +71,41 @@ func newChecksum(name, value string) (*checksum, error) {
 
 // expect sets the digest to compare with, from its base64 form.
 func (c *checksum) expect(value string) error {
-	raw, err := base64.StdEncoding.DecodeString(value)
-	if err != nil || len(raw) != c.hash.Size() {
+	n, err := 0, error(nil)
+	if base64.StdEncoding.DecodedLen(len(value)) <= len(c.wantBuf) {
+		n, err = base64.StdEncoding.Decode(c.wantBuf[:], []byte(value))
+	}
+	if n == 0 || err != nil || n != c.hash.Size() {
 		return s3err.ErrInvalidDigest.With("the %s value is not a base64 digest of the right length", c.name)
 	}
-	c.want = raw
+	c.want = c.wantBuf[:n]
 	return nil
 }
 
 // headerChecksum finds the one x-amz-checksum-<alg> header of a request, if any. Two
 // different ones are refused, as S3 does: which of them would the object carry?
-func headerChecksum(get func(string) string, names []string) (*checksum, error) {
+func headerChecksum(h http.Header) (*checksum, error) {
 	var found *checksum
-	for _, n := range names {
-		lower := strings.ToLower(n)
-		if !strings.HasPrefix(lower, checksumHeaderPrefix) || lower == "x-amz-checksum-algorithm" ||
-			lower == "x-amz-checksum-type" || lower == "x-amz-checksum-mode" {
+	for k, vals := range h {
+		if len(k) <= len(checksumHeaderPrefix) || !strings.EqualFold(k[:len(checksumHeaderPrefix)], checksumHeaderPrefix) {
 			continue
+		}
+		switch alg := k[len(checksumHeaderPrefix):]; {
+		case strings.EqualFold(alg, "algorithm"), strings.EqualFold(alg, "type"), strings.EqualFold(alg, "mode"):
+			continue
+		}
+		lower, ok := checksumHeaders[k]
+		if !ok {
+			lower = strings.ToLower(k)
 		}
 		if found != nil {
 			return nil, s3err.ErrInvalidRequest.With("expecting a single x-amz-checksum- header")
 		}
-		c, err := newChecksum(lower, get(n))
+		value := ""
+		if len(vals) > 0 {
+			value = vals[0]
+		}
+		c, err := newChecksum(lower, value)
 		if err != nil {
 			return nil, err
 		}

@@ -3,21 +3,23 @@ package sigv4
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"io"
 	"strconv"
-	"time"
-
-	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"sync"
 
 	"github.com/csikit/csikit/examples/memorys3/s3err"
 )
 
 const (
+	// chunkBufferSize is the read buffer for aws-chunked bodies; chunk headers are parsed from
+	// it and large chunk reads bypass it.
+	chunkBufferSize = 32 << 10
+	// chunkPrealloc is the largest signed chunk whose buffer is allocated before its data
+	// arrives: minio-go and aws-sdk-go-v2 send 64 KiB chunks.
+	chunkPrealloc = 64 << 10
 	// MaxSignedChunk bounds one chunk of a signed aws-chunked upload. A signed chunk is held in
 	// memory until its signature checks, so the store never sees bytes that were not signed;
 	// clients send 64 KiB (minio-go) or 8 KiB..1 MiB chunks, and 16 MiB leaves room for others
@@ -33,20 +35,40 @@ const (
 	trailerSignatureName = "x-amz-trailer-signature"
 )
 
+// readers are the read buffers of aws-chunked bodies, taken for one body and given back when
+// it ends: allocating 32 KiB for each upload was most of the memory a small one cost.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, chunkBufferSize) }}
+
+// newChunkReader decodes body with a pooled read buffer; trailers are the names x-amz-trailer
+// announced.
+func newChunkReader(body io.Reader, trailers []string) *chunkReader {
+	br := readers.Get().(*bufio.Reader)
+	br.Reset(body)
+	return &chunkReader{r: br, pooled: true, trailerNames: trailers}
+}
+
+// releaseReader gives the read buffer back once the body has ended; nothing reads it after
+// (every Read past the end returns io.EOF before touching it).
+func (c *chunkReader) releaseReader() {
+	if c.pooled {
+		c.r.Reset(nil)
+		readers.Put(c.r)
+		c.pooled = false
+	}
+	c.r = nil
+}
+
 // chunkReader decodes an aws-chunked body ("<hex size>[;chunk-signature=<sig>]\r\n<data>\r\n"
 // ... "0...\r\n" [trailer] "\r\n") into the plain object bytes.
 //
-// Signed chunks are read whole, checked with aws-sdk-go-v2's StreamSigner (whose string to sign
-// for an empty header block is exactly the chunk string to sign of SigV4 streaming: algorithm,
-// time, scope, previous signature, hash of nothing, hash of the chunk), and only then released,
-// so a forged chunk never reaches the store. Unsigned chunks stream through: their integrity
+// Signed chunks are read whole, checked (chunkSigner), and only then released, so a forged
+// chunk never reaches the store. Unsigned chunks stream through: their integrity
 // is the trailer checksum's job.
 type chunkReader struct {
-	r *bufio.Reader
+	r      *bufio.Reader
+	pooled bool // r came from readers
 
-	signer *v4.StreamSigner // nil for unsigned chunks
-	t      time.Time
-	prev   []byte // the previous signature: the seed, then each chunk's
+	signer *chunkSigner // nil for unsigned chunks; holds the previous signature
 
 	trailerSig *trailerSigner // non-nil when the trailer is signed
 
@@ -99,28 +121,46 @@ func (c *chunkReader) nextSignedChunk() error {
 	if size > MaxSignedChunk {
 		return s3err.ErrInvalidRequest.With("a signed chunk may be at most %d bytes", MaxSignedChunk)
 	}
-	// Grow the buffer as the data arrives rather than by the announced size: a header alone
-	// must not make the server allocate MaxSignedChunk.
-	buf := bytes.NewBuffer(c.buf[:0])
-	n, err := buf.ReadFrom(io.LimitReader(c.r, size))
-	if err != nil {
-		return bodyErr(err)
+	if err := c.readChunk(size); err != nil {
+		return err
 	}
-	if n < size {
-		return s3err.ErrIncompleteBody
-	}
-	c.buf, c.off = buf.Bytes(), 0
-	want, err := c.signer.GetSignature(context.Background(), nil, c.buf, c.t)
-	if err != nil {
-		return fmt.Errorf("sign chunk: %w", err)
-	}
-	if subtle.ConstantTimeCompare(want, sig) != 1 {
+	if want := c.signer.next(c.buf); subtle.ConstantTimeCompare(want[:], sig) != 1 {
+		c.buf = c.buf[:0] // never handed out, even to a caller that reads past the error
 		return s3err.ErrSignatureDoesNotMatch.With("a chunk signature does not match")
 	}
-	c.prev = want
 	if size == 0 {
 		c.done = true
 		return c.readTrailer()
+	}
+	return nil
+}
+
+// readChunk reads the size bytes of a signed chunk into c.buf. Up to chunkPrealloc the buffer
+// is sized at once (and kept for the next chunks); beyond, it grows as the data arrives: a
+// header alone must not make the server allocate MaxSignedChunk.
+func (c *chunkReader) readChunk(size int64) error {
+	if first := min(size, chunkPrealloc); int64(cap(c.buf)) < first {
+		c.buf = make([]byte, 0, first)
+	}
+	c.off = 0
+	if size <= int64(cap(c.buf)) {
+		c.buf = c.buf[:size]
+		if _, err := io.ReadFull(c.r, c.buf); err != nil {
+			c.buf = c.buf[:0]
+			return bodyErr(err)
+		}
+		return nil
+	}
+	buf := bytes.NewBuffer(c.buf[:0])
+	n, err := buf.ReadFrom(io.LimitReader(c.r, size))
+	c.buf = buf.Bytes()
+	switch {
+	case err != nil:
+		c.buf = c.buf[:0]
+		return bodyErr(err)
+	case n < size:
+		c.buf = c.buf[:0]
+		return s3err.ErrIncompleteBody
 	}
 	return nil
 }
@@ -170,10 +210,14 @@ func (c *chunkReader) readUnsigned(p []byte) (int, error) {
 // readTrailer consumes what follows the final chunk: nothing but line ends, or the trailer
 // fields (and, when signed, their signature).
 func (c *chunkReader) readTrailer() error {
-	rest, err := io.ReadAll(io.LimitReader(c.r, maxTrailer+1))
-	if err != nil {
+	// The body ends here: the read buffer goes back to the pool, and the trailer is read into
+	// the chunk buffer, which no chunk needs any more.
+	defer c.releaseReader()
+	buf := bytes.NewBuffer(c.buf[:0])
+	if _, err := buf.ReadFrom(io.LimitReader(c.r, maxTrailer+1)); err != nil {
 		return bodyErr(err)
 	}
+	rest := buf.Bytes()
 	if len(rest) > maxTrailer {
 		return s3err.ErrInvalidRequest.With("the trailer is longer than %d bytes", maxTrailer)
 	}
@@ -200,7 +244,10 @@ func (c *chunkReader) readTrailer() error {
 	if sig == nil {
 		return s3err.ErrSignatureDoesNotMatch.With("the trailer signature is missing")
 	}
-	if subtle.ConstantTimeCompare(c.trailerSig.sign(c.prev, fields), sig) != 1 {
+	if c.signer == nil {
+		return s3err.ErrSignatureDoesNotMatch.With("a signed trailer needs signed chunks")
+	}
+	if subtle.ConstantTimeCompare(c.trailerSig.sign(c.signer.prev[:], fields), sig) != 1 {
 		return s3err.ErrSignatureDoesNotMatch.With("the trailer signature does not match")
 	}
 	return nil

@@ -123,8 +123,15 @@ func ParseCredential(s string) (Credential, error) {
 	if len(s) > maxHeaderLen {
 		return bad("too long")
 	}
-	parts := strings.Split(s, "/")
-	if len(parts) != 5 {
+	var parts [5]string // cut in place: strings.Split would allocate on every request
+	rest, n := s, 0
+	for ; n < len(parts); n++ {
+		var found bool
+		if parts[n], rest, found = strings.Cut(rest, "/"); !found {
+			break
+		}
+	}
+	if n != len(parts)-1 {
 		return bad("want <access key>/<date>/<region>/<service>/aws4_request")
 	}
 	key, date, region, service, term := parts[0], parts[1], parts[2], parts[3], parts[4]
@@ -156,7 +163,7 @@ func parseSignedHeaders(s string) ([]string, error) {
 	}
 	names := strings.Split(s, ";")
 	for i, n := range names {
-		if n == "" || n != strings.ToLower(n) || !isHeaderName(n) {
+		if n == "" || !isLowerHeaderName(n) {
 			return nil, fmt.Errorf("signed header %q is not a lower-case header name", truncate(n))
 		}
 		if i > 0 && names[i-1] >= n {
@@ -188,11 +195,35 @@ func isToken(s string) bool {
 	return true
 }
 
+// tokenChars are the token characters of RFC 9110 field names.
+var tokenChars = func() (t [256]bool) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = true, true
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for _, c := range []byte("!#$%&'*+-.^_`|~") {
+		t[c] = true
+	}
+	return t
+}()
+
 // isHeaderName accepts the token characters of RFC 9110 field names.
 func isHeaderName(s string) bool {
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+		if !tokenChars[s[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+// isLowerHeaderName accepts a field name without upper-case letters, as SignedHeaders lists
+// them.
+func isLowerHeaderName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !tokenChars[c] || c >= 'A' && c <= 'Z' {
 			return false
 		}
 	}

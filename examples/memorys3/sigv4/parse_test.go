@@ -162,6 +162,25 @@ func TestSigningKeyMatchesSDK(t *testing.T) {
 	}
 }
 
+// TestChunkSignerMatchesSDK: chunk signatures chained through a stream are the SDK
+// StreamSigner's, and so is the trailer signature's key.
+func TestChunkSignerMatchesSDK(t *testing.T) {
+	at := time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
+	seed, _ := hex.DecodeString(sig64)
+	creds := aws.Credentials{AccessKeyID: "AKID", SecretAccessKey: "secret"}
+	sdk := v4.NewStreamSigner(creds, "s3", "us-east-1", seed)
+	ours := newChunkSigner(NewKey("AKID", "secret").signingKey(at, "us-east-1", "s3"), at, "us-east-1", "s3", seed)
+	for i, chunk := range [][]byte{bytes.Repeat([]byte("a"), 65536), []byte("tail"), nil} {
+		want, err := sdk.GetSignature(context.Background(), nil, chunk, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ours.next(chunk); !bytes.Equal(got[:], want) {
+			t.Fatalf("chunk %d: signature %x, SDK's %x", i, got, want)
+		}
+	}
+}
+
 // TestUnsignedChunkReader decodes an aws-chunked body as aws-sdk-go-v2 writes it.
 func TestUnsignedChunkReader(t *testing.T) {
 	in := "5\r\nhello\r\n6\r\n world\r\n0\r\nx-amz-checksum-crc32:DUoRhQ==\r\n\r\n"
@@ -243,15 +262,22 @@ func FuzzChunkReader(f *testing.F) {
 	f.Add([]byte("5;chunk-signature="+sig64+"\r\nhello\r\n0;chunk-signature="+sig64+"\r\n\r\n"), true)
 	f.Add([]byte("fffffff\r\n"), false)
 	f.Fuzz(func(t *testing.T, body []byte, signed bool) {
-		cr := &chunkReader{r: bufio.NewReaderSize(bytes.NewReader(body), 16), trailerNames: []string{"x-amz-checksum-crc32"}}
+		// 128 bytes: small, to cross buffer boundaries, but a signed chunk header line (~85 bytes)
+		// must fit, or no signed chunk would ever reach its signature check.
+		cr := &chunkReader{r: bufio.NewReaderSize(bytes.NewReader(body), 128), trailerNames: []string{"x-amz-checksum-crc32"}}
 		if signed {
 			seed, _ := hex.DecodeString(sig64)
-			cr.signer = v4.NewStreamSigner(aws.Credentials{AccessKeyID: "A", SecretAccessKey: "S"}, "s3", "us-east-1", seed)
-			cr.prev = seed
+			at := time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
+			cr.signer = newChunkSigner(NewKey("A", "S").signingKey(at, "us-east-1", "s3"), at, "us-east-1", "s3", seed)
 		}
 		out, _ := io.ReadAll(io.LimitReader(cr, int64(len(body))+1))
 		if len(out) > len(body) {
 			t.Fatalf("decoded %d bytes from a %d-byte body", len(out), len(body))
+		}
+		// No chunk here carries a valid signature (the fuzzer does not know the key): a signed
+		// stream releases nothing, not even to a caller that reads on past the error.
+		if n, _ := cr.Read(make([]byte, 64)); signed && (len(out) > 0 || n > 0) {
+			t.Fatalf("released %d unverified bytes", len(out)+n)
 		}
 	})
 }

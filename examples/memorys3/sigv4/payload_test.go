@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 
@@ -22,11 +23,13 @@ func TestHexBody(t *testing.T) {
 		}{
 			{"the signed body passes", data, nil},
 			{"a changed body fails at its end", append(bytes.Clone(data[:size-1]), 'r'), s3err.ErrContentSHA256Mismatch},
+			{"a body changed at its start fails at its end", append([]byte("r"), data[1:]...), s3err.ErrContentSHA256Mismatch},
+			{"a shorter body fails at its end", data[:size-1], s3err.ErrContentSHA256Mismatch},
 			{"a longer body fails at its end", append(bytes.Clone(data), 'q'), s3err.ErrContentSHA256Mismatch},
 		}
 		for _, tc := range cases {
-			t.Run(tc.rule, func(t *testing.T) {
-				b := newHexBody(io.NopCloser(bytes.NewReader(tc.body)), sum[:], nil)
+			t.Run(fmt.Sprintf("%s/%d bytes", tc.rule, size), func(t *testing.T) {
+				b := newHexBody(io.NopCloser(bytes.NewReader(tc.body)), sum, nil)
 				got, err := io.ReadAll(b)
 				if (tc.want == nil) != (err == nil) || (tc.want != nil && !errors.Is(err, tc.want)) {
 					t.Fatalf("ReadAll = %d bytes, %v; want %v", len(got), err, tc.want)

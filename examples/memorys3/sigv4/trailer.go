@@ -2,7 +2,6 @@ package sigv4
 
 import (
 	"bytes"
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
@@ -60,18 +59,17 @@ func ParseTrailer(b []byte) ([]TrailerField, []byte, error) {
 }
 
 // trailerSigner computes the AWS4-HMAC-SHA256-TRAILER signature that closes a signed stream
-// with a trailer. aws-sdk-go-v2's signer has no entry point for this string to sign (its
-// StreamSigner writes the chunk algorithm name), so the key derivation is done here, from
-// the same four HMAC steps; a test checks it against the StreamSigner's chunk signatures.
+// with a trailer, with the key's cached signing key; a test checks it against a signature
+// computed from aws-sdk-go-v2's StreamSigner key.
 type trailerSigner struct {
-	key   []byte // the derived signing key for the request's date, region and service
-	date  string // x-amz-date
+	key   *derivedKey // for the request's date, region and service
+	date  string      // x-amz-date
 	scope string
 }
 
-func newTrailerSigner(secret string, t time.Time, region, service string) *trailerSigner {
+func newTrailerSigner(key *derivedKey, t time.Time, region, service string) *trailerSigner {
 	return &trailerSigner{
-		key:   signingKey(secret, t, region, service),
+		key:   key,
 		date:  t.UTC().Format(amzDateFormat),
 		scope: t.UTC().Format(dateFormat) + "/" + region + "/" + service + "/aws4_request",
 	}
@@ -85,20 +83,5 @@ func (s *trailerSigner) sign(prev []byte, fields []TrailerField) []byte {
 	}
 	sum := sha256.Sum256(canonical.Bytes())
 	toSign := "AWS4-HMAC-SHA256-TRAILER\n" + s.date + "\n" + s.scope + "\n" + hex.EncodeToString(prev) + "\n" + hex.EncodeToString(sum[:])
-	return hmacSHA256(s.key, []byte(toSign))
-}
-
-// signingKey derives the SigV4 signing key: HMAC chained over date, region, service and the
-// terminator, starting from "AWS4"+secret.
-func signingKey(secret string, t time.Time, region, service string) []byte {
-	k := hmacSHA256([]byte("AWS4"+secret), []byte(t.UTC().Format(dateFormat)))
-	k = hmacSHA256(k, []byte(region))
-	k = hmacSHA256(k, []byte(service))
-	return hmacSHA256(k, []byte("aws4_request"))
-}
-
-func hmacSHA256(key, data []byte) []byte {
-	m := hmac.New(sha256.New, key)
-	m.Write(data)
-	return m.Sum(nil)
+	return s.key.appendMAC(nil, []byte(toSign))
 }
