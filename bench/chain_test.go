@@ -108,6 +108,27 @@ func BenchmarkChainBreakdown(b *testing.B) {
 	})
 }
 
+// BenchmarkChainLogSink is a diagnostic: what the log line's destination costs. The whole driver
+// three ways, all interleaved with the bare server: without a logger, logging at info to
+// io.Discard (the line is built but not written), and logging at info to a file, the configuration
+// of BenchmarkChainControllerPublish, where every call's line is one write(2) on the way to the
+// answer. "bare-workers" is the bare server with the driver's server options (stream workers and
+// its codec), which separates what the chain costs from what those options save.
+func BenchmarkChainLogSink(b *testing.B) {
+	dir := b.TempDir()
+	nolog := newCsikit(b, nil)
+	discard := newCsikit(b, zapJSON(io.Discard, zapcore.InfoLevel))
+	workers := grpc.NewServer(driver.ServerCodec(), grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))))
+	csi.RegisterControllerServer(workers, bareServer{})
+	interleave(b, []target{
+		startBare(b, dir),
+		serveUnix(b, dir, "bare-workers", serveGRPC(workers)),
+		serveUnix(b, dir, "driver-nolog", nolog.Serve),
+		serveUnix(b, dir, "driver-discard", discard.Serve),
+		startCsikit(b, dir, "driver-file", zapcore.InfoLevel),
+	})
+}
+
 // BenchmarkChainMetrics: what turning metrics on adds to a call, as a ratio of p50 latencies in
 // one interleaved run (issue 10's target: <= 3%). Both servers are the whole driver logging at info
 // to a file; "csikit-metrics" also records every call into a Prometheus registry.

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"io"
 	"net"
 	"testing"
 	"time"
@@ -10,9 +11,11 @@ import (
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/stats"
 
+	"github.com/csikit/csikit/driver"
 	"github.com/csikit/csikit/middleware/tracing"
 )
 
@@ -64,4 +67,45 @@ func BenchmarkTracingHandlerInProcess(b *testing.B) {
 		{"csikit-always-parent", call(tracing.ServerHandler(always), withParent)},
 		{"otelgrpc-always-parent", call(otel(always), withParent)},
 	})
+}
+
+// BenchmarkInProcessTracing is the driver's registered ControllerPublishVolume method called
+// in-process (decode, the whole chain, the backend; logger at info to io.Discard) without tracing
+// and with tracing on, the spans going to an exporter that drops them: what a call costs in CPU
+// and allocations, sampled or not ("ratio-0.1": ParentBased(TraceIDRatioBased(0.1)), no incoming
+// traceparent).
+func BenchmarkInProcessTracing(b *testing.B) {
+	wire := mustMarshal(b, publishRequest())
+	mk := func(tp *sdktrace.TracerProvider) unaryCall {
+		cfg := driver.Config{Name: "bench.csikit.dev", VendorVersion: "1", Controller: backend{},
+			Logger: zapJSON(io.Discard, zapcore.InfoLevel)}
+		if tp != nil {
+			cfg.TracerProvider = tp
+		}
+		d, err := driver.New(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		h, impl := controllerMethod(b, d.Register, "ControllerPublishVolume")
+		return unaryCall{h, impl, nil}
+	}
+	for _, tc := range []struct {
+		name string
+		tp   *sdktrace.TracerProvider
+	}{
+		{"off", nil},
+		{"always", tracerProvider(b, sdktrace.AlwaysSample())},
+		{"ratio-0.1", tracerProvider(b, sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.1)))},
+	} {
+		c := mk(tc.tp)
+		b.Run(tc.name, func(b *testing.B) {
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.call(ctx, wire); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"strings"
+	"sync"
 
 	"github.com/IBM/csi-volume-group/lib/go/volumegroup"
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -13,7 +14,6 @@ import (
 	"github.com/csikit/csikit/middleware/locking"
 	"github.com/csikit/csikit/middleware/logging"
 	"github.com/csikit/csikit/middleware/recovery"
-	"github.com/csikit/csikit/middleware/requestid"
 	"github.com/csikit/csikit/middleware/sanitize"
 	"github.com/csikit/csikit/middleware/tracing"
 	"github.com/csikit/csikit/middleware/validation"
@@ -24,16 +24,18 @@ import (
 // its own (they run outside the library's), NewServer, Serve and Run all give the same chain. Per
 // method, outermost first:
 //
-//	[tracing span] -> request ID -> panic recovery -> logging -> [metrics] -> status sanitising
-//	-> gate -> validation -> tracing attributes -> locking
+//	[tracing span] -> panic recovery (attaching the request ID) -> logging -> [metrics]
+//	-> status sanitising -> gate -> validation -> tracing attributes -> locking
 //	-> Config.UnaryInterceptors -> handler (-> per-RPC error mapping)
 //
-// The request ID comes first (it cannot fail) so that a recovered panic is reported with the
-// call's ID; sanitising runs inside logging so that the log shows the message the CO gets. The gate
-// answers what needs no handler: a request that could not be decoded (INVALID_ARGUMENT naming the
-// field, where gRPC alone would answer INTERNAL before any interceptor ran and log nothing; see
-// ServerCodec) and an
-// RPC the plugin does not serve (UNIMPLEMENTED naming the RPC and the interface or capability).
+// Recovery attaches the request ID (requestid.Ensure: the CO's, else a minted one) before anything
+// inside it runs, so that a recovered panic is reported with the call's ID; sanitising runs inside
+// logging so that the log shows the message the CO gets. The gate answers what needs no handler: a
+// request that could not be decoded (INVALID_ARGUMENT naming the field, where gRPC alone would
+// answer INTERNAL before any interceptor ran and log nothing; see ServerCodec) and an RPC the
+// plugin does not serve (UNIMPLEMENTED naming the RPC and the interface or capability). The chain
+// is walked without allocating (unaryChain), where grpc-go's chaining builds a closure per
+// interceptor on every call.
 
 // Register adds the plugin's services to a gRPC server: Identity always, the others when their
 // backend is configured. Each method is registered with the library's interceptor chain around it,
@@ -92,9 +94,12 @@ func (d *Driver) spec(desc *grpc.ServiceDesc, method string) *rpcSpec {
 // Metrics, when on, sit inside recovery (a panic is counted as INTERNAL and the in-flight gauge
 // stays balanced) and outside sanitising, the gate, validation and locking (the code recorded is
 // the one the CO gets, UNIMPLEMENTED, INVALID_ARGUMENT and ABORTED included).
+//
+// There is no request ID interceptor of its own: recovery attaches the ID (requestid.Ensure, its
+// default) before anything after it runs, so a separate interceptor in front of it would only look
+// the ID up again, at the cost of one more level on every call.
 func (d *Driver) frontUnary() []grpc.UnaryServerInterceptor {
 	ics := []grpc.UnaryServerInterceptor{
-		requestid.UnaryServerInterceptor(),
 		recovery.UnaryServerInterceptor(recovery.WithLogger(d.log), recovery.WithScrubber(d.redactor.ScrubAny)),
 		logging.UnaryServerInterceptor(d.log, logging.WithRedactor(d.redactor), logging.WithTraceID(tracing.TraceID)),
 	}
@@ -110,7 +115,6 @@ func (d *Driver) frontUnary() []grpc.UnaryServerInterceptor {
 
 func (d *Driver) frontStream() []grpc.StreamServerInterceptor {
 	ics := []grpc.StreamServerInterceptor{
-		requestid.StreamServerInterceptor(),
 		recovery.StreamServerInterceptor(recovery.WithLogger(d.log), recovery.WithScrubber(d.redactor.ScrubAny)),
 		logging.StreamServerInterceptor(d.log, logging.WithRedactor(d.redactor), logging.WithTraceID(tracing.TraceID)),
 	}
@@ -155,7 +159,7 @@ func (d *Driver) unaryHandler(s *rpcSpec, h grpc.MethodHandler) grpc.MethodHandl
 	if s.locks != nil {
 		ics = append(ics, locking.UnaryServerInterceptor(d.locker, s.locks))
 	}
-	ours := chainUnary(append(ics, d.cfg.UnaryInterceptors...))
+	ours := newUnaryChain(ics, d.cfg.UnaryInterceptors).intercept
 	return func(srv any, ctx context.Context, dec func(any) error, outer grpc.UnaryServerInterceptor) (any, error) {
 		if outer == nil {
 			return h(srv, ctx, dec, ours)
@@ -226,7 +230,71 @@ func (s *decodingStream) RecvMsg(m any) error {
 	return nil
 }
 
-// chainUnary composes interceptors into one, the first outermost.
+// unaryChain runs the library's own interceptors around a call, the first outermost, and the
+// configured ones (Config.UnaryInterceptors) inside them. grpc-go's way of chaining builds a closure
+// per interceptor on every call; this chain walks its list with an index kept in a per-call state
+// that is recycled, so composing costs no allocation. That relies on what every library
+// interceptor does and a user's may not: it calls its handler at most once at a time, on its own
+// goroutine, before it returns (a second call after the first returned is fine: the index is put
+// back). The configured interceptors are composed the ordinary way, so they may do anything.
+type unaryChain struct {
+	ics  []grpc.UnaryServerInterceptor
+	user grpc.UnaryServerInterceptor // nil when none is configured
+	runs sync.Pool                   // *unaryRun
+}
+
+func newUnaryChain(ours, user []grpc.UnaryServerInterceptor) *unaryChain {
+	c := &unaryChain{ics: ours}
+	if len(user) > 0 {
+		c.user = chainUnary(user)
+	}
+	c.runs.New = func() any {
+		r := &unaryRun{c: c}
+		// Bound once per state, not per call: a method value is an allocation.
+		r.next = r.step
+		return r
+	}
+	return c
+}
+
+// unaryRun is one call's walk through a unaryChain.
+type unaryRun struct {
+	c     *unaryChain
+	next  grpc.UnaryHandler // r.step
+	info  *grpc.UnaryServerInfo
+	final grpc.UnaryHandler
+	i     int // the interceptor step runs next
+}
+
+// intercept is the chain as one grpc.UnaryServerInterceptor.
+func (c *unaryChain) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, final grpc.UnaryHandler) (any, error) {
+	r := c.runs.Get().(*unaryRun)
+	r.info, r.final, r.i = info, final, 0
+	resp, err := r.step(ctx, req)
+	// A panic skips this: the state is then dropped, not recycled, which is safe.
+	r.info, r.final = nil, nil
+	c.runs.Put(r)
+	return resp, err
+}
+
+// step runs interceptor r.i, handing it r.next for the rest of the chain, or the handler after
+// the last one.
+func (r *unaryRun) step(ctx context.Context, req any) (any, error) {
+	i := r.i
+	if i == len(r.c.ics) {
+		if r.c.user != nil {
+			return r.c.user(ctx, req, r.info, r.final)
+		}
+		return r.final(ctx, req)
+	}
+	r.i = i + 1
+	resp, err := r.c.ics[i](ctx, req, r.info, r.next)
+	r.i = i
+	return resp, err
+}
+
+// chainUnary composes interceptors into one, the first outermost, as grpc-go does: a closure per
+// interceptor and call, which lets an interceptor call its handler in any way it likes.
 func chainUnary(ics []grpc.UnaryServerInterceptor) grpc.UnaryServerInterceptor {
 	switch len(ics) {
 	case 0:

@@ -157,15 +157,17 @@ func (s *rpcSpec) iface() string {
 
 func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
 
-// keys adapts a typed lock-key function to the table's untyped one.
+// keys adapts a typed lock-key function to the table's untyped one. f must return a slice of its
+// own on every call: empty IDs are filtered out of it in place.
 func keys[T any](f func(T) []idempotency.Key) func(any) []idempotency.Key {
 	return func(req any) []idempotency.Key {
 		r, ok := req.(T)
 		if !ok {
 			return nil
 		}
-		var out []idempotency.Key
-		for _, k := range f(r) {
+		ks := f(r)
+		out := ks[:0] // in place: one allocation per call, not two
+		for _, k := range ks {
 			// An empty ID never reaches here through validation; skipping it keeps a
 			// hand-composed chain from locking the empty key for everyone.
 			if k.ID != "" {

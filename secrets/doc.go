@@ -76,4 +76,12 @@
 // as soon as AddObject or AddArray returns, which every zap encoder
 // guarantees by calling the marshaler before returning; an encoder that kept
 // a nested marshaler to call later would see it reused.
+//
+// Written into zap's own JSON encoder, a message whose types are all read
+// directly skips the encoder's interface altogether: the walk appends the
+// JSON itself, with field names and enum names escaped once per type, and
+// hands the encoder the finished bytes in one write (fastjson.go). The bytes
+// are those the encoder would have written; the encoder's buffer is found
+// through its unexported field, checked at start-up, and any other encoder,
+// or a zap whose JSON encoder has changed shape, gets the general walk.
 package secrets

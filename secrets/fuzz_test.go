@@ -296,7 +296,9 @@ func FuzzRedact(f *testing.F) {
 	f.Add(uint8(1), "=", "k", "v", "k2", "v2", "p", "=")
 	f.Add(uint8(0), "a=,b=c,", "k", "v", "k2", "v2", "p", `context="s0:c1,c2",uid=0`)
 	f.Fuzz(func(t *testing.T, kind uint8, name, k1, v1, k2, v2, pk, pv string) {
-		checkRedaction(t, fuzzRequest(kind, name, k1, v1, k2, v2, pk, pv))
+		m := fuzzRequest(kind, name, k1, v1, k2, v2, pk, pv)
+		checkRedaction(t, m)
+		checkFastPath(t, m)
 	})
 }
 

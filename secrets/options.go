@@ -50,6 +50,9 @@ func optionParts(opt string) (key, value string) {
 // hasOptionValue reports whether s holds an option with a non-empty value, so that the common
 // flag without one ("ro", "noatime") is written without building anything.
 func hasOptionValue(s string) bool {
+	if strings.IndexByte(s, '=') < 0 {
+		return false // no option can have a value: the usual flag list, looked at in one scan
+	}
 	for more := true; more; {
 		var opt string
 		opt, s, more = nextOption(s)

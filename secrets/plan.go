@@ -58,21 +58,25 @@ const (
 // fieldPlan is everything the walkers need to know about one field, computed
 // once per message type.
 type fieldPlan struct {
-	fd     protoreflect.FieldDescriptor
-	name   string
+	// What a walk of a generated struct reads for every field comes first,
+	// so that it shares a cache line or two: a log line walks dozens of
+	// fields, often with cold caches.
+	acc    acc
 	kind   protoreflect.Kind // element kind for lists, value kind for maps
-	card   card
 	secret bool
 	// optionLike fields hold mount options ("ro", "password=x"): only the values of key=value
 	// options are sensitive, so keys and bare flags stay readable.
 	optionLike bool
 	inOneof    bool
-	strMap     bool  // map<string,string>: subject to the key heuristic
-	sub        *plan // message, list element or map value type
+	strMap     bool // map<string,string>: subject to the key heuristic
+	card       card
+	off        uintptr    // offset in the struct, or in the oneof wrapper for members
+	jkey       string     // name as a JSON object key: quoted, escaped, with its colon
+	sub        *plan      // message, list element or map value type
+	enum       *enumNames // enum values: names by number
 
-	acc  acc
-	off  uintptr    // offset in the struct, or in the oneof wrapper for members
-	enum *enumNames // enum values: names by number
+	fd   protoreflect.FieldDescriptor
+	name string
 }
 
 // setEnum fills f.enum for enum-valued fields.
@@ -121,7 +125,14 @@ type plan struct {
 
 	hasSecrets bool // a sensitive field is reachable from this type
 	hasStrMaps bool // a map<string,string> is reachable from this type
-	hasAny     bool // a google.protobuf.Any is reachable from this type
+
+	hasAny bool // a google.protobuf.Any is reachable from this type
+
+	// fastable: the fast path (fastjson.go) can write every message of this
+	// type that is a generated struct, with the few exceptions it finds as
+	// it goes (a set oneof member holding a nil well-known type, a nil list
+	// element, a nesting deeper than maxFastDepth).
+	fastable bool
 
 	goType   reflect.Type   // *T of the generated struct, nil if none
 	typeWord unsafe.Pointer // runtime type word of *T, to rebuild interfaces
@@ -244,6 +255,7 @@ func (b *planBuilder) propagate() {
 			}
 		}
 	}
+	b.settleFastable()
 	for _, p := range b.order {
 		for i := range p.oneofs {
 			o := &p.oneofs[i]
@@ -257,6 +269,53 @@ func (b *planBuilder) propagate() {
 			}
 		}
 	}
+}
+
+// settleFastable sets the fastable flags of the plans built in this pass:
+// a type is fastable when its own fields all have direct accessors and
+// every message type it holds is fastable or a well-known type written by
+// value. Recursive types start fastable and lose it to a fixed point.
+func (b *planBuilder) settleFastable() {
+	for _, p := range b.order {
+		p.fastable = p.directFields()
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, p := range b.order {
+			if !p.fastable {
+				continue
+			}
+			for i := range p.fields {
+				if sub := p.fields[i].sub; sub != nil && sub.wkt == wktNone && !sub.fastable {
+					p.fastable, changed = false, true
+					break
+				}
+			}
+		}
+	}
+}
+
+// directFields reports whether every field of a generated struct type is
+// read directly: the fast path reads nothing through protoreflect.
+func (p *plan) directFields() bool {
+	if p.goType == nil || p.hasExt || p.wkt != wktNone {
+		return false
+	}
+	for i := range p.oneofs {
+		if !p.oneofs[i].direct {
+			return false
+		}
+	}
+	for i := range p.fields {
+		f := &p.fields[i]
+		if f.acc == accReflect {
+			return false
+		}
+		if f.sub != nil && f.sub.wkt == wktAny {
+			return false
+		}
+	}
+	return true
 }
 
 func wktOf(n protoreflect.FullName) wkt {
@@ -517,7 +576,7 @@ func ptrListAt(fbase unsafe.Pointer, f *fieldPlan) []unsafe.Pointer {
 // newFieldPlan describes one field: its shape, whether it is secret, and the plan of the message
 // it holds (from sub, which builds or looks up plans).
 func newFieldPlan(fd protoreflect.FieldDescriptor, name string, secret bool, sub func(protoreflect.MessageDescriptor) *plan) fieldPlan {
-	f := fieldPlan{fd: fd, name: name, kind: fd.Kind(), secret: secret}
+	f := fieldPlan{fd: fd, name: name, jkey: string(appendJSONKey(nil, name)), kind: fd.Kind(), secret: secret}
 	f.optionLike = !secret && fd.IsList() && fd.Kind() == protoreflect.StringKind && optionLikeFields[fd.FullName()]
 	switch {
 	case fd.IsMap():

@@ -25,6 +25,7 @@ type walker struct {
 	heuristic bool
 	frames    []*frame
 	scratch   []byte
+	out       []byte // the fast path's output (fastjson.go)
 
 	// search mode (Values, Scrub)
 	scan  bool // true: only look for values inside text
@@ -50,7 +51,7 @@ func getWalker(reg *registry, heuristic bool) *walker {
 }
 
 func (w *walker) release() {
-	if len(w.frames) > maxPooledFrames || cap(w.scratch) > 1<<16 {
+	if len(w.frames) > maxPooledFrames || cap(w.scratch) > 1<<16 || cap(w.out) > 1<<16 {
 		return
 	}
 	for _, fr := range w.frames {
@@ -663,8 +664,9 @@ func (w *walker) appendScalar(enc zapcore.ArrayEncoder, f *fieldPlan, v protoref
 // non-negative, indexed by number; protoreflect's lookup and Name() cost a
 // search and a string scan per value.
 type enumNames struct {
-	names []string
-	ok    []bool
+	names  []string
+	quoted []string // names as JSON strings, for the fast path
+	ok     []bool
 }
 
 // enumName returns the name of value n of enum field f.
@@ -690,12 +692,13 @@ func newEnumNames(ed protoreflect.EnumDescriptor) *enumNames {
 			size = int(n) + 1
 		}
 	}
-	en := &enumNames{names: make([]string, size), ok: make([]bool, size)}
+	en := &enumNames{names: make([]string, size), quoted: make([]string, size), ok: make([]bool, size)}
 	for i := range vals.Len() {
 		v := vals.Get(i)
 		// The first value declared with a number wins, as in ByNumber.
 		if n := v.Number(); n >= 0 && int(n) < size && !en.ok[n] {
 			en.names[n], en.ok[n] = string(v.Name()), true
+			en.quoted[n] = string(appendJSONString(nil, en.names[n]))
 		}
 	}
 	return en

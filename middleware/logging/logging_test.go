@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"go.uber.org/zap"
@@ -69,6 +70,86 @@ func TestInfoLineOnEveryCall(t *testing.T) {
 			}
 			if len(logs.FilterMessage("request").All()) != 0 {
 				t.Fatal("payload logged at info level")
+			}
+		})
+	}
+}
+
+// TestCallLineFields: the call line has exactly its fields in each form, trace_id only when the
+// call has a trace and error only when it failed.
+func TestCallLineFields(t *testing.T) {
+	tests := []struct {
+		name string
+		tid  string
+		err  error
+		want []string
+	}{
+		{"ok", "", nil, []string{"method", "request_id", "duration", "code"}},
+		{"ok traced", "4bf92f3577b34da6a3ce929d0e0e4736", nil, []string{"method", "request_id", "trace_id", "duration", "code"}},
+		{"failed", "", status.Error(codes.NotFound, "gone"), []string{"method", "request_id", "duration", "code", "error"}},
+		{"failed traced", "4bf92f3577b34da6a3ce929d0e0e4736", status.Error(codes.NotFound, "gone"),
+			[]string{"method", "request_id", "trace_id", "duration", "code", "error"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			core, logs := observer.New(zapcore.InfoLevel)
+			intercept := UnaryServerInterceptor(zap.New(core), WithTraceID(func(context.Context) string { return tt.tid }))
+			ctx := requestid.NewContext(context.Background(), "req-1")
+			_, _ = intercept(ctx, &csi.DeleteVolumeRequest{VolumeId: "v"}, &grpc.UnaryServerInfo{FullMethod: "/csi.v1.Controller/DeleteVolume"},
+				func(context.Context, any) (any, error) { return &csi.DeleteVolumeResponse{}, tt.err })
+			lines := logs.FilterMessage("call").All()
+			if len(lines) != 1 {
+				t.Fatalf("%d call lines, want 1", len(lines))
+			}
+			var got []string
+			for _, f := range lines[0].Context {
+				got = append(got, f.Key)
+			}
+			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Fatalf("fields %v, want %v", got, tt.want)
+			}
+			if tt.tid != "" && lines[0].ContextMap()["trace_id"] != tt.tid {
+				t.Fatalf("trace_id = %v, want %s", lines[0].ContextMap()["trace_id"], tt.tid)
+			}
+		})
+	}
+}
+
+// fixedClock is a zap clock stuck in 2001: its times carry no monotonic reading.
+type fixedClock struct{}
+
+func (fixedClock) Now() time.Time                         { return time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC) }
+func (fixedClock) NewTicker(d time.Duration) *time.Ticker { return time.NewTicker(d) }
+
+// TestDurationSpansTheCall: the duration covers the handler, whether the logger stamps entries
+// with the process clock (the entry's time then ends the duration) or with a clock of its own
+// (the process clock is read again).
+func TestDurationSpansTheCall(t *testing.T) {
+	for name, opts := range map[string][]zap.Option{
+		"process clock": nil,
+		"own clock":     {zap.WithClock(fixedClock{})},
+	} {
+		t.Run(name, func(t *testing.T) {
+			core, logs := observer.New(zapcore.InfoLevel)
+			intercept := UnaryServerInterceptor(zap.New(core, opts...))
+			var inHandler time.Duration
+			_, _ = intercept(context.Background(), &csi.DeleteVolumeRequest{VolumeId: "v"},
+				&grpc.UnaryServerInfo{FullMethod: "/csi.v1.Controller/DeleteVolume"},
+				func(context.Context, any) (any, error) {
+					start := time.Now()
+					for time.Since(start) == 0 { // at least one tick of the clock passes in here
+					}
+					inHandler = time.Since(start)
+					return &csi.DeleteVolumeResponse{}, nil
+				})
+			lines := logs.FilterMessage("call").All()
+			if len(lines) != 1 {
+				t.Fatalf("%d call lines, want 1", len(lines))
+			}
+			d, ok := lines[0].ContextMap()["duration"].(time.Duration)
+			if !ok || d < inHandler || d > time.Hour {
+				t.Fatalf("duration %v (%T), want at least the %v spent in the handler", lines[0].ContextMap()["duration"],
+					lines[0].ContextMap()["duration"], inHandler)
 			}
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"unsafe"
 
 	middleware "github.com/grpc-ecosystem/go-grpc-middleware/v2"
 	"google.golang.org/grpc"
@@ -43,11 +44,18 @@ func newPrefix() string {
 // probability, across processes: a random per-process prefix, "-", and a
 // decimal counter. It costs one allocation.
 func New() string {
-	var buf [32]byte
+	var buf [mintedLen]byte
+	return string(mint(&buf))
+}
+
+// mintedLen bounds a minted ID: the 10-character prefix, "-", and a counter of at most 20 digits.
+const mintedLen = 31
+
+// mint writes a new ID into buf and returns the bytes written.
+func mint(buf *[mintedLen]byte) []byte {
 	b := append(buf[:0], prefix...)
 	b = append(b, '-')
-	b = strconv.AppendUint(b, counter.Add(1), 10)
-	return string(b)
+	return strconv.AppendUint(b, counter.Add(1), 10)
 }
 
 type ctxKey struct{}
@@ -58,6 +66,18 @@ type ctxKey struct{}
 type idCtx struct {
 	context.Context
 	id string
+	// minted holds the bytes of an ID minted for this context, which id then points into:
+	// minting and attaching an ID cost one allocation together instead of two.
+	minted [mintedLen]byte
+}
+
+// newMinted returns a copy of ctx carrying a newly minted ID.
+func newMinted(ctx context.Context) *idCtx {
+	c := &idCtx{Context: ctx}
+	b := mint(&c.minted)
+	// The bytes are never written again, so they can back an immutable string.
+	c.id = unsafe.String(&b[0], len(b))
+	return c
 }
 
 // Value returns the idCtx itself for the package's key: returning a pointer
@@ -100,11 +120,11 @@ func ensure(ctx context.Context) (context.Context, string, bool) {
 	if id := FromContext(ctx); id != "" {
 		return ctx, id, false
 	}
-	id := fromMetadata(ctx)
-	if id == "" {
-		id = New()
+	if id := fromMetadata(ctx); id != "" {
+		return NewContext(ctx, id), id, true
 	}
-	return NewContext(ctx, id), id, true
+	c := newMinted(ctx)
+	return c, c.id, true
 }
 
 func fromMetadata(ctx context.Context) string {

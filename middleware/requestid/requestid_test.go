@@ -256,3 +256,24 @@ func BenchmarkUnaryServerInterceptor(b *testing.B) {
 		_, _ = icpt(ctx, nil, info, handler)
 	}
 }
+
+// TestEnsureMintsWithOneAllocation: a minted ID lives in the context that carries it, so minting
+// and attaching it cost one allocation, and the ID stays what was minted.
+func TestEnsureMintsWithOneAllocation(t *testing.T) {
+	ctx := context.Background()
+	if n := testing.AllocsPerRun(100, func() { _, _ = Ensure(ctx) }); n != 1 {
+		t.Errorf("Ensure without an ID: %v allocations, want 1", n)
+	}
+	got, id := Ensure(ctx)
+	if !strings.HasPrefix(id, prefix+"-") || !sane(id) || FromContext(got) != id {
+		t.Fatalf("Ensure minted %q, context carries %q", id, FromContext(got))
+	}
+	// Later mints must not change an ID handed out before.
+	kept := strings.Clone(id)
+	for range 10 {
+		_, _ = Ensure(ctx)
+	}
+	if id != kept || FromContext(got) != kept {
+		t.Fatalf("minted ID changed from %q to %q", kept, id)
+	}
+}

@@ -2,11 +2,14 @@ package tracing
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
 	otelcodes "go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
@@ -76,6 +79,33 @@ func planFor(md protoreflect.MessageDescriptor) []resourceField {
 	return actual.([]resourceField)
 }
 
+// planCache remembers the plan of the first message type it is asked
+// about, so that an interceptor that sees one type (the driver builds one
+// per method) finds its plan without the look-up in plans.
+type planCache struct{ first atomic.Pointer[typePlan] }
+
+// typePlan is one message type's plan.
+type typePlan struct {
+	md     protoreflect.MessageDescriptor
+	fields []resourceField
+}
+
+// plan is planFor(md), from c when c holds md's plan. A nil c only asks
+// planFor.
+func (c *planCache) plan(md protoreflect.MessageDescriptor) []resourceField {
+	if c == nil {
+		return planFor(md)
+	}
+	if p := c.first.Load(); p != nil && p.md == md {
+		return p.fields
+	}
+	fields := planFor(md)
+	if c.first.Load() == nil {
+		c.first.CompareAndSwap(nil, &typePlan{md: md, fields: fields})
+	}
+	return fields
+}
+
 // Annotate adds the resource fields of req to span: the top-level string
 // fields volume_id, snapshot_id, source_volume_id, node_id, name,
 // group_snapshot_id, volume_group_id, bucket_id and account_id that are set,
@@ -87,10 +117,11 @@ func Annotate(span trace.Span, req any) {
 	if !span.IsRecording() {
 		return
 	}
-	annotate(span, req)
+	annotate(span, req, nil)
 }
 
-func annotate(span trace.Span, req any) {
+// annotate is Annotate for a recording span, with c to find the plan in.
+func annotate(span trace.Span, req any, c *planCache) {
 	pm, ok := req.(proto.Message)
 	if !ok {
 		return
@@ -99,21 +130,38 @@ func annotate(span trace.Span, req any) {
 	if !m.IsValid() {
 		return
 	}
-	var buf [len(resourceFields)]attribute.KeyValue
-	kvs := buf[:0]
-	for _, f := range planFor(m.Descriptor()) {
+	// SetAttributes is an interface method, so whatever slice it is given
+	// escapes to the heap. The OpenTelemetry SDK's span copies the
+	// attributes before SetAttributes returns, so for it the slice comes
+	// from a pool; any other span gets a slice of its own, of the exact
+	// size.
+	bp := attrBufs.Get().(*attrBuf)
+	n := 0
+	for _, f := range c.plan(m.Descriptor()) {
 		// Asked per call, not cached in the plan: secrets.MarkSensitive may
 		// mark a field after the plan was built, and the answer is itself
 		// cached by package secrets.
 		if secrets.IsSecretField(f.fd) || !m.Has(f.fd) {
 			continue
 		}
-		kvs = append(kvs, f.key.String(m.Get(f.fd).String()))
+		bp[n] = f.key.String(m.Get(f.fd).String())
+		n++
 	}
-	if len(kvs) > 0 {
-		span.SetAttributes(kvs...)
+	if n > 0 {
+		if _, sdk := span.(sdktrace.ReadWriteSpan); sdk {
+			span.SetAttributes(bp[:n]...)
+		} else {
+			span.SetAttributes(slices.Clone(bp[:n])...)
+		}
 	}
+	clear(bp[:n])
+	attrBufs.Put(bp)
 }
+
+// attrBuf holds the resource attributes of one call.
+type attrBuf [len(resourceFields)]attribute.KeyValue
+
+var attrBufs = sync.Pool{New: func() any { return new(attrBuf) }}
 
 // setStatus marks the span as failed for the codes that mean the server
 // failed (serverFault). The description is the code's name, not the error
@@ -132,12 +180,13 @@ func setStatus(span trace.Span, err error) {
 // recorded. When the span is not recording (tracing off or not sampled) it
 // only calls the handler: no allocation.
 func UnaryServerInterceptor() grpc.UnaryServerInterceptor {
+	var plans planCache
 	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		span := trace.SpanFromContext(ctx)
 		if !span.IsRecording() {
 			return handler(ctx, req)
 		}
-		annotate(span, req)
+		annotate(span, req, &plans)
 		resp, err := handler(ctx, req)
 		if err != nil {
 			setStatus(span, err)
@@ -177,7 +226,7 @@ func (s *annotatedStream) RecvMsg(m any) error {
 	err := s.ServerStream.RecvMsg(m)
 	if err == nil && !s.done {
 		s.done = true
-		annotate(s.span, m)
+		annotate(s.span, m, nil)
 	}
 	return err
 }

@@ -42,10 +42,15 @@
 // time, the method's attributes are built once per method and set only on
 // spans that record, the status attribute of every code is built once, no
 // per-message event is recorded, and in the driver it is started by an
-// interceptor, not a stats handler. What remains is the OpenTelemetry SDK's
-// own span, which no instrumentation can avoid: with every call sampled it
-// still adds about 6% (4 us) to that call; sampling one call in ten, as
-// operators do, 2 to 3%. Dropping otelgrpc also drops a dependency that
+// interceptor, not a stats handler. The calls that carry no trace context
+// skip the propagators altogether, each method's final attributes are one
+// prebuilt slice per status code, and the resource attributes are handed to
+// the SDK's span from a pooled buffer (it copies them). What remains is the
+// OpenTelemetry SDK's own span, which no instrumentation can avoid: its
+// recording span, its end-of-span snapshot and its attribute storage, about
+// 1.2 KB of allocations per sampled call. With every call sampled it still
+// adds about 4.5% (3 us) to that call; sampling one call in ten, as
+// operators do, under 3%. Dropping otelgrpc also drops a dependency that
 // follows its own release train, semantic-convention migrations included.
 // The span's name and the attributes kept (rpc.system.name, rpc.method,
 // rpc.response.status_code, from the RPC conventions v1.43) are those

@@ -3,6 +3,7 @@ package tracing
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
 	otelcodes "go.opentelemetry.io/otel/codes"
@@ -21,13 +22,16 @@ type Option func(*options)
 
 type options struct {
 	propagator propagation.TextMapPropagator
-	filter     func(fullMethod string) bool
+	// customPropagator is set by WithPropagators: the keys a propagator of
+	// the caller's reads are not known, so every call is handed to it.
+	customPropagator bool
+	filter           func(fullMethod string) bool
 }
 
 // WithPropagators sets how trace context is read from incoming metadata
 // (default: W3C Trace Context and W3C Baggage).
 func WithPropagators(p propagation.TextMapPropagator) Option {
-	return func(o *options) { o.propagator = p }
+	return func(o *options) { o.propagator, o.customPropagator = p, true }
 }
 
 // WithFilter traces only the calls for which keep returns true, given the
@@ -179,8 +183,26 @@ func newServerHandler(tp trace.TracerProvider, opts []Option) *serverHandler {
 	return &serverHandler{
 		tracer:     tp.Tracer(instrumentationName),
 		propagator: o.propagator,
+		w3cOnly:    !o.customPropagator,
 		keep:       o.filter,
 	}
+}
+
+// W3C metadata keys the default propagator reads: Trace Context reads
+// tracestate only along with a traceparent.
+const (
+	traceparentKey = "traceparent"
+	baggageKey     = "baggage"
+)
+
+// hasW3CContext reports whether the incoming metadata carries a traceparent
+// or baggage, that is, whether the default propagator would find anything.
+// The look-ups are the ones its Extract makes; asking first saves, on the
+// calls that carry neither, the carrier (an allocation: a context does not
+// fit in an interface word) and the propagators' own work.
+func hasW3CContext(ctx context.Context) bool {
+	return len(metadata.ValueFromIncomingContext(ctx, traceparentKey)) > 0 ||
+		len(metadata.ValueFromIncomingContext(ctx, baggageKey)) > 0
 }
 
 // instrumentationName names the tracer, as OpenTelemetry asks: the package
@@ -192,15 +214,20 @@ const instrumentationName = "github.com/csikit/csikit/middleware/tracing"
 type serverHandler struct {
 	tracer     trace.Tracer
 	propagator propagation.TextMapPropagator
-	keep       func(fullMethod string) bool
+	// w3cOnly: the propagator is the default one, W3C Trace Context and
+	// Baggage, whose keys are known (see hasW3CContext).
+	w3cOnly bool
+	keep    func(fullMethod string) bool
 	// methods caches each method's span name and attributes, built on the
 	// method's first call: the set of methods is the server's, small and
 	// fixed, and a call then builds nothing.
 	methods sync.Map // full method -> *methodSpan
+	first   atomic.Pointer[methodSpan]
 }
 
 // methodSpan is what every span of one method is named and attributed with.
 type methodSpan struct {
+	full string // the full method, "/csi.v1.Controller/CreateVolume"
 	name string
 	// attrs are rpc.system.name and rpc.method, set when a recording span
 	// ends, together with the status code, rather than passed to Start:
@@ -209,8 +236,27 @@ type methodSpan struct {
 	// grow the span's attribute slice once more. The cost is that a sampler
 	// does not see them; the SDK's samplers do not look.
 	attrs [2]attribute.KeyValue
+	// ends holds, per status code, the three attributes a span of this
+	// method ends with (attrs and the code's), built on the code's first
+	// use. A call hands the SDK a slice of one of them: a slice built per
+	// call would escape to the heap (SetAttributes is an interface method),
+	// one allocation more for every recorded call.
+	ends [len(statusAttrs)]atomic.Pointer[[3]attribute.KeyValue]
 	// traced is false for a method WithFilter leaves out.
 	traced bool
+}
+
+// endAttrs returns the attributes a span of m ends with when the call's code
+// is c.
+func (m *methodSpan) endAttrs(c codes.Code) []attribute.KeyValue {
+	i := statusIndex(c)
+	if p := m.ends[i].Load(); p != nil {
+		return p[:]
+	}
+	p := &[3]attribute.KeyValue{m.attrs[0], m.attrs[1], statusAttrs[i]}
+	// Two racing first calls build equal arrays; either one will do.
+	m.ends[i].CompareAndSwap(nil, p)
+	return m.ends[i].Load()[:]
 }
 
 // serverKind is the one start option of every span; built once, since each
@@ -218,6 +264,11 @@ type methodSpan struct {
 var serverKind = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
 
 func (h *serverHandler) method(full string) *methodSpan {
+	// The first method seen answers without a map look-up: a driver builds
+	// one interceptor per method, so for it this is the only one.
+	if m := h.first.Load(); m != nil && m.full == full {
+		return m
+	}
 	if m, ok := h.methods.Load(full); ok {
 		return m.(*methodSpan)
 	}
@@ -226,12 +277,15 @@ func (h *serverHandler) method(full string) *methodSpan {
 		name = name[1:]
 	}
 	m := &methodSpan{
+		full:   full,
 		name:   name,
 		attrs:  [2]attribute.KeyValue{rpcSystemNameKey.String("grpc"), rpcMethodKey.String(name)},
 		traced: h.keep == nil || h.keep(full),
 	}
 	actual, _ := h.methods.LoadOrStore(full, m)
-	return actual.(*methodSpan)
+	m = actual.(*methodSpan)
+	h.first.CompareAndSwap(nil, m)
+	return m
 }
 
 // spanKey marks the span this handler started, so that it ends its own span
@@ -244,7 +298,9 @@ type spanKey struct{}
 // lines carry its trace ID, child spans and outgoing calls continue the
 // trace), and there is nothing to end.
 func (h *serverHandler) start(ctx context.Context, m *methodSpan) (context.Context, trace.Span) {
-	ctx = h.propagator.Extract(ctx, incomingCarrier{ctx})
+	if !h.w3cOnly || hasW3CContext(ctx) {
+		ctx = h.propagator.Extract(ctx, incomingCarrier{ctx})
+	}
 	ctx, span := h.tracer.Start(ctx, m.name, serverKind...)
 	if !span.IsRecording() {
 		return ctx, nil
@@ -258,9 +314,9 @@ func (h *serverHandler) start(ctx context.Context, m *methodSpan) (context.Conte
 func finish(span trace.Span, m *methodSpan, err error) {
 	st, _ := status.FromError(err)
 	c := st.Code()
-	// One SetAttributes call for all three: the SDK grows the span's
-	// attribute slice once per call.
-	span.SetAttributes(m.attrs[0], m.attrs[1], statusAttrs[statusIndex(c)])
+	// One SetAttributes call for all three (the SDK grows the span's
+	// attribute slice once per call), from a slice built once.
+	span.SetAttributes(m.endAttrs(c)...)
 	if serverFault(c) {
 		// The final message, as the CO gets it: by now the chain has
 		// scrubbed it of secrets (middleware/sanitize).
