@@ -3,62 +3,19 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
-	"github.com/csikit/csikit/driver"
-	"github.com/csikit/csikit/examples/hostpath/hostpath"
 )
 
 // serveInProcess runs the driver on a fresh state directory, logging at info level to a file as
 // an operator would, and returns a controller client over its unix socket.
 func serveInProcess(tb testing.TB) (csi.ControllerClient, func()) {
 	tb.Helper()
-	dir := tb.TempDir()
-	logFile, err := os.Create(filepath.Join(dir, "driver.log"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	logger := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(logFile), zapcore.InfoLevel))
-	p, err := hostpath.Open(hostpath.Config{StateDir: filepath.Join(dir, "state"), NodeID: "scale-node", CapacityBytes: 1 << 50}, hostpath.ModeController)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cfg := p.Config()
-	cfg.Logger = logger
-	d, err := driver.New(cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	sock := filepath.Join(dir, "csi.sock")
-	lis, err := net.Listen("unix", sock)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Serve(ctx, lis) }()
-	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return csi.NewControllerClient(conn), func() {
-		conn.Close()
-		cancel()
-		<-done
-		p.Close()
-		logFile.Close()
-	}
+	env := serveInProcessPlugin(tb, tb.TempDir())
+	return env.ctrl, env.stop
 }
 
 // phase runs n calls with the given number of clients and records each call's latency in

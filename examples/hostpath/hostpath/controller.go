@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -39,6 +40,11 @@ type Controller struct {
 	l   layout
 	st  *store
 	log *zap.Logger
+	// purges counts the trash entries of committed deletes still being removed.
+	purges sync.WaitGroup
+	// listed caches listing entries; listTopology is the topology every listed volume shares.
+	listed       *listCache
+	listTopology []driver.Topology
 	// nodeInUse, when the node runs in the same process, names where the node's records have a
 	// volume staged or published ("" if nowhere): a delete is refused even if the kernel's
 	// tables were to miss the mount.
@@ -47,7 +53,8 @@ type Controller struct {
 
 // NewController opens (or creates) the controller state under cfg.StateDir and reconciles it
 // with what is on disk: backings without a record (a create cut short) are removed, records
-// without a backing (a delete cut short) are dropped.
+// whose delete was cut short are dropped, and the empty backing of a volume whose create
+// committed just before a crash of the machine is made again (see reconcile).
 func NewController(cfg Config) (*Controller, error) {
 	l, err := open(&cfg)
 	if err != nil {
@@ -60,7 +67,7 @@ func NewController(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Controller{cfg: cfg, l: l, st: st, log: cfg.Logger}
+	c := &Controller{cfg: cfg, l: l, st: st, log: cfg.Logger, listed: newListCache(), listTopology: []driver.Topology{cfg.topology()}}
 	if err := c.reconcile(); err != nil {
 		st.close()
 		return nil, fmt.Errorf("reconcile state: %w", err)
@@ -68,8 +75,12 @@ func NewController(cfg Config) (*Controller, error) {
 	return c, nil
 }
 
-// Close releases the state database.
-func (c *Controller) Close() error { return c.st.close() }
+// Close waits for the removal of deleted volumes' trash entries, then releases the state
+// database.
+func (c *Controller) Close() error {
+	c.purges.Wait()
+	return c.st.close()
+}
 
 // Probe reports ready once the state is open.
 func (c *Controller) Probe(context.Context) (bool, error) { return true, nil }
@@ -308,8 +319,12 @@ func (c *Controller) CreateVolume(ctx context.Context, req *driver.CreateVolumeR
 	if err := fail("create-volume:after-backing"); err != nil {
 		return undo(err)
 	}
-	if err := c.l.persistEntries(filepath.Dir(backing)); err != nil {
-		return undo(err)
+	// A copy is made durable before its record; an empty new backing is not synced: if a crash
+	// of the machine takes it away after the commit, the start-up makes it again (trash.go).
+	if srcPath != "" {
+		if err := c.l.persistCopy(backing); err != nil {
+			return undo(err)
+		}
 	}
 	err = c.st.update(func(tx *bolt.Tx) error {
 		if getString(tx, bVolumeNames, rec.Name) != "" {
@@ -392,8 +407,9 @@ func makeBacking(kind, path, src string, size int64) error {
 	return nil
 }
 
-// DeleteVolume removes the backing, then the record. A volume still published or in use on this
-// host is refused with ErrInUse and left untouched.
+// DeleteVolume empties the backing in the trash, commits the record's delete, then removes what
+// is left (trash.go says why in that order). A volume still published or in use on this host is
+// refused with ErrInUse and left untouched.
 func (c *Controller) DeleteVolume(ctx context.Context, req *driver.DeleteVolumeRequest) error {
 	rec, err := c.volume(req.VolumeID)
 	if err != nil {
@@ -411,15 +427,15 @@ func (c *Controller) DeleteVolume(ctx context.Context, req *driver.DeleteVolumeR
 	if err := c.checkUnused(rec); err != nil {
 		return err
 	}
-	// removeAll never deletes through a mount: one made inside the volume since the check above
-	// stops it with ErrInUse.
-	if err := removeAll(c.l.backing(rec.Kind, rec.ID)); err != nil {
+	// discard never deletes through a mount: one made inside the volume since the check above
+	// stops it with ErrInUse, and the volume is put back.
+	if err := c.l.discard(rec.Kind, rec.ID); err != nil {
 		return err
 	}
 	if err := fail("delete-volume:after-backing"); err != nil {
 		return err
 	}
-	return c.st.update(func(tx *bolt.Tx) error {
+	err = c.st.update(func(tx *bolt.Tx) error {
 		var cur volumeRecord
 		if err := getJSON(tx, bVolumes, rec.ID, &cur); errors.Is(err, errNoRecord) {
 			return nil
@@ -434,6 +450,20 @@ func (c *Controller) DeleteVolume(ctx context.Context, req *driver.DeleteVolumeR
 		}
 		return addCounter(tx, bMeta, metaUsed, -cur.Size)
 	})
+	if err != nil {
+		return err
+	}
+	// The delete is durable: the emptied entry (an empty directory, or an image whose blocks
+	// take time to free) is removed after the answer, and if a crash comes first, at the next
+	// start. The rmdir here was about a sixth of a delete (0.3 of 1.8 ms).
+	c.purges.Add(1)
+	go func() {
+		defer c.purges.Done()
+		if err := c.l.purge(rec.Kind, rec.ID); err != nil {
+			c.log.Warn("cannot remove a deleted volume's trash entry; the next start does", zap.String("volume", rec.ID), zap.Error(err))
+		}
+	}()
+	return nil
 }
 
 // checkUnused returns ErrInUse when the volume is published, or staged or mounted on this host.
@@ -580,9 +610,14 @@ func (c *Controller) entry(rec *volumeRecord) driver.VolumeEntry {
 	return driver.VolumeEntry{Volume: *c.public(rec), PublishedNodeIDs: sortedKeys(rec.Published)}
 }
 
-// ListVolumesPage seeks to the cursor in the ID-ordered bucket: one page costs O(page).
+// ListVolumesPage seeks to the cursor in the ID-ordered bucket: one page costs O(page). Entries
+// come from the listing cache while their records are unchanged (see listCache).
 func (c *Controller) ListVolumesPage(ctx context.Context, req *driver.ListVolumesRequest) ([]driver.VolumeEntry, error) {
 	var out []driver.VolumeEntry
+	if req.Limit > 0 {
+		out = make([]driver.VolumeEntry, 0, req.Limit)
+	}
+	end := false
 	err := c.st.view(func(tx *bolt.Tx) error {
 		cur := tx.Bucket([]byte(bVolumes)).Cursor()
 		k, v := cur.Seek([]byte(req.After))
@@ -590,15 +625,35 @@ func (c *Controller) ListVolumesPage(ctx context.Context, req *driver.ListVolume
 			k, v = cur.Next()
 		}
 		for ; k != nil && (req.Limit == 0 || len(out) < req.Limit); k, v = cur.Next() {
-			var rec volumeRecord
-			if err := jsonDecode(v, &rec); err != nil {
-				return err
+			sum := c.listed.sum(v)
+			e := c.listed.get(k, sum)
+			if e == nil {
+				var rec volumeRecord
+				if err := jsonDecode(v, &rec); err != nil {
+					return err
+				}
+				e = c.listEntry(&rec)
+				c.listed.put(sum, e)
 			}
-			out = append(out, c.entry(&rec))
+			out = append(out, *e)
 		}
+		end = k == nil
 		return nil
 	})
+	if end {
+		c.listed.endOfPass()
+	}
 	return out, err
+}
+
+// listEntry is the listing entry of a volume, to be cached and shared: it and its maps and slices
+// are never modified. The volume context maps are shared by all volumes of one kind and file
+// system, the topology by all volumes.
+func (c *Controller) listEntry(rec *volumeRecord) *driver.VolumeEntry {
+	vol := c.public(rec)
+	vol.Context = c.listed.context(rec.Kind, rec.FSType, vol.Context)
+	vol.AccessibleTopology = c.listTopology
+	return &driver.VolumeEntry{Volume: *vol, PublishedNodeIDs: sortedKeys(rec.Published)}
 }
 
 // GetCapacity reports the pool's free bytes for this node's topology (0 for any other).

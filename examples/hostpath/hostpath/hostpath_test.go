@@ -484,7 +484,8 @@ func TestRestartReconcilesInterruptedOperations(t *testing.T) {
 	gone := e.create(t, "gone", 1<<20, mountCap(""))
 	l := e.plugin.Controller.l
 	e.stop()
-	// A create cut short after making its backing, and a delete cut short after removing it.
+	// A create cut short after making its backing, and a delete cut short after emptying its
+	// backing in the trash (what DeleteVolume does before its commit).
 	orphan := newID("vol")
 	if err := os.Mkdir(l.volumeDir(orphan), 0o750); err != nil {
 		t.Fatal(err)
@@ -492,10 +493,13 @@ func TestRestartReconcilesInterruptedOperations(t *testing.T) {
 	if err := createImage(l.volumeImage(newID("vol")), 1<<20); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.RemoveAll(l.volumeDir(gone.GetVolumeId())); err != nil {
+	if err := os.Rename(l.volumeDir(gone.GetVolumeId()), l.trashed(kindDir, gone.GetVolumeId())); err != nil {
 		t.Fatal(err)
 	}
 	e.start()
+	if left, err := l.trashEntries(); err != nil || len(left) != 0 {
+		t.Fatalf("after restart the trash holds %v, %v; want it empty", left, err)
+	}
 	got := backings(t, l.volumesDir())
 	if !slices.Equal(got, []string{kept.GetVolumeId()}) {
 		t.Fatalf("after restart the volumes directory holds %v, want only %s", got, kept.GetVolumeId())

@@ -44,8 +44,8 @@ func validID(id string) bool { return idPattern.MatchString(id) }
 type layout struct {
 	root string
 	// orderedJournal is true when the state directory's file system commits metadata in one
-	// ordered journal (ext4, xfs): then the database's fsync also persists every directory entry
-	// made before it, and a separate fsync of the directory is not needed.
+	// ordered journal (ext4, xfs): then one directory fsync persists every entry made before it
+	// (see persistCopy).
 	orderedJournal bool
 }
 
@@ -103,7 +103,7 @@ func (l layout) snapshotBacking(kind, id string) string {
 }
 
 func (l *layout) prepare() error {
-	dirs := []string{l.root, l.volumesDir(), l.snapshotsDir()}
+	dirs := []string{l.root, l.volumesDir(), l.snapshotsDir(), l.trashDir()}
 	for i := range 256 {
 		dirs = append(dirs, filepath.Join(l.volumesDir(), fmt.Sprintf("%02x", i)), filepath.Join(l.snapshotsDir(), fmt.Sprintf("%02x", i)))
 	}
@@ -118,16 +118,6 @@ func (l *layout) prepare() error {
 	}
 	l.orderedJournal = fs.Type == unix.EXT4_SUPER_MAGIC || fs.Type == unix.XFS_SUPER_MAGIC
 	return nil
-}
-
-// persistEntries makes the entries of dir durable before a record that points at them commits,
-// so a committed record never names a backing a power loss could take away. On an ordered
-// journal the commit's own fsync does it (see orderedJournal), saving a directory fsync per call.
-func (l layout) persistEntries(dir string) error {
-	if l.orderedJournal {
-		return nil
-	}
-	return syncDir(dir)
 }
 
 // syncDir makes a directory's entries durable.

@@ -10,14 +10,23 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	"go.uber.org/zap"
+
+	"github.com/csikit/csikit/driver"
 )
 
 // reconcile makes the controller state and the disk agree after a crash. Creates write the
-// backing before the record, deletes remove the backing before the record, so:
+// backing before the record; deletes move the backing into the trash and empty it before the
+// record's delete commits, and remove it after (trash.go), so:
 //   - a backing without a record is a create that did not commit: it is removed (unless it is in
 //     use, which a create's leftover cannot be);
-//   - a record without a backing is a delete that did not commit: the record is dropped, and
-//     its volume group membership with it;
+//   - a record without a backing is a delete that did not commit when the trash holds the
+//     volume, its volume group is being deleted, or it was copied from a source (copies are
+//     synced before their record commits): the record is dropped, and its volume group
+//     membership with it;
+//   - a record of a volume made empty whose backing is gone, with no delete under way, is a
+//     create acknowledged just before the machine crashed, whose unsynced entry was lost: the
+//     empty backing is made again;
+//   - what is left in the trash is removed;
 //   - a group snapshot with a member gone is a group delete that did not commit: it is finished;
 //   - an image smaller than its record is an expansion that did not finish: it is grown;
 //   - the used-bytes (volumes and snapshots) and attachment counters are recomputed from the
@@ -26,7 +35,17 @@ func (c *Controller) reconcile() error {
 	volumes := map[string]volumeRecord{}
 	snapshots := map[string]snapshotRecord{}
 	groups := map[string]groupRecord{}
+	groupDeleting := map[string]bool{} // volume IDs whose volume group is being deleted
 	err := c.st.view(func(tx *bolt.Tx) error {
+		if err := tx.Bucket([]byte(bVolumeGroupOf)).ForEach(func(k, v []byte) error {
+			g, err := getVolumeGroup(tx, string(v))
+			if err == nil && g.Deleting {
+				groupDeleting[string(k)] = true
+			}
+			return err
+		}); err != nil {
+			return err
+		}
 		if err := tx.Bucket([]byte(bVolumes)).ForEach(func(k, v []byte) error {
 			var r volumeRecord
 			if err := jsonDecode(v, &r); err != nil {
@@ -103,10 +122,28 @@ func (c *Controller) reconcile() error {
 	}
 
 	// Records without backings.
+	trash, err := c.l.trashEntries()
+	if err != nil {
+		return err
+	}
+	inTrash := map[string]bool{}
+	for _, name := range trash {
+		inTrash[strings.TrimSuffix(name, ".img")] = true
+	}
 	var goneVolumes []volumeRecord
 	for _, r := range volumes {
-		if _, err := os.Stat(c.l.backing(r.Kind, r.ID)); errors.Is(err, os.ErrNotExist) {
+		backing := c.l.backing(r.Kind, r.ID)
+		if _, err := os.Stat(backing); !errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if inTrash[r.ID] || groupDeleting[r.ID] || r.Source != (driver.ContentSource{}) {
 			goneVolumes = append(goneVolumes, r)
+			continue
+		}
+		c.log.Warn("making again the empty backing of a volume whose create committed but whose new entry did not survive a crash of the machine",
+			zap.String("volume", r.ID))
+		if err := makeBacking(r.Kind, backing, "", r.Size); err != nil {
+			return err
 		}
 	}
 	gone := map[string]bool{} // snapshot IDs whose records are dropped
@@ -145,7 +182,7 @@ func (c *Controller) reconcile() error {
 			return err
 		}
 	}
-	return c.st.update(func(tx *bolt.Tx) error {
+	err = c.st.update(func(tx *bolt.Tx) error {
 		for _, r := range goneVolumes {
 			c.log.Info("dropping the record of a delete that did not commit", zap.String("volume", r.ID))
 			delete(volumes, r.ID)
@@ -212,4 +249,15 @@ func (c *Controller) reconcile() error {
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	// Deletes that committed, or whose records were just dropped: finish them.
+	for _, name := range trash {
+		if err := removeAll(filepath.Join(c.l.trashDir(), name)); err != nil {
+			// Something is mounted inside: never deleted from under a user.
+			c.log.Warn("keeping a trash entry: it is in use", zap.String("entry", name), zap.Error(err))
+		}
+	}
+	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -117,7 +116,7 @@ func (c *Controller) CreateSnapshot(ctx context.Context, req *driver.CreateSnaps
 	if err := fail("create-snapshot:after-backing"); err != nil {
 		return undo(err)
 	}
-	if err := c.l.persistEntries(filepath.Dir(backing)); err != nil {
+	if err := c.l.persistCopy(backing); err != nil {
 		return undo(err)
 	}
 	err = c.st.update(func(tx *bolt.Tx) error {
@@ -283,7 +282,7 @@ func (c *Controller) CreateVolumeGroupSnapshot(ctx context.Context, req *driver.
 		return undo(err)
 	}
 	for _, m := range members {
-		if err := c.l.persistEntries(filepath.Dir(c.l.snapshotBacking(m.Kind, m.ID))); err != nil {
+		if err := c.l.persistCopy(c.l.snapshotBacking(m.Kind, m.ID)); err != nil {
 			return undo(err)
 		}
 	}
