@@ -3,52 +3,35 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"golang.org/x/sys/unix"
+
+	"github.com/csikit/csikit/examples/hostpath/internal/flushprobe"
 )
 
-// fsyncProbe measures the disk's flush latency the way a durable commit pays it: overwrite one
-// 4 KiB block of a file that already has it, then fdatasync (the call bbolt makes), on the state
-// directory's file system.
-type fsyncProbe struct {
-	f   *os.File
-	buf []byte
-}
-
+// newFsyncProbe opens a flush probe on dir's file system, closed when the test ends.
 func newFsyncProbe(tb testing.TB, dir string) *fsyncProbe {
 	tb.Helper()
-	f, err := os.OpenFile(filepath.Join(dir, "fsync-probe"), os.O_CREATE|os.O_RDWR, 0o600)
+	p, err := flushprobe.New(dir)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	p := &fsyncProbe{f: f, buf: make([]byte, 4096)}
-	if _, err := f.WriteAt(p.buf, 0); err != nil {
-		tb.Fatal(err)
-	}
-	if err := f.Sync(); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { f.Close() })
-	return p
+	tb.Cleanup(func() { p.Close() })
+	return &fsyncProbe{p}
 }
 
-// once writes and syncs one block and returns how long it took.
+// fsyncProbe is a flushprobe.Probe that fails the test instead of returning errors.
+type fsyncProbe struct{ p *flushprobe.Probe }
+
 func (p *fsyncProbe) once(tb testing.TB) time.Duration {
-	p.buf[0]++
-	start := time.Now()
-	if _, err := p.f.WriteAt(p.buf, 0); err != nil {
+	d, err := p.p.Once()
+	if err != nil {
 		tb.Fatal(err)
 	}
-	if err := unix.Fdatasync(int(p.f.Fd())); err != nil {
-		tb.Fatal(err)
-	}
-	return time.Since(start)
+	return d
 }
 
 func percentile(ds []time.Duration, p float64) time.Duration {

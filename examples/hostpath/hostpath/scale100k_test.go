@@ -17,11 +17,11 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/examples/hostpath/internal/flushprobe"
 )
 
 // scaleServer is the controller served over a unix socket in dir, logging at info level to a
@@ -131,40 +131,26 @@ func sequential(tb testing.TB, n int, probe *flushProbe, call func(i int) error)
 // change the run.
 const probeEvery = 10
 
-// flushProbe times the disk's flush as a durable commit pays it: one 4 KiB block of a file
-// that already has it, overwritten, then fdatasync (the call bbolt makes).
-type flushProbe struct {
-	f   *os.File
-	buf []byte
-}
-
+// newFlushProbe opens a flush probe on dir's file system, closed when the test ends.
 func newFlushProbe(tb testing.TB, dir string) *flushProbe {
 	tb.Helper()
-	f, err := os.OpenFile(filepath.Join(dir, "flush-probe"), os.O_CREATE|os.O_RDWR, 0o600)
+	p, err := flushprobe.New(dir)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	p := &flushProbe{f: f, buf: make([]byte, 4096)}
-	if _, err := f.WriteAt(p.buf, 0); err != nil {
-		tb.Fatal(err)
-	}
-	if err := f.Sync(); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { f.Close() })
-	return p
+	tb.Cleanup(func() { p.Close() })
+	return &flushProbe{p}
 }
 
+// flushProbe is a flushprobe.Probe that fails the test instead of returning errors.
+type flushProbe struct{ p *flushprobe.Probe }
+
 func (p *flushProbe) once(tb testing.TB) time.Duration {
-	p.buf[0]++
-	start := time.Now()
-	if _, err := p.f.WriteAt(p.buf, 0); err != nil {
+	d, err := p.p.Once()
+	if err != nil {
 		tb.Fatal(err)
 	}
-	if err := unix.Fdatasync(int(p.f.Fd())); err != nil {
-		tb.Fatal(err)
-	}
-	return time.Since(start)
+	return d
 }
 
 func meanOf(ds []time.Duration) time.Duration {
