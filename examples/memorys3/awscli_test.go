@@ -118,7 +118,8 @@ func lastLines(s string, n int) string {
 // TestAWSCLI drives memorys3 with the real aws command line, as the README tells users to:
 // the bucket and keys come from the COSI driver (the CLI never creates a bucket), then cp up
 // and down (one file large enough for a multipart upload), ls, a presigned URL fetched by
-// plain HTTP, and the refusals: a read-only key cannot put, a revoked key can do nothing.
+// plain HTTP, and the refusals: sub-resources memorys3 does not offer (ACLs, tagging), an
+// empty upload ID, a read-only key's put, a revoked key's anything.
 // Each aws command starts a Python interpreter (1 to 4 s here), so the list is kept short.
 func TestAWSCLI(t *testing.T) {
 	cli := newAWSCLI(t) // first: a skip must not stop memorys3 half started
@@ -148,6 +149,7 @@ func TestAWSCLI(t *testing.T) {
 	}
 	rwAccount, rwID, rwSecret := grant("ba-awscli-rw", cosi2.AccessMode_READ_WRITE)
 	_, roID, roSecret := grant("ba-awscli-ro", cosi2.AccessMode_READ_ONLY)
+	_, woID, woSecret := grant("ba-awscli-wo", cosi2.AccessMode_WRITE_ONLY)
 
 	small := filepath.Join(dir, "small.txt")
 	big := filepath.Join(dir, "big.bin")
@@ -205,7 +207,16 @@ func TestAWSCLI(t *testing.T) {
 		t.Errorf("presigned GET: %s %q", resp.Status, body)
 	}
 
-	// A read-only key reads but cannot write.
+	// Sub-resources memorys3 does not offer are refused, not performed as object writes (the
+	// review found each of these emptying, replacing or deleting the object), and an empty
+	// upload ID is not an object read for a write-only key.
+	cli.refused("NotImplemented", rwID, rwSecret, "s3api", "put-object-acl", "--bucket", bucket, "--key", "small.txt", "--acl", "public-read")
+	cli.refused("NotImplemented", rwID, rwSecret, "s3api", "put-object-tagging", "--bucket", bucket, "--key", "small.txt",
+		"--tagging", "TagSet=[{Key=k,Value=v}]")
+	cli.refused("NotImplemented", rwID, rwSecret, "s3api", "delete-object-tagging", "--bucket", bucket, "--key", "small.txt")
+	cli.refused("InvalidArgument", woID, woSecret, "s3api", "list-parts", "--bucket", bucket, "--key", "small.txt", "--upload-id", "")
+
+	// A read-only key reads (the object as it was written) but cannot write.
 	if got := cli.must(roID, roSecret, "s3", "cp", s3url+"small.txt", "-"); got != "hello from the aws CLI\n" {
 		t.Errorf("read-only download = %q", got)
 	}
@@ -220,7 +231,7 @@ func TestAWSCLI(t *testing.T) {
 	}
 	cli.refused("InvalidAccessKeyId", rwID, rwSecret, "s3", "ls", s3url)
 
-	for _, secret := range []string{rwSecret, roSecret} {
+	for _, secret := range []string{rwSecret, roSecret, woSecret} {
 		if strings.Contains(out.String(), secret) {
 			t.Error("a secret key reached memorys3's output")
 		}

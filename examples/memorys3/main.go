@@ -50,6 +50,10 @@ func run(ctx context.Context, args []string, out io.Writer, started chan<- strin
 		region     = fs.String("region", s3server.DefaultRegion, "S3 region clients sign for")
 		stateDir   = fs.String("state-dir", "", "directory where buckets, objects and keys survive a restart; empty keeps them in memory")
 		name       = fs.String("driver-name", "memorys3.csikit.dev", "COSI driver name (DNS-1035 labels, at most 63 characters)")
+		maxObject  = fs.Int64("max-object-size", s3server.DefaultMaxObjectSize, "largest object, part or completed multipart upload in bytes; larger ones get EntityTooLarge before their body is read")
+		maxConns   = fs.Int("s3-max-connections", s3server.DefaultMaxConnections, "most S3 connections served at once; further clients wait")
+		idle       = fs.Duration("s3-idle-timeout", s3server.DefaultIdleTimeout, "close an S3 connection on which nothing moved for this long, between requests or within one")
+		hdrTimeout = fs.Duration("s3-header-timeout", s3server.DefaultHeaderTimeout, "time a client has to send a request's headers")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -69,7 +73,11 @@ func run(ctx context.Context, args []string, out io.Writer, started chan<- strin
 	if endpoint == "" {
 		endpoint = "http://" + reachable(lis.Addr().(*net.TCPAddr))
 	}
-	s3, err := s3server.New(s3server.Config{StateDir: *stateDir, Region: *region, Endpoint: endpoint, Logger: logger.Named("s3")})
+	if *maxObject <= 0 || *maxConns <= 0 || *idle <= 0 || *hdrTimeout <= 0 {
+		return errors.New("--max-object-size, --s3-max-connections, --s3-idle-timeout and --s3-header-timeout must be positive")
+	}
+	s3, err := s3server.New(s3server.Config{StateDir: *stateDir, Region: *region, Endpoint: endpoint, Logger: logger.Named("s3"),
+		Limits: s3server.Limits{MaxObjectSize: *maxObject, MaxConnections: *maxConns, IdleTimeout: *idle, HeaderTimeout: *hdrTimeout}})
 	if err != nil {
 		return err
 	}
@@ -88,13 +96,12 @@ func run(ctx context.Context, args []string, out io.Writer, started chan<- strin
 		return err
 	}
 
-	hs := &http.Server{Handler: s3, ReadHeaderTimeout: 30 * time.Second}
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(lis) }()
+	go func() { served <- s3.Serve(lis) }()
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if err := hs.Shutdown(sctx); err != nil {
+		if err := s3.Shutdown(sctx); err != nil {
 			logger.Warn("stopping the S3 server", zap.Error(err))
 		}
 		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -62,6 +62,8 @@ var (
 	ErrEntityTooLarge             = &Error{"EntityTooLarge", http.StatusBadRequest, "Your proposed upload exceeds the maximum allowed size."}
 	ErrNotImplemented             = &Error{"NotImplemented", http.StatusNotImplemented, "A header you provided implies functionality that is not implemented."}
 	ErrMethodNotAllowed           = &Error{"MethodNotAllowed", http.StatusMethodNotAllowed, "The specified method is not allowed against this resource."}
+	ErrMalformedXML               = &Error{"MalformedXML", http.StatusBadRequest, "The XML you provided was not well-formed or did not validate against our published schema."}
+	ErrInvalidPartOrder           = &Error{"InvalidPartOrder", http.StatusBadRequest, "The list of parts was not in ascending order. The parts list must be specified in order by part number."}
 	ErrInternal                   = &Error{"InternalError", http.StatusInternalServerError, "We encountered an internal error. Please try again."}
 )
 

@@ -22,10 +22,27 @@ import (
 // keys, CompleteMultipartUpload up to 10000 parts: both well under this).
 const maxRequestDocument = 8 << 20
 
-// ServeHTTP authenticates the request (SigV4), authorises it against the key's grants, and
-// hands it to the object store with a body that yields plain, verified bytes.
+// ServeHTTP authenticates the request (SigV4), decides which S3 operation it is (route, from
+// the allow-list), authorises that operation against the key's grants, and hands the store a
+// request rebuilt from the decision, with a body that yields plain, verified bytes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := requestID(s.reqID.Add(1))
+	d := deadlines{rc: http.NewResponseController(w), idle: s.limits.IdleTimeout}
+	d.read()
+	d.write()
+	defer d.write() // the answer's last bytes leave after the handler returns
+	w = idleWriter{ResponseWriter: w, d: d}
+	// The store gets a request rebuilt from the decision; the one net/http made stays as it
+	// is, because after the answer net/http looks at its body to decide whether to drain it or
+	// close the connection, and would drain a replaced one with no bound but the deadline.
+	req := *r
+	u := *r.URL
+	req.URL = &u
+	if r.Body != nil && r.Body != http.NoBody {
+		req.Body = idleReader{ReadCloser: r.Body, d: d}
+	}
+	r = &req
+
 	res, err := s.verifier.Verify(r)
 	if err != nil {
 		s.refuse(w, r, id, err, "", "authentication failed")
@@ -36,50 +53,109 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, id, s3err.ErrInvalidAccessKeyID, res.AccessKeyID, "key revoked during the request")
 		return
 	}
-	op := classify(r)
+	op, err := route(r)
+	if err != nil {
+		s.refuse(w, r, id, err, res.AccessKeyID, "not an operation memorys3 offers to keys")
+		return
+	}
+	if s.charged != nil {
+		s.charged(op)
+	}
 	switch {
-	case op.need == needListBuckets:
+	case op.spec.need == needListBuckets:
 		s.listBuckets(w, r, id, entry)
 		return
-	case op.need == needDeny:
-		s.refuse(w, r, id, s3err.ErrAccessDenied, res.AccessKeyID, op.why)
+	case !entry.grants[op.bucket].allows(op.spec.need):
+		s.refuse(w, r, id, s3err.ErrAccessDenied, res.AccessKeyID, "no grant for "+op.spec.name+" on bucket "+op.bucket)
 		return
-	case !entry.grants[op.bucket].allows(op.need):
-		s.refuse(w, r, id, s3err.ErrAccessDenied, res.AccessKeyID, "no grant for this operation on bucket "+op.bucket)
-		return
-	case op.copySource != "" && !entry.grants[op.copySource].allows(needRead):
-		s.refuse(w, r, id, s3err.ErrAccessDenied, res.AccessKeyID, "no read grant on copy source bucket "+op.copySource)
+	case op.spec.copy && !entry.grants[op.copyBucket].allows(needRead):
+		s.refuse(w, r, id, s3err.ErrAccessDenied, res.AccessKeyID, "no read grant on copy source bucket "+op.copyBucket)
 		return
 	}
-	if res.Body == nil {
-		stripSigning(r.Header)
-		s.store.ServeHTTP(w, r)
-		return
-	}
-	if r.Method == http.MethodPost {
-		// XML documents are verified whole before the store parses them: an XML decoder stops
-		// at the closing tag and would never reach the end where the hash is checked.
-		doc, err := io.ReadAll(io.LimitReader(res.Body, maxRequestDocument+1))
-		switch {
-		case err != nil:
-			s.refuse(w, r, id, err, res.AccessKeyID, "request body failed verification")
-			return
-		case len(doc) > maxRequestDocument:
-			s.refuse(w, r, id, s3err.ErrEntityTooLarge, res.AccessKeyID, "request document too large")
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(doc))
-	} else {
-		r.Body = res.Body
-	}
-	if res.Decoded {
-		n := res.Body.Length()
-		r.ContentLength = n
-		r.Header.Set("Content-Length", strconv.FormatInt(n, 10))
-		r.TransferEncoding = nil
+	s.perform(w, r, id, op, res)
+}
+
+// perform rebuilds r as the store must see it for op and hands it over: the query holds only
+// what op reads, the copy source is in canonical form, signing headers are gone, and the body
+// is bounded and verified.
+func (s *Server) perform(w http.ResponseWriter, r *http.Request, id requestID, op *operation, res *sigv4.Result) {
+	var body io.ReadCloser = r.Body
+	if res.Body != nil {
+		body = res.Body
 	}
 	stripSigning(r.Header)
-	s.store.ServeHTTP(&guardedWriter{ResponseWriter: w, s: s, r: r, id: id, body: res.Body, key: res.AccessKeyID}, r)
+	r.Header.Del("X-Minio-Force-Delete")
+	r.Header.Del("X-Amz-Copy-Source")
+	if op.spec.copy {
+		r.Header.Set("X-Amz-Copy-Source", canonicalCopySource(op.copyBucket, op.copyKey))
+	}
+	r.URL.RawQuery = op.query
+	r.Form, r.PostForm, r.MultipartForm = nil, nil, nil
+
+	switch op.spec.body {
+	case bodyNone:
+		r.Body, r.ContentLength = http.NoBody, 0
+		r.Header.Del("Content-Length")
+		r.TransferEncoding = nil
+		s.store.ServeHTTP(w, r)
+	case bodyDocument, bodyCompletion:
+		doc, err := s.readDocument(body)
+		if err != nil {
+			s.refuse(w, r, id, err, res.AccessKeyID, "request document refused")
+			return
+		}
+		setBody(r, io.NopCloser(bytes.NewReader(doc)), int64(len(doc)))
+		if op.spec.body == bodyCompletion {
+			s.completeUpload(w, r, id, op, doc, res.AccessKeyID)
+			return
+		}
+		s.store.ServeHTTP(w, r)
+	case bodyObject, bodyPart:
+		size := r.ContentLength
+		if res.Decoded {
+			size = res.Body.Length()
+		}
+		switch {
+		case size < 0:
+			s.refuse(w, r, id, s3err.ErrMissingContentLength, res.AccessKeyID, "object of unknown length")
+			return
+		case size > s.limits.MaxObjectSize:
+			s.refuse(w, r, id, s3err.ErrEntityTooLarge.With("the object is %d bytes; this server takes at most %d", size, s.limits.MaxObjectSize),
+				res.AccessKeyID, "object too large")
+			return
+		}
+		if op.spec.body == bodyPart {
+			s.uploadPart(w, r, id, op, body, size, res.AccessKeyID)
+			return
+		}
+		setBody(r, body, size)
+		if res.Body == nil {
+			s.store.ServeHTTP(w, r)
+			return
+		}
+		s.store.ServeHTTP(&guardedWriter{ResponseWriter: w, s: s, r: r, id: id, body: res.Body, key: res.AccessKeyID}, r)
+	}
+}
+
+// setBody gives r a body of n bytes, as the store reads its length: from Content-Length.
+func setBody(r *http.Request, body io.ReadCloser, n int64) {
+	r.Body = body
+	r.ContentLength = n
+	r.Header.Set("Content-Length", strconv.FormatInt(n, 10))
+	r.TransferEncoding = nil
+}
+
+// readDocument reads an XML request document whole, verified: an XML decoder stops at the
+// closing tag and would never reach the end of the body, where the hash is checked.
+func (s *Server) readDocument(body io.Reader) ([]byte, error) {
+	doc, err := io.ReadAll(io.LimitReader(body, maxRequestDocument+1))
+	switch {
+	case err != nil:
+		return nil, err
+	case len(doc) > maxRequestDocument:
+		return nil, s3err.ErrEntityTooLarge.With("request documents are at most %d bytes", maxRequestDocument)
+	}
+	return doc, nil
 }
 
 // requestID numbers the requests of a Server; it is formatted only when an answer or a log
@@ -100,6 +176,11 @@ func (id requestID) String() string {
 // refuse answers with an S3 error and logs why at debug level: the access key ID and the
 // code, never a secret.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, id requestID, err error, accessKeyID, why string) {
+	if r.ContentLength != 0 {
+		// The body may be unread: the connection ends with the answer instead of waiting
+		// for bytes a refused client need not send.
+		w.Header().Set("Connection", "close")
+	}
 	var e *s3err.Error
 	if !errors.As(err, &e) {
 		s.log.Error("s3 request failed", zap.Stringer("request_id", id), zap.String("method", r.Method),

@@ -39,6 +39,14 @@ type Config struct {
 	// Logger receives authentication and authorisation failures at debug level (access key
 	// IDs, never secrets) and store failures at error level; nil discards.
 	Logger *zap.Logger
+	// Limits bound object sizes and what a connection may hold; zero fields take defaults.
+	Limits Limits
+
+	// storeEvents, when set (by tests), receives each line gofakes3 logs: its handlers name
+	// themselves as they start, which tells a test what the store performed.
+	storeEvents func(string)
+	// instrument, when set (by tests), wraps the backend the store works on, to see its calls.
+	instrument func(gofakes3.Backend) gofakes3.Backend
 }
 
 // Server is an S3 endpoint (an http.Handler) backed by gofakes3, with SigV4 authentication
@@ -52,6 +60,13 @@ type Server struct {
 	log      *zap.Logger
 	closers  []func() error
 	reqID    atomic.Uint64
+	limits   Limits
+	http     *http.Server
+	uploads  uploadLocks
+
+	// charged, when set (by tests), is told the operation of every request that reached
+	// authorisation: what the server decided it is, to hold against what the store did.
+	charged func(*operation)
 
 	// mu serialises the Go API's changes; the request path reads keys without it.
 	mu       sync.Mutex
@@ -90,7 +105,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger}
+	s := &Server{cfg: cfg, log: cfg.Logger, limits: cfg.Limits.withDefaults()}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
@@ -113,7 +128,13 @@ func New(cfg Config) (*Server, error) {
 	s.publish()
 	// gofakes3's own skew check uses its clock on x-amz-date; ours runs first with the same
 	// limit, so its check is switched off rather than run twice.
-	s.store = gofakes3.New(s.backend, gofakes3.WithTimeSource(ts), gofakes3.WithTimeSkewLimit(0)).Server()
+	inner := s.backend
+	if cfg.instrument != nil {
+		inner = cfg.instrument(inner)
+	}
+	s.store = gofakes3.New(storeBackend{Backend: inner, maxObjectSize: s.limits.MaxObjectSize},
+		gofakes3.WithTimeSource(ts), gofakes3.WithTimeSkewLimit(0), gofakes3.WithLogger(storeLog{log: s.log, events: cfg.storeEvents})).Server()
+	s.http = s.newHTTPServer()
 	s.verifier = &sigv4.Verifier{
 		Keys:    sigv4.KeyringFunc(s.lookupKey),
 		Region:  cfg.Region,
@@ -215,3 +236,20 @@ var gmt = time.FixedZone("GMT", 0)
 
 func (t timeSource) Now() time.Time                   { return t.now().In(gmt) }
 func (t timeSource) Since(at time.Time) time.Duration { return t.now().Sub(at) }
+
+// storeLog passes gofakes3's log to the server's logger at debug level: it logs every error
+// answer it sends, which are the clients' business, not the operator's.
+type storeLog struct {
+	log    *zap.Logger
+	events func(string)
+}
+
+// Print implements gofakes3.Logger.
+func (l storeLog) Print(level gofakes3.LogLevel, v ...any) {
+	if l.events != nil {
+		l.events(fmt.Sprint(v...))
+	}
+	if ce := l.log.Check(zap.DebugLevel, "object store"); ce != nil {
+		ce.Write(zap.String("level", string(level)), zap.String("message", fmt.Sprint(v...)))
+	}
+}

@@ -85,10 +85,11 @@ func (v *Verifier) headerSignature(r *http.Request, signed []string, key *Key, t
 			// two are equal unless the header was not in canonical form, which then fails.
 			b = t.UTC().AppendFormat(b, amzDateFormat)
 		case h == "content-length":
+			// aws-sdk-go-v2 signs only a positive length, and never an absent one; other
+			// signers (curl's, botocore's) sign the header as sent, zero included.
 			n, err := strconv.ParseInt(r.Header.Get("Content-Length"), 10, 64)
-			if err != nil || n <= 0 {
-				// The signer only signs a positive length; a signed empty or zero one cannot match.
-				return sig, s3err.ErrSignatureDoesNotMatch.With("a signed content-length must be a positive number")
+			if err != nil || n < 0 {
+				return sig, s3err.ErrSignatureDoesNotMatch.With("a signed content-length must be a number")
 			}
 			b = strconv.AppendInt(b, n, 10)
 		case unsignable[h]:
