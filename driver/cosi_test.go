@@ -612,3 +612,99 @@ func TestCOSISecretLookingParametersNeverLeak(t *testing.T) {
 		}
 	}
 }
+
+// recordingBuckets is memdriver's bucket backend keeping every request it receives.
+type recordingBuckets struct {
+	*memdriver.Buckets
+	mu   sync.Mutex
+	seen []any
+}
+
+func (r *recordingBuckets) keep(req any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seen = append(r.seen, req)
+}
+
+func (r *recordingBuckets) CreateBucket(ctx context.Context, req *driver.CreateBucketRequest) (*driver.Bucket, error) {
+	r.keep(req)
+	return r.Buckets.CreateBucket(ctx, req)
+}
+
+func (r *recordingBuckets) GetBucket(ctx context.Context, req *driver.GetBucketRequest) (*driver.Bucket, error) {
+	r.keep(req)
+	return r.Buckets.GetBucket(ctx, req)
+}
+
+func (r *recordingBuckets) DeleteBucket(ctx context.Context, req *driver.DeleteBucketRequest) error {
+	r.keep(req)
+	return r.Buckets.DeleteBucket(ctx, req)
+}
+
+func (r *recordingBuckets) GrantBucketAccess(ctx context.Context, req *driver.GrantBucketAccessRequest) (*driver.BucketAccess, error) {
+	r.keep(req)
+	return r.Buckets.GrantBucketAccess(ctx, req)
+}
+
+func (r *recordingBuckets) RevokeBucketAccess(ctx context.Context, req *driver.RevokeBucketAccessRequest) error {
+	r.keep(req)
+	return r.Buckets.RevokeBucketAccess(ctx, req)
+}
+
+// TestCOSIRequestsPrintRedacted: the requests a bucket backend receives print, JSON-encode and
+// zap-log with the values of secret-looking parameters hidden and their keys shown, as the
+// library's own log does, so a backend that logs its request leaks nothing either.
+func TestCOSIRequestsPrintRedacted(t *testing.T) {
+	const password = "hunter2-in-a-request"
+	rec := &recordingBuckets{Buckets: memdriver.NewBuckets("http://127.0.0.1:9000", "us-east-1")}
+	p := startCOSI(t, bucketConfig(rec))
+	ctx := context.Background()
+	params := map[string]string{"password": password, "tier": "gold"}
+	must := func(_ any, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(p.prov1.DriverCreateBucket(ctx, &cosi1.DriverCreateBucketRequest{Name: "fmt-v1", Parameters: params}))
+	must(p.prov2.DriverCreateBucket(ctx, &cosi2.DriverCreateBucketRequest{Name: "fmt-v2", Parameters: params}))
+	must(p.prov2.DriverGetExistingBucket(ctx, &cosi2.DriverGetExistingBucketRequest{ExistingBucketId: "fmt-v2", Parameters: params}))
+	a1, err := p.prov1.DriverGrantBucketAccess(ctx, &cosi1.DriverGrantBucketAccessRequest{BucketId: "fmt-v1", Name: "ba-fmt-v1",
+		AuthenticationType: cosi1.AuthenticationType_Key, Parameters: params})
+	must(a1, err)
+	a2, err := p.prov2.DriverGrantBucketAccess(ctx, &cosi2.DriverGrantBucketAccessRequest{AccountName: "ba-fmt-v2", Protocol: s3Proto(),
+		AuthenticationType: keyAuth(), Buckets: []*cosi2.DriverGrantBucketAccessRequest_AccessedBucket{rw("fmt-v2")}, Parameters: params})
+	must(a2, err)
+	must(p.prov1.DriverRevokeBucketAccess(ctx, &cosi1.DriverRevokeBucketAccessRequest{BucketId: "fmt-v1", AccountId: a1.GetAccountId(),
+		RevokeAccessContext: params}))
+	must(p.prov2.DriverRevokeBucketAccess(ctx, &cosi2.DriverRevokeBucketAccessRequest{AccountId: a2.GetAccountId(), Protocol: s3Proto(),
+		AuthenticationType: keyAuth(), Buckets: []*cosi2.DriverRevokeBucketAccessRequest_AccessedBucket{{BucketId: "fmt-v2"}}, Parameters: params}))
+	must(p.prov1.DriverDeleteBucket(ctx, &cosi1.DriverDeleteBucketRequest{BucketId: "fmt-v1", DeleteContext: params}))
+	must(p.prov2.DriverDeleteBucket(ctx, &cosi2.DriverDeleteBucketRequest{BucketId: "fmt-v2", Parameters: params}))
+
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	kinds := map[string]bool{}
+	for _, req := range rec.seen {
+		kinds[fmt.Sprintf("%T", req)] = true
+		var zapped syncBuffer
+		zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), &zapped, zap.DebugLevel)).
+			Info("backend", zap.Any("request", req))
+		js, err := json.Marshal(req)
+		if err != nil {
+			t.Fatalf("%T: json: %v", req, err)
+		}
+		for _, form := range []string{fmt.Sprintf("%v", req), fmt.Sprintf("%+v", req), fmt.Sprintf("%#v", req), fmt.Sprintf("%s", req),
+			string(js), zapped.String()} {
+			if strings.Contains(form, password) {
+				t.Errorf("%T printed a secret-looking parameter's value: %s", req, form)
+			}
+			if !strings.Contains(form, "password") || !strings.Contains(form, "gold") {
+				t.Errorf("%T printed without the parameter keys or the harmless values: %s", req, form)
+			}
+		}
+	}
+	if len(kinds) != 5 {
+		t.Errorf("the backend saw %d request types (%v), want all five", len(kinds), kinds)
+	}
+}
