@@ -32,7 +32,21 @@ import (
 // revokes of what is gone answer OK; only a backend's own sentinel becomes a terminal code, so a
 // transient fault never looks final to the sidecar), the answer's shape (exactly the requested
 // buckets, only the requested protocol, the S3 fields the sidecar requires, both halves of a key),
-// and redaction of every credential in logs, errors and panics.
+// and redaction of every credential in logs, errors and panics, and of every parameter value whose
+// key looks secret (see Config.RedactSecretLookingKeys: for COSI it is always on).
+//
+// Bucket and account IDs are opaque keys the backend chooses. The library checks only their shape,
+// 1 to 2048 characters of [A-Za-z0-9._/-], and that alphabet lets "/" and ".." through:
+// "../../etc", "/var/lib", ".", ".." and "a/../.." are all valid IDs. The CO sends back the IDs
+// the backend answered, but also IDs an administrator typed (static provisioning: a Bucket object
+// naming an existing bucket) and IDs of buckets that were never here. So a backend looks every
+// ID it is given up among the ones it issued (a map or database key, a storage API that takes
+// it as a name) and answers ErrNotFound for any other (ErrInvalidArgument for one it can tell is
+// malformed); it never uses an ID as a file path, or as part of one, without first checking that
+// it is one it issued and that it stays inside its own tree. A directory-per-bucket backend that
+// joins the ID onto its root answers a get of "../../../../etc" with OK, grants keys for it, and
+// deletes it. drivertest.COSI sends such IDs to every RPC that takes one and watches a canary
+// directory outside the driver.
 
 // ObjectProtocol is a protocol clients reach a bucket with.
 type ObjectProtocol int
@@ -77,15 +91,21 @@ type BucketProvisioner interface {
 	// the CO calls again on every reconcile. A bucket that exists in the storage but was not
 	// created by this backend is never adopted (ErrAlreadyExists), or a later delete would destroy
 	// someone else's data. Unknown parameters or a protocol it cannot serve are ErrInvalidArgument.
+	// The ID it answers is its own opaque key for the bucket (see Bucket.ID).
 	CreateBucket(ctx context.Context, req *CreateBucketRequest) (*Bucket, error)
-	// DeleteBucket deletes a bucket this backend created; ErrNotFound counts as success.
+	// DeleteBucket deletes a bucket this backend created. req.ID may be one it never issued,
+	// shaped like a path ("../../etc"): look it up among the IDs it issued, never resolve it as a
+	// path, and return ErrNotFound (which counts as success) for any other.
 	DeleteBucket(ctx context.Context, req *DeleteBucketRequest) error
 }
 
 // BucketGetter reports a bucket that exists already, for static provisioning
 // (DriverGetExistingBucket in v1alpha2).
 type BucketGetter interface {
-	// GetBucket returns the bucket with the given ID, ErrNotFound when there is none.
+	// GetBucket returns the bucket with the given ID, ErrNotFound when there is none. The ID is
+	// typed by an administrator, so it may be anything of the ID alphabet, "../../etc" included:
+	// find it among the buckets the storage knows by that name or key, never by resolving it as a
+	// path, and answer ErrNotFound (or ErrInvalidArgument) for an ID that names nothing there.
 	GetBucket(ctx context.Context, req *GetBucketRequest) (*Bucket, error)
 }
 
@@ -96,10 +116,14 @@ type BucketAccessGranter interface {
 	// idempotent by account name: the CO calls it again on every reconcile and writes the answer
 	// into the user's Secret each time, so a repeated compatible call returns the same account ID
 	// and the same credentials, never new keys; an incompatible one (other buckets, modes or
-	// parameters) is ErrAlreadyExists. A bucket that does not exist is ErrNotFound.
+	// parameters) is ErrAlreadyExists. A bucket that does not exist is ErrNotFound, and so is a
+	// bucket ID this backend never issued or found, whatever its shape: a grant for
+	// "../../../../etc" must never issue keys.
 	GrantBucketAccess(ctx context.Context, req *GrantBucketAccessRequest) (*BucketAccess, error)
 	// RevokeBucketAccess removes the account's access, after which its credentials must fail at
-	// once. An account or bucket that is gone counts as success (ErrNotFound answers OK).
+	// once. An account or bucket that is gone counts as success (ErrNotFound answers OK); the
+	// account and bucket IDs may be ones this backend never issued, shaped like paths, and must
+	// touch nothing then.
 	RevokeBucketAccess(ctx context.Context, req *RevokeBucketAccessRequest) error
 }
 
@@ -107,7 +131,8 @@ type BucketAccessGranter interface {
 // can be reached with; a nil protocol means "not over this protocol".
 type Bucket struct {
 	// ID identifies the bucket in later calls; required, at most 2048 characters of
-	// [A-Za-z0-9._/-], and it must never change.
+	// [A-Za-z0-9._/-], and it must never change. It is the backend's opaque key: the CO sends it
+	// back as it is, and sends IDs the backend never answered too (see the package notes on IDs).
 	ID string
 	// S3 is how S3 clients reach the bucket.
 	S3 *S3Bucket
@@ -205,7 +230,8 @@ func (r *CreateBucketRequest) CheckExisting(fingerprint string, existing *Bucket
 
 // GetBucketRequest asks for a bucket that exists already.
 type GetBucketRequest struct {
-	// ID is the bucket's ID as the administrator gave it.
+	// ID is the bucket's ID as the administrator gave it: any 1 to 2048 characters of
+	// [A-Za-z0-9._/-], "/" and ".." included, so never a file path until checked.
 	ID string
 	// Protocols are the protocols the bucket must be reachable with (as in CreateBucketRequest).
 	Protocols []ObjectProtocol
@@ -219,7 +245,8 @@ type GetBucketRequest struct {
 
 // DeleteBucketRequest asks to delete a bucket.
 type DeleteBucketRequest struct {
-	// ID is the bucket to delete.
+	// ID is the bucket to delete: usually one the backend answered, but possibly one it never
+	// issued, of any shape the ID alphabet allows ("../../etc"); never a file path unchecked.
 	ID string
 	// Parameters are the opaque bucket-class parameters (v1alpha1: delete_context).
 	Parameters map[string]string
@@ -277,7 +304,8 @@ func (a AuthenticationType) String() string {
 
 // BucketGrant is one bucket of a grant and what the account may do with it.
 type BucketGrant struct {
-	// BucketID is the bucket.
+	// BucketID is the bucket: an opaque ID, possibly one the backend never issued and shaped like
+	// a path; never a file path unchecked.
 	BucketID string
 	// Mode is the access granted (v1alpha1 has no modes: read-write).
 	Mode BucketAccessMode
@@ -338,7 +366,8 @@ func (r *GrantBucketAccessRequest) CheckExisting(fingerprint string) error {
 // BucketAccess is the answer to a grant.
 type BucketAccess struct {
 	// AccountID identifies the account in RevokeBucketAccess; required, the same on every
-	// repeated grant, at most 2048 characters of [A-Za-z0-9._/-].
+	// repeated grant, at most 2048 characters of [A-Za-z0-9._/-]. Like Bucket.ID, it is the
+	// backend's opaque key.
 	AccountID string
 	// Buckets describe each granted bucket for the granted protocol (S3: endpoint, region,
 	// addressing style), one per requested bucket. The library sends only the granted
@@ -416,7 +445,8 @@ func (c Credentials) MarshalJSON() ([]byte, error) {
 
 // RevokeBucketAccessRequest asks to remove an account's access.
 type RevokeBucketAccessRequest struct {
-	// AccountID is the ID the grant returned.
+	// AccountID is the ID a grant returned, or one the backend never issued, of any shape the ID
+	// alphabet allows; never a file path unchecked.
 	AccountID string
 	// Protocol is the protocol the access was for (0 in v1alpha1, which does not say).
 	Protocol ObjectProtocol
@@ -426,7 +456,8 @@ type RevokeBucketAccessRequest struct {
 	ServiceAccountName string
 	// Parameters are the opaque parameters (v1alpha1: revoke_access_context).
 	Parameters map[string]string
-	// BucketIDs are the buckets whose access is revoked, sorted.
+	// BucketIDs are the buckets whose access is revoked, sorted and without duplicates; opaque
+	// IDs as in BucketGrant.
 	BucketIDs []string
 	// Version is the wire version of the call.
 	Version COSIVersion

@@ -24,6 +24,7 @@ import (
 	"github.com/csikit/csikit/driver"
 	"github.com/csikit/csikit/driver/memdriver"
 	cosi2 "github.com/csikit/csikit/internal/cosi/v1alpha2"
+	"github.com/csikit/csikit/secrets"
 )
 
 // cosiPlugin is a running bucket driver with clients of both wire versions on one socket.
@@ -506,5 +507,204 @@ func TestCredentialsNeverPrint(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// paramEcho is memdriver's bucket backend made careless: told so by the "then" parameter, its
+// create and grant fail or panic with every parameter in the message, as a backend that quotes
+// its input in errors would.
+type paramEcho struct{ *memdriver.Buckets }
+
+func echoParameters(op string, params map[string]string) error {
+	switch params["then"] {
+	case "fail":
+		return fmt.Errorf("%s refused with parameters %v (password %s)", op, params, params["password"])
+	case "panic":
+		panic(fmt.Sprintf("%s: cannot handle parameters %v", op, params))
+	}
+	return nil
+}
+
+func (p paramEcho) CreateBucket(ctx context.Context, req *driver.CreateBucketRequest) (*driver.Bucket, error) {
+	if err := echoParameters("create", req.Parameters); err != nil {
+		return nil, err
+	}
+	return p.Buckets.CreateBucket(ctx, req)
+}
+
+func (p paramEcho) GrantBucketAccess(ctx context.Context, req *driver.GrantBucketAccessRequest) (*driver.BucketAccess, error) {
+	if err := echoParameters("grant", req.Parameters); err != nil {
+		return nil, err
+	}
+	return p.Buckets.GrantBucketAccess(ctx, req)
+}
+
+// TestCOSISecretLookingParametersNeverLeak: COSI annotates no field as secret, so the values of
+// parameters whose keys look secret are hidden in every COSI call without any setting: in the
+// debug log of the request, in error messages and in panic reports, in both wire versions. The
+// keys stay visible.
+func TestCOSISecretLookingParametersNeverLeak(t *testing.T) {
+	const password, token = "hunter2", "t0k3n"
+	p := startCOSI(t, bucketConfig(paramEcho{memdriver.NewBuckets("http://127.0.0.1:9000", "us-east-1")}))
+	ctx := context.Background()
+	with := func(then string) map[string]string {
+		m := map[string]string{"password": password, "token": token}
+		if then != "" {
+			m["then"] = then
+		}
+		return m
+	}
+	type call struct {
+		name string
+		do   func(params map[string]string) error
+	}
+	calls := []call{
+		{"v1alpha1 DriverCreateBucket", func(params map[string]string) error {
+			_, err := p.prov1.DriverCreateBucket(ctx, &cosi1.DriverCreateBucketRequest{Name: "sec-v1", Parameters: params})
+			return err
+		}},
+		{"v1alpha2 DriverCreateBucket", func(params map[string]string) error {
+			_, err := p.prov2.DriverCreateBucket(ctx, &cosi2.DriverCreateBucketRequest{Name: "sec-v2", Protocols: []*cosi2.ObjectProtocol{s3Proto()}, Parameters: params})
+			return err
+		}},
+		{"v1alpha1 DriverGrantBucketAccess", func(params map[string]string) error {
+			_, err := p.prov1.DriverGrantBucketAccess(ctx, &cosi1.DriverGrantBucketAccessRequest{BucketId: "sec-v1", Name: "ba-sec-v1",
+				AuthenticationType: cosi1.AuthenticationType_Key, Parameters: params})
+			return err
+		}},
+		{"v1alpha2 DriverGrantBucketAccess", func(params map[string]string) error {
+			_, err := p.prov2.DriverGrantBucketAccess(ctx, &cosi2.DriverGrantBucketAccessRequest{AccountName: "ba-sec-v2", Protocol: s3Proto(),
+				AuthenticationType: keyAuth(), Buckets: []*cosi2.DriverGrantBucketAccessRequest_AccessedBucket{rw("sec-v2")}, Parameters: params})
+			return err
+		}},
+	}
+	for _, c := range calls {
+		if err := c.do(with("")); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		for _, then := range []string{"fail", "panic"} {
+			err := c.do(with(then))
+			if err == nil {
+				t.Fatalf("%s told to %s answered OK", c.name, then)
+			}
+			if msg := status.Convert(err).Message(); strings.Contains(msg, password) || strings.Contains(msg, token) {
+				t.Errorf("%s told to %s: the error %q holds a parameter value", c.name, then, msg)
+			}
+		}
+	}
+	log := p.log.String()
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, password) || strings.Contains(line, token) {
+			t.Errorf("the value of a secret-looking parameter reached the log: %s", line)
+		}
+	}
+	// Redaction keeps the keys: the operator sees which parameters were sent.
+	for _, method := range []string{"DriverCreateBucket", "DriverGrantBucketAccess"} {
+		n := 0
+		for _, line := range strings.Split(log, "\n") {
+			if strings.Contains(line, `"msg":"request"`) && strings.Contains(line, `"method":"`+method+`"`) &&
+				strings.Contains(line, `"password":"`+secrets.Placeholder+`"`) && strings.Contains(line, `"token":"`+secrets.Placeholder+`"`) {
+				n++
+			}
+		}
+		if n != 6 { // three calls in each version
+			t.Errorf("%d debug lines of %s requests show the keys password and token with hidden values, want 6", n, method)
+		}
+	}
+}
+
+// recordingBuckets is memdriver's bucket backend keeping every request it receives.
+type recordingBuckets struct {
+	*memdriver.Buckets
+	mu   sync.Mutex
+	seen []any
+}
+
+func (r *recordingBuckets) keep(req any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seen = append(r.seen, req)
+}
+
+func (r *recordingBuckets) CreateBucket(ctx context.Context, req *driver.CreateBucketRequest) (*driver.Bucket, error) {
+	r.keep(req)
+	return r.Buckets.CreateBucket(ctx, req)
+}
+
+func (r *recordingBuckets) GetBucket(ctx context.Context, req *driver.GetBucketRequest) (*driver.Bucket, error) {
+	r.keep(req)
+	return r.Buckets.GetBucket(ctx, req)
+}
+
+func (r *recordingBuckets) DeleteBucket(ctx context.Context, req *driver.DeleteBucketRequest) error {
+	r.keep(req)
+	return r.Buckets.DeleteBucket(ctx, req)
+}
+
+func (r *recordingBuckets) GrantBucketAccess(ctx context.Context, req *driver.GrantBucketAccessRequest) (*driver.BucketAccess, error) {
+	r.keep(req)
+	return r.Buckets.GrantBucketAccess(ctx, req)
+}
+
+func (r *recordingBuckets) RevokeBucketAccess(ctx context.Context, req *driver.RevokeBucketAccessRequest) error {
+	r.keep(req)
+	return r.Buckets.RevokeBucketAccess(ctx, req)
+}
+
+// TestCOSIRequestsPrintRedacted: the requests a bucket backend receives print, JSON-encode and
+// zap-log with the values of secret-looking parameters hidden and their keys shown, as the
+// library's own log does, so a backend that logs its request leaks nothing either.
+func TestCOSIRequestsPrintRedacted(t *testing.T) {
+	const password = "hunter2-in-a-request"
+	rec := &recordingBuckets{Buckets: memdriver.NewBuckets("http://127.0.0.1:9000", "us-east-1")}
+	p := startCOSI(t, bucketConfig(rec))
+	ctx := context.Background()
+	params := map[string]string{"password": password, "tier": "gold"}
+	must := func(_ any, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(p.prov1.DriverCreateBucket(ctx, &cosi1.DriverCreateBucketRequest{Name: "fmt-v1", Parameters: params}))
+	must(p.prov2.DriverCreateBucket(ctx, &cosi2.DriverCreateBucketRequest{Name: "fmt-v2", Parameters: params}))
+	must(p.prov2.DriverGetExistingBucket(ctx, &cosi2.DriverGetExistingBucketRequest{ExistingBucketId: "fmt-v2", Parameters: params}))
+	a1, err := p.prov1.DriverGrantBucketAccess(ctx, &cosi1.DriverGrantBucketAccessRequest{BucketId: "fmt-v1", Name: "ba-fmt-v1",
+		AuthenticationType: cosi1.AuthenticationType_Key, Parameters: params})
+	must(a1, err)
+	a2, err := p.prov2.DriverGrantBucketAccess(ctx, &cosi2.DriverGrantBucketAccessRequest{AccountName: "ba-fmt-v2", Protocol: s3Proto(),
+		AuthenticationType: keyAuth(), Buckets: []*cosi2.DriverGrantBucketAccessRequest_AccessedBucket{rw("fmt-v2")}, Parameters: params})
+	must(a2, err)
+	must(p.prov1.DriverRevokeBucketAccess(ctx, &cosi1.DriverRevokeBucketAccessRequest{BucketId: "fmt-v1", AccountId: a1.GetAccountId(),
+		RevokeAccessContext: params}))
+	must(p.prov2.DriverRevokeBucketAccess(ctx, &cosi2.DriverRevokeBucketAccessRequest{AccountId: a2.GetAccountId(), Protocol: s3Proto(),
+		AuthenticationType: keyAuth(), Buckets: []*cosi2.DriverRevokeBucketAccessRequest_AccessedBucket{{BucketId: "fmt-v2"}}, Parameters: params}))
+	must(p.prov1.DriverDeleteBucket(ctx, &cosi1.DriverDeleteBucketRequest{BucketId: "fmt-v1", DeleteContext: params}))
+	must(p.prov2.DriverDeleteBucket(ctx, &cosi2.DriverDeleteBucketRequest{BucketId: "fmt-v2", Parameters: params}))
+
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	kinds := map[string]bool{}
+	for _, req := range rec.seen {
+		kinds[fmt.Sprintf("%T", req)] = true
+		var zapped syncBuffer
+		zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), &zapped, zap.DebugLevel)).
+			Info("backend", zap.Any("request", req))
+		js, err := json.Marshal(req)
+		if err != nil {
+			t.Fatalf("%T: json: %v", req, err)
+		}
+		for _, form := range []string{fmt.Sprintf("%v", req), fmt.Sprintf("%+v", req), fmt.Sprintf("%#v", req), fmt.Sprintf("%s", req),
+			string(js), zapped.String()} {
+			if strings.Contains(form, password) {
+				t.Errorf("%T printed a secret-looking parameter's value: %s", req, form)
+			}
+			if !strings.Contains(form, "password") || !strings.Contains(form, "gold") {
+				t.Errorf("%T printed without the parameter keys or the harmless values: %s", req, form)
+			}
+		}
+	}
+	if len(kinds) != 5 {
+		t.Errorf("the backend saw %d request types (%v), want all five", len(kinds), kinds)
 	}
 }

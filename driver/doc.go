@@ -12,9 +12,11 @@
 // VolumeModifier, VolumeHealthGetter, VolumeHealthLister on a controller; NodeStager,
 // VolumeStatsReporter, NodeExpander, NodeVolumeHealthGetter, StorageHealthReporter on a node;
 // Prober on any. Method names are unique across all interfaces, so one value can be controller and
-// node at once. New refuses a value that has a method named like an optional interface's but does
-// not implement that interface (a wrong signature, a missing sibling), because the capability
-// would otherwise silently disappear.
+// node at once. New refuses a backend of any kind (Controller, Node, GroupController,
+// SnapshotMetadata, VolumeGroups, Buckets) that has a method named like one of its optional
+// interfaces' but does not implement that interface (a wrong signature, a missing sibling),
+// naming the interface and the signature it expects, because the capability would otherwise
+// silently disappear.
 //
 // # Capabilities
 //

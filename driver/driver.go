@@ -81,8 +81,16 @@ type Config struct {
 
 	// Logger receives one line per call (info) and redacted payloads (debug). Nil logs nothing.
 	Logger *zap.Logger
-	// RedactSecretLookingKeys also hides parameter and context values whose keys look like secrets
-	// (password, token, ...), because users do put secrets in StorageClass parameters.
+	// RedactSecretLookingKeys also hides, in the CSI and volume-group calls, parameter and context
+	// values whose keys look like secrets (password, token, ...; see secrets.LooksSecret), because
+	// users do put secrets in StorageClass parameters. The fields those protos annotate as secret
+	// are hidden either way.
+	//
+	// COSI calls always hide them, whatever this says, and nothing turns that off: COSI's protos
+	// annotate no field as secret, so for a BucketClass or BucketAccessClass parameter such as
+	// "password" the key is the only sign there is. The cost is a harmless value whose key merely
+	// looks secret ("tokenBucketSize") shown as hidden in a debug line; the key itself is always
+	// logged.
 	RedactSecretLookingKeys bool
 	// Locker serialises calls on one resource. Nil means an in-memory lock table.
 	Locker idempotency.Locker
@@ -142,9 +150,13 @@ type Driver struct {
 	tokens *pagetoken.Codec
 	log    *zap.Logger
 	locker idempotency.Locker
-	// redactor hides secrets in logs and scrubs them from error messages, with the same rules
-	// everywhere (including the secret-looking-key heuristic when it is on).
+	// redactor hides secrets in the logs of CSI and volume-group calls and scrubs them from their
+	// error messages and panic reports, with the same rules everywhere (including the
+	// secret-looking-key heuristic when Config.RedactSecretLookingKeys is on).
 	redactor *secrets.Redactor
+	// cosiRedactor does the same for every COSI call, with the heuristic always on: COSI marks no
+	// field secret, so a parameter's key is all there is to go by (see redactorFor).
+	cosiRedactor *secrets.Redactor
 
 	metrics *metrics.Metrics
 	ready   httpserve.Readiness
@@ -177,7 +189,8 @@ func New(cfg Config) (*Driver, error) {
 		return nil, err
 	}
 	d := &Driver{cfg: cfg, b: discover(&cfg), log: cfg.Logger,
-		redactor: secrets.NewRedactor(secrets.WithHeuristic(cfg.RedactSecretLookingKeys))}
+		redactor:     secrets.NewRedactor(secrets.WithHeuristic(cfg.RedactSecretLookingKeys)),
+		cosiRedactor: secrets.NewRedactor(secrets.WithHeuristic(true))}
 	if d.log == nil {
 		d.log = zap.NewNop()
 	}

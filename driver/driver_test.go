@@ -553,6 +553,13 @@ type proberWithWrongSignature struct{ minimal }
 
 func (proberWithWrongSignature) Probe(context.Context) bool { return true }
 
+// grantByValue answers its grant by value where driver.BucketAccessGranter answers a pointer.
+type grantByValue struct{ *memdriver.Buckets }
+
+func (grantByValue) GrantBucketAccess(context.Context, *driver.GrantBucketAccessRequest) (driver.BucketAccess, error) {
+	return driver.BucketAccess{}, nil
+}
+
 func TestNewRefusesABackendThatAlmostImplementsAnInterface(t *testing.T) {
 	tests := []struct {
 		name string
@@ -565,6 +572,9 @@ func TestNewRefusesABackendThatAlmostImplementsAnInterface(t *testing.T) {
 			[]string{"Config.Controller", "driver.VolumeLister", "ListVolumes is (context.Context, *driver.ListVolumesRequest) ([]*driver.VolumeEntry, error), want (context.Context, *driver.ListVolumesRequest) ([]driver.VolumeEntry, error)"}},
 		{"probe with the wrong signature", driver.Config{Controller: proberWithWrongSignature{}},
 			[]string{"driver.Prober", "Probe is (context.Context) bool"}},
+		{"a bucket grant answering a value", driver.Config{Buckets: grantByValue{memdriver.NewBuckets("e", "r")},
+			BucketProtocols: []driver.ObjectProtocol{driver.ProtocolS3}},
+			[]string{"Config.Buckets", "driver.BucketAccessGranter", "GrantBucketAccess is (context.Context, *driver.GrantBucketAccessRequest) (driver.BucketAccess, error), want (context.Context, *driver.GrantBucketAccessRequest) (*driver.BucketAccess, error)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

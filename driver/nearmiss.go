@@ -38,27 +38,39 @@ func containsType(ts []reflect.Type, t reflect.Type) bool {
 	return false
 }
 
+// backendKind is a Config field that holds a backend, with the service whose optional interfaces
+// are looked for on it.
+type backendKind struct {
+	field string
+	svc   service
+	of    func(*Config) any
+}
+
+// backendKinds lists every Config field that holds a backend. Config.Prober is not one of them:
+// it is typed Prober, so it cannot almost implement it, and nothing else is looked for on it.
+// TestBackendKindsCoverEveryBackendField keeps the list complete, so a new kind of backend is
+// checked from the start.
+var backendKinds = []backendKind{
+	{"Controller", svcController, func(c *Config) any { return c.Controller }},
+	{"Node", svcNode, func(c *Config) any { return c.Node }},
+	{"GroupController", svcGroupController, func(c *Config) any { return c.GroupController }},
+	{"SnapshotMetadata", svcSnapshotMetadata, func(c *Config) any { return c.SnapshotMetadata }},
+	{"VolumeGroups", svcVolumeGroup, func(c *Config) any { return c.VolumeGroups }},
+	{"Buckets", svcCOSIProvisioner, func(c *Config) any { return c.Buckets }},
+}
+
 // checkNearMisses reports every optional interface a configured backend means to implement but
 // does not.
 func checkNearMisses(cfg *Config) error {
 	var problems []string
-	for _, b := range []struct {
-		field string
-		svc   service
-		v     any
-	}{
-		{"Controller", svcController, cfg.Controller},
-		{"Node", svcNode, cfg.Node},
-		{"GroupController", svcGroupController, cfg.GroupController},
-		{"SnapshotMetadata", svcSnapshotMetadata, cfg.SnapshotMetadata},
-		{"VolumeGroups", svcVolumeGroup, cfg.VolumeGroups},
-	} {
-		if b.v == nil {
+	for _, k := range backendKinds {
+		v := k.of(cfg)
+		if v == nil {
 			continue
 		}
-		for _, it := range optionalInterfaces(b.svc) {
-			if p := nearMiss(reflect.TypeOf(b.v), it); p != "" {
-				problems = append(problems, fmt.Sprintf("Config.%s (%T): %s", b.field, b.v, p))
+		for _, it := range optionalInterfaces(k.svc) {
+			if p := nearMiss(reflect.TypeOf(v), it); p != "" {
+				problems = append(problems, fmt.Sprintf("Config.%s (%T): %s", k.field, v, p))
 			}
 		}
 	}

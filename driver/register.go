@@ -17,6 +17,7 @@ import (
 	"github.com/csikit/csikit/middleware/sanitize"
 	"github.com/csikit/csikit/middleware/tracing"
 	"github.com/csikit/csikit/middleware/validation"
+	"github.com/csikit/csikit/secrets"
 )
 
 // The library's policy runs inside every method it registers, not in server options, so no way of
@@ -90,7 +91,8 @@ func (d *Driver) spec(desc *grpc.ServiceDesc, method string) *rpcSpec {
 	return &rpcSpec{name: rpc(method), service: service(desc.ServiceName), unknown: true, unsupported: codes.InvalidArgument}
 }
 
-// frontUnary and frontStream are the interceptors before the gate, shared by every method.
+// frontUnary and frontStream are the interceptors before the gate, the same for every method but
+// for the redactor, which is the service's (redactorFor).
 // Metrics, when on, sit inside recovery (a panic is counted as INTERNAL and the in-flight gauge
 // stays balanced) and outside sanitising, the gate, validation and locking (the code recorded is
 // the one the CO gets, UNIMPLEMENTED, INVALID_ARGUMENT and ABORTED included).
@@ -98,10 +100,10 @@ func (d *Driver) spec(desc *grpc.ServiceDesc, method string) *rpcSpec {
 // There is no request ID interceptor of its own: recovery attaches the ID (requestid.Ensure, its
 // default) before anything after it runs, so a separate interceptor in front of it would only look
 // the ID up again, at the cost of one more level on every call.
-func (d *Driver) frontUnary() []grpc.UnaryServerInterceptor {
+func (d *Driver) frontUnary(r *secrets.Redactor) []grpc.UnaryServerInterceptor {
 	ics := []grpc.UnaryServerInterceptor{
-		recovery.UnaryServerInterceptor(recovery.WithLogger(d.log), recovery.WithScrubber(d.redactor.ScrubAny)),
-		logging.UnaryServerInterceptor(d.log, logging.WithRedactor(d.redactor), logging.WithTraceID(tracing.TraceID)),
+		recovery.UnaryServerInterceptor(recovery.WithLogger(d.log), recovery.WithScrubber(r.ScrubAny)),
+		logging.UnaryServerInterceptor(d.log, logging.WithRedactor(r), logging.WithTraceID(tracing.TraceID)),
 	}
 	if span := tracing.UnarySpanInterceptor(d.tracer()); span != nil {
 		// Outermost: every step, the log lines' trace_id included, runs inside the call's span.
@@ -110,13 +112,13 @@ func (d *Driver) frontUnary() []grpc.UnaryServerInterceptor {
 	if d.metrics != nil {
 		ics = append(ics, d.metrics.UnaryServerInterceptor())
 	}
-	return append(ics, sanitize.UnaryServerInterceptor(sanitize.WithScrubber(d.redactor.ScrubAny)))
+	return append(ics, sanitize.UnaryServerInterceptor(sanitize.WithScrubber(r.ScrubAny)))
 }
 
-func (d *Driver) frontStream() []grpc.StreamServerInterceptor {
+func (d *Driver) frontStream(r *secrets.Redactor) []grpc.StreamServerInterceptor {
 	ics := []grpc.StreamServerInterceptor{
-		recovery.StreamServerInterceptor(recovery.WithLogger(d.log), recovery.WithScrubber(d.redactor.ScrubAny)),
-		logging.StreamServerInterceptor(d.log, logging.WithRedactor(d.redactor), logging.WithTraceID(tracing.TraceID)),
+		recovery.StreamServerInterceptor(recovery.WithLogger(d.log), recovery.WithScrubber(r.ScrubAny)),
+		logging.StreamServerInterceptor(d.log, logging.WithRedactor(r), logging.WithTraceID(tracing.TraceID)),
 	}
 	if span := tracing.StreamSpanInterceptor(d.tracer()); span != nil {
 		ics = append([]grpc.StreamServerInterceptor{span}, ics...)
@@ -124,7 +126,17 @@ func (d *Driver) frontStream() []grpc.StreamServerInterceptor {
 	if d.metrics != nil {
 		ics = append(ics, d.metrics.StreamServerInterceptor())
 	}
-	return append(ics, sanitize.StreamServerInterceptor(sanitize.WithScrubber(d.redactor.ScrubAny)))
+	return append(ics, sanitize.StreamServerInterceptor(sanitize.WithScrubber(r.ScrubAny)))
+}
+
+// redactorFor is the redactor of a service's calls: every COSI call hides the values of
+// secret-looking keys whatever Config.RedactSecretLookingKeys says, since COSI's protos mark no
+// field secret and BucketClass parameters carry passwords as readily as StorageClass ones.
+func (d *Driver) redactorFor(svc service) *secrets.Redactor {
+	if svc.isCOSI() {
+		return d.cosiRedactor
+	}
+	return d.redactor
 }
 
 // gate is the UNIMPLEMENTED answer for an RPC the plugin does not serve, or nil.
@@ -150,7 +162,7 @@ func (d *Driver) gate(s *rpcSpec) error {
 }
 
 func (d *Driver) unaryHandler(s *rpcSpec, h grpc.MethodHandler) grpc.MethodHandler {
-	ics := d.frontUnary()
+	ics := d.frontUnary(d.redactorFor(s.service))
 	ics = append(ics, gateUnary(s.name, d.gate(s)),
 		validation.UnaryServerInterceptor(validation.WithResponseChecks(d.cfg.CheckResponses)),
 		// Valid requests only: the span gets the request's resource IDs (nothing when not
@@ -193,7 +205,7 @@ func undecodable(r rpc, reason string) error {
 }
 
 func (d *Driver) streamHandler(s *rpcSpec, desc grpc.StreamDesc) grpc.StreamHandler {
-	front := chainStream(d.frontStream())
+	front := chainStream(d.frontStream(d.redactorFor(s.service)))
 	inner := chainStream(append([]grpc.StreamServerInterceptor{
 		validation.StreamServerInterceptor(validation.WithResponseChecks(d.cfg.CheckResponses)),
 		tracing.StreamServerInterceptor(),

@@ -89,6 +89,17 @@ const (
 	svcCOSIProvisionerV1alpha2 service = "sigs.k8s.io.cosi.v1alpha2.Provisioner"
 )
 
+// isCOSI reports whether svc is a COSI service, version-neutral or of a wire version (an RPC
+// without a table entry carries the wire service's name).
+func (svc service) isCOSI() bool {
+	switch svc {
+	case svcCOSIIdentity, svcCOSIProvisioner, svcCOSIIdentityV1alpha1, svcCOSIProvisionerV1alpha1,
+		svcCOSIIdentityV1alpha2, svcCOSIProvisionerV1alpha2:
+		return true
+	}
+	return false
+}
+
 // rpcSpec is everything the library knows about one RPC apart from its handler. It is written once,
 // in rpcTable, and drives discovery (which backend interface serves it), the capabilities
 // advertised, the UNIMPLEMENTED answers, the in-flight locks and the per-RPC error table. Adding an

@@ -150,3 +150,21 @@ func TestLockKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryCOSIServiceIsRedactedAsCOSI: redactorFor gives COSI calls the redactor that always
+// hides secret-looking parameter values. Every COSI entry and every wire service carrying one
+// (the names an RPC without an entry is registered under) must be recognised, and no CSI
+// service may be.
+func TestEveryCOSIServiceIsRedactedAsCOSI(t *testing.T) {
+	for _, s := range rpcTable {
+		cosi := len(s.wire) > 0
+		if got := s.service.isCOSI(); got != cosi {
+			t.Errorf("%s of %s: isCOSI = %v, want %v", s.name, s.service, got, cosi)
+		}
+		for _, w := range s.wire {
+			if !w.isCOSI() {
+				t.Errorf("wire service %s of %s is not recognised as COSI", w, s.name)
+			}
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,7 @@ type fakeT struct {
 type fakeRoot struct {
 	mu     sync.Mutex
 	events []fakeEvent
+	ran    []string // every (sub)test started, by full name
 }
 
 type fakeEvent struct{ test, kind, msg string }
@@ -76,6 +78,9 @@ func (f *fakeT) Failed() bool      { return f.failed.Load() }
 
 func (f *fakeT) Run(name string, fn func(t reporter)) bool {
 	child := &fakeT{name: strings.TrimPrefix(f.name+"/"+name, "/"), parent: f, root: f.root, scrub: f.scrub}
+	f.root.mu.Lock()
+	f.root.ran = append(f.root.ran, child.name)
+	f.root.mu.Unlock()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -88,6 +93,13 @@ func (f *fakeT) Run(name string, fn func(t reporter)) bool {
 	}()
 	<-done
 	return !child.Failed()
+}
+
+// ranTest reports whether a (sub)test of that full name was started.
+func (f *fakeT) ranTest(name string) bool {
+	f.root.mu.Lock()
+	defer f.root.mu.Unlock()
+	return slices.Contains(f.root.ran, name)
 }
 
 // failures returns the tests that reported an error or a fatal, with their messages.

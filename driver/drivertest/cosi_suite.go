@@ -133,6 +133,7 @@ var cosiChecks = []cosiCheck{
 	{"granted credentials work and stop working at revoke", "", checkCredentialsWork},
 	{"concurrent identical DriverCreateBucket calls answer one bucket or ABORTED", "", checkConcurrentCreate},
 	{"concurrent identical DriverGrantBucketAccess calls answer one account and credentials or ABORTED", "", checkConcurrentGrant},
+	{"IDs shaped like paths are NOT_FOUND or INVALID_ARGUMENT and change nothing outside the driver", "", checkHostileIDs},
 	{"no credential appears in a log line, an error, another answer or a panic report", "", checkCanary},
 	{"terminal codes appear only where the COSI error table puts them", "", checkTerminalCodes},
 }

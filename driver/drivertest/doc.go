@@ -135,6 +135,17 @@
 //     stop working at revoke.
 //   - Concurrency: identical creates, and identical grants, sent at once each answer the same
 //     bucket (account and credentials) or ABORTED, never two different ones.
+//   - IDs shaped like paths: bucket and account IDs are opaque keys, but their alphabet
+//     ([A-Za-z0-9._/-]) lets "/" and ".." through, and the CO sends IDs the driver never issued.
+//     The suite makes a canary directory in a fresh temporary directory and sends IDs that lead
+//     to it or to a file in it from any root (many "../" and its path, its absolute path, behind
+//     "./" and "a/../..", with "/sub/.." after it) to every RPC that takes an ID: get and grant
+//     must answer NOT_FOUND or INVALID_ARGUMENT, delete and revoke OK (nothing there) or
+//     INVALID_ARGUMENT, and after every call the canary must be unchanged. Get is also sent ".",
+//     "..", "a/../..", "/" and other names of a real bucket ("./" and "x/../" before its ID).
+//     Delete and revoke are only ever sent IDs that lead into the canary, so a driver that fails
+//     the check damages nothing else. A driver in another filesystem (COSIEndpoint against a
+//     container) cannot reach the canary; its answers are judged all the same.
 //   - Terminal codes: INVALID_ARGUMENT, ALREADY_EXISTS, UNIMPLEMENTED and OUT_OF_RANGE are final
 //     for the sidecar, so they may appear only where the COSI error table puts them; every call
 //     the suite makes is checked.
