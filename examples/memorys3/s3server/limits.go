@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/johannesboyne/gofakes3"
@@ -128,15 +128,45 @@ func (w idleWriter) Write(p []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the connection.
 func (w idleWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// chunkSize is the unit in which bodies are buffered: allocations follow the bytes that
-// arrived, never a length the client declared.
-const chunkSize = 64 << 10
+// Bodies are buffered in chunks that grow as the bytes arrive: the first holds 64 KiB, each
+// next one twice what arrived so far, up to 1 MiB. Allocation therefore follows the bytes that
+// arrived (at most twice them), never a length the client declared; and a large body is read
+// in large slices, since a read lands in the free part of the current chunk and 64 KiB reads
+// cost a 1 MiB upload a sixth more time in read calls than the store's own single buffer.
+const (
+	minChunkShift = 16 // 64 KiB
+	maxChunkShift = 20 // 1 MiB
+)
 
-var chunkPool = sync.Pool{New: func() any { return new([chunkSize]byte) }}
+// chunkFree keeps spare chunks of each size (by size shift minus minChunkShift), at most
+// 4 MiB of each: a free list rather than a sync.Pool, which the collector empties every cycle,
+// and an upload every cycle would then pay for zeroing fresh chunks.
+var chunkFree = func() (f [maxChunkShift - minChunkShift + 1]chan []byte) {
+	for i := range f {
+		f[i] = make(chan []byte, (4<<20)>>(minChunkShift+i))
+	}
+	return f
+}()
+
+func getChunk(shift int) []byte {
+	select {
+	case c := <-chunkFree[shift-minChunkShift]:
+		return c
+	default:
+		return make([]byte, 1<<shift)
+	}
+}
+
+func putChunk(c []byte) {
+	select {
+	case chunkFree[bits.Len(uint(cap(c)))-1-minChunkShift] <- c[:cap(c)]:
+	default: // enough spares of this size
+	}
+}
 
 // spool holds a body read in pooled chunks.
 type spool struct {
-	chunks []*[chunkSize]byte
+	chunks [][]byte // each filled to its length but the last, which holds n minus the others
 	n      int64
 }
 
@@ -151,15 +181,19 @@ var (
 // short by its connection errTooShort. Other errors from r (a failed signature or checksum
 // among them) are returned as they are.
 func (s *spool) fill(r io.Reader, limit int64) error {
+	var cur []byte // the last chunk's free part
 	for {
-		if s.n%chunkSize == 0 {
+		if len(cur) == 0 {
 			if s.n > limit {
 				return errTooLong
 			}
-			s.chunks = append(s.chunks, chunkPool.Get().(*[chunkSize]byte))
+			shift := min(max(bits.Len64(uint64(s.n)), minChunkShift), maxChunkShift)
+			c := getChunk(shift)
+			s.chunks = append(s.chunks, c)
+			cur = c
 		}
-		c := s.chunks[len(s.chunks)-1]
-		n, err := r.Read(c[s.n%chunkSize:])
+		n, err := r.Read(cur)
+		cur = cur[n:]
 		s.n += int64(n)
 		if s.n > limit {
 			return errTooLong
@@ -180,17 +214,17 @@ func (s *spool) reader() io.Reader {
 	rs := make([]io.Reader, 0, len(s.chunks))
 	rest := s.n
 	for _, c := range s.chunks {
-		n := min(rest, chunkSize)
+		n := min(rest, int64(len(c)))
 		rs = append(rs, bytes.NewReader(c[:n]))
 		rest -= n
 	}
 	return io.MultiReader(rs...)
 }
 
-// release returns the chunks to the pool; the spool is empty afterwards.
+// release returns the chunks to their pools; the spool is empty afterwards.
 func (s *spool) release() {
 	for _, c := range s.chunks {
-		chunkPool.Put(c)
+		putChunk(c)
 	}
 	s.chunks, s.n = nil, 0
 }
