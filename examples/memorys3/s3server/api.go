@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"maps"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/johannesboyne/gofakes3"
+	"go.uber.org/zap"
 )
 
 // Mode is what a grant lets an access key do in one bucket.
@@ -66,8 +68,13 @@ type Account struct {
 	Name string
 	// Credentials are the account's keys; the same for every grant of the same name.
 	Credentials Credentials
-	// Buckets maps each granted bucket to its mode.
+	// Buckets maps each bucket the keys reach now to its mode: the granted buckets not deleted
+	// since they were granted. With none, the keys do not authenticate (InvalidAccessKeyId)
+	// until a grant gives the account buckets again.
 	Buckets map[string]Mode
+	// Granted is what the grants asked for, less what was revoked: Buckets and the buckets
+	// deleted since, which stay here so that a repeated grant is recognised as the same one.
+	Granted map[string]Mode
 }
 
 // Errors of the Go API. They are wrapped with context; test with errors.Is.
@@ -81,23 +88,57 @@ var (
 	ErrInvalidArgument = errors.New("invalid argument")
 	// ErrClosed: the server has been closed.
 	ErrClosed = errors.New("server closed")
+	// ErrBucketClaimed: the bucket was created for another name (CreateBucketFor).
+	ErrBucketClaimed = errors.New("bucket was created for another name")
 )
 
-// CreateBucket creates a bucket. It is idempotent for buckets this server created: creating
-// one again succeeds and changes nothing. A bucket that exists in the store without being
-// recorded as this server's (made another way, or left by another tool in a shared state
-// directory) is refused with ErrBucketNotOwned, never adopted. Names follow S3's rules (3-63
-// characters of lower-case letters, digits, '-' and '.'); others are ErrInvalidArgument.
+// CreateBucket creates a bucket for its own name: CreateBucketFor(ctx, name, name).
 func (s *Server) CreateBucket(ctx context.Context, name string) error {
+	return s.CreateBucketFor(ctx, name, name)
+}
+
+// CreateBucketFor creates the bucket name on behalf of createdFor, the name the caller knows
+// it by (a COSI driver passes the COSI bucket name it mapped to name), and records that name
+// with the bucket. It is idempotent for the same createdFor: creating the bucket again
+// succeeds and changes nothing. A bucket recorded for another name is ErrBucketClaimed, so two
+// names that map to one bucket name (a hash collision, or a mapping that is not injective)
+// never share a bucket; a bucket recorded before names were recorded is claimed by the first
+// CreateBucketFor after the upgrade. A bucket whose deletion was interrupted is deleted first
+// (its objects, uploads and grants are not inherited) and then created afresh. A bucket that
+// exists in the store without being recorded as this server's (made another way, or left by
+// another tool in a shared state directory) is refused with ErrBucketNotOwned, never adopted.
+// Names follow S3's rules (3-63 characters of lower-case letters, digits, '-' and '.');
+// others, and an empty createdFor, are ErrInvalidArgument.
+func (s *Server) CreateBucketFor(ctx context.Context, name, createdFor string) error {
 	if err := gofakes3.ValidateBucketName(name); err != nil {
 		return fmt.Errorf("bucket name %q: %w", name, ErrInvalidArgument)
+	}
+	if createdFor == "" {
+		return fmt.Errorf("bucket %s: created for an empty name: %w", name, ErrInvalidArgument)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return ErrClosed
 	}
-	if _, ours := s.buckets[name]; !ours {
+	rec, ours := s.buckets[name]
+	if ours && rec.Deleting {
+		if err := s.finishDelete(name); err != nil {
+			return fmt.Errorf("create bucket %s: finish its interrupted deletion: %w", name, err)
+		}
+		ours = false
+	}
+	switch {
+	case ours && rec.CreatedFor == createdFor:
+	case ours && rec.CreatedFor != "":
+		return fmt.Errorf("create bucket %s for %q: %w", name, createdFor, ErrBucketClaimed)
+	case ours: // recorded before names were: the first claimant after the upgrade keeps it
+		rec.CreatedFor = createdFor
+		if err := s.state.commit(change{putBuckets: map[string]bucketRecord{name: rec}}); err != nil {
+			return fmt.Errorf("record bucket %s: %w", name, err)
+		}
+		s.buckets[name] = rec
+	default:
 		exists, err := s.backend.BucketExists(name)
 		if err != nil {
 			return fmt.Errorf("look up bucket %s: %w", name, err)
@@ -108,7 +149,7 @@ func (s *Server) CreateBucket(ctx context.Context, name string) error {
 		// Record ownership before creating: a crash in between leaves a record without a
 		// bucket, which the retry completes; the other order would leave a foreign-looking
 		// bucket that no retry could ever claim.
-		rec := bucketRecord{Created: s.now().UTC()}
+		rec := bucketRecord{Created: s.now().UTC(), CreatedFor: createdFor}
 		if err := s.state.commit(change{putBuckets: map[string]bucketRecord{name: rec}}); err != nil {
 			return fmt.Errorf("record bucket %s: %w", name, err)
 		}
@@ -129,10 +170,18 @@ func (s *Server) CreateBucket(ctx context.Context, name string) error {
 	return nil
 }
 
-// DeleteBucket deletes a bucket this server created, with every object in it (COSI's Delete
-// deletion policy), and removes it from every grant, so a later bucket of the same name does
-// not inherit old keys. Deleting a bucket that does not exist succeeds; deleting one this
-// server did not create is ErrBucketNotOwned.
+// DeleteBucket deletes a bucket this server created, with every object and upload in it
+// (COSI's Delete deletion policy), and takes it out of every grant in force, so a later
+// bucket of the same name is reachable only through a new grant. Deleting a bucket that does
+// not exist succeeds; deleting one this server did not create is ErrBucketNotOwned.
+//
+// The steps are ordered so that a crash between any two leaves nothing reachable: first, in
+// one commit of the access state, the record is marked as being deleted and every grant in
+// force loses the bucket (keys lose access before any data goes); then its uploads are
+// aborted and the bucket is deleted from the store with its objects; then the record goes.
+// A record marked as being deleted makes the bucket not found to Bucket and GrantAccess, and
+// the deletion is finished by a retried DeleteBucket, by CreateBucket of the name, and at
+// start-up.
 func (s *Server) DeleteBucket(ctx context.Context, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -149,15 +198,24 @@ func (s *Server) DeleteBucket(ctx context.Context, name string) error {
 		}
 		return nil
 	}
-	// Uploads in progress, objects and bucket first, then the record: a crash in between
-	// leaves a record whose bucket is gone, which the retry cleans up.
-	if err := s.abortUploads(name); err != nil {
-		return fmt.Errorf("delete bucket %s: %w", name, err)
-	}
-	if err := s.emptyAndDelete(name); err != nil {
+	if err := s.beginDelete(name); err != nil {
 		return err
 	}
-	ch := change{delBuckets: []string{name}, putAccounts: map[string]accountRecord{}}
+	if s.stopAfter(deleteBegun) {
+		return errSimulatedCrash
+	}
+	return s.finishDelete(name)
+}
+
+// beginDelete is DeleteBucket's first step, one commit: the record is marked as being deleted
+// and the bucket leaves every grant in force. s.mu must be held.
+func (s *Server) beginDelete(name string) error {
+	rec := s.buckets[name]
+	ch := change{putAccounts: map[string]accountRecord{}}
+	if !rec.Deleting {
+		rec.Deleting = true
+		ch.putBuckets = map[string]bucketRecord{name: rec}
+	}
 	for id, acc := range s.accounts {
 		if _, ok := acc.Buckets[name]; ok {
 			upd := acc.clone()
@@ -165,16 +223,82 @@ func (s *Server) DeleteBucket(ctx context.Context, name string) error {
 			ch.putAccounts[id] = upd
 		}
 	}
-	if err := s.state.commit(ch); err != nil {
-		return fmt.Errorf("forget bucket %s: %w", name, err)
+	if len(ch.putBuckets) == 0 && len(ch.putAccounts) == 0 {
+		return nil // begun already, by a call a crash or an error interrupted
 	}
-	delete(s.buckets, name)
+	if err := s.state.commit(ch); err != nil {
+		return fmt.Errorf("delete bucket %s: revoke its grants: %w", name, err)
+	}
+	s.buckets[name] = rec
 	maps.Copy(s.accounts, ch.putAccounts)
 	s.publish()
 	return nil
 }
 
-// emptyAndDelete removes a bucket and its objects from the store.
+// finishDelete is the rest of DeleteBucket, for a bucket beginDelete marked: uploads, then
+// objects and bucket, then the record. Each step is idempotent, so an interrupted run is
+// finished by running it again. s.mu must be held.
+func (s *Server) finishDelete(name string) error {
+	if err := s.abortUploads(name); err != nil {
+		return fmt.Errorf("delete bucket %s: %w", name, err)
+	}
+	if s.stopAfter(deleteUploadsAborted) {
+		return errSimulatedCrash
+	}
+	if err := s.emptyAndDelete(name); err != nil {
+		return err
+	}
+	if s.stopAfter(deleteStoreDeleted) {
+		return errSimulatedCrash
+	}
+	if err := s.state.commit(change{delBuckets: []string{name}}); err != nil {
+		return fmt.Errorf("forget bucket %s: %w", name, err)
+	}
+	delete(s.buckets, name)
+	return nil
+}
+
+// finishPendingDeletions finishes, at start-up, the deletions a crash interrupted. A failure
+// is logged, not fatal: no grant names such a bucket any more, and a retried DeleteBucket or
+// a CreateBucket of the name tries again.
+func (s *Server) finishPendingDeletions() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, rec := range s.buckets {
+		if !rec.Deleting {
+			continue
+		}
+		if err := s.finishDelete(name); err != nil {
+			s.log.Error("finishing an interrupted bucket deletion", zap.String("bucket", name), zap.Error(err))
+		}
+	}
+}
+
+// deleteStep names a point between two durable steps of DeleteBucket.
+type deleteStep int
+
+const (
+	deleteBegun          deleteStep = iota + 1 // grants revoked, record marked as being deleted
+	deleteUploadsAborted                       // and the multipart uploads aborted
+	deleteStoreDeleted                         // and the bucket and objects gone from the store
+)
+
+// errSimulatedCrash is what DeleteBucket answers where a test stopped it.
+var errSimulatedCrash = errors.New("deletion stopped by a test, as a crash would stop it")
+
+// crashPoints lets a test stop a Server's DeleteBucket after a step, as a crash there would:
+// *Server -> deleteStep. Keyed by server so that tests running in parallel never see each
+// other's; production code never stores into it.
+var crashPoints sync.Map
+
+// stopAfter says whether a test asked DeleteBucket to stop after step.
+func (s *Server) stopAfter(step deleteStep) bool {
+	v, ok := crashPoints.Load(s)
+	return ok && v.(deleteStep) == step
+}
+
+// emptyAndDelete removes a bucket and its objects from the store; a bucket already gone is
+// fine.
 func (s *Server) emptyAndDelete(name string) error {
 	exists, err := s.backend.BucketExists(name)
 	if err != nil {
@@ -213,6 +337,8 @@ func (s *Server) Bucket(ctx context.Context, name string) (BucketInfo, error) {
 		return BucketInfo{}, fmt.Errorf("look up bucket %s: %w", name, err)
 	}
 	switch {
+	case ours && rec.Deleting: // its deletion was interrupted: gone for every purpose
+		return BucketInfo{}, fmt.Errorf("bucket %s: %w", name, ErrBucketNotFound)
 	case ours && exists:
 		return BucketInfo{Name: name, Created: rec.Created}, nil
 	case exists:
@@ -226,9 +352,11 @@ func (s *Server) Bucket(ctx context.Context, name string) (BucketInfo, error) {
 // mode. It is idempotent by name: the first call mints the account's keys (crypto/rand) and
 // every later call for the same name, after a restart too, answers the same account ID and
 // the same keys. A later call with other buckets or modes replaces the grants and keeps the
-// keys. Every bucket must exist (ErrBucketNotFound otherwise), whether this server created it
-// or not: a bucket made by other means can be granted, as COSI's static provisioning expects,
-// though never adopted or deleted. The map must not be empty (ErrInvalidArgument).
+// keys; a call with the same buckets and modes puts back in force a grant whose bucket was
+// deleted and created again. Every bucket must exist (ErrBucketNotFound otherwise, also for a
+// bucket whose deletion is under way), whether this server created it or not: a bucket made
+// by other means can be granted, as COSI's static provisioning expects, though never adopted
+// or deleted. The map must not be empty (ErrInvalidArgument).
 func (s *Server) GrantAccess(ctx context.Context, accountName string, buckets map[string]Mode) (*Account, error) {
 	if accountName == "" || len(accountName) > 253 {
 		return nil, fmt.Errorf("account name must be 1 to 253 bytes: %w", ErrInvalidArgument)
@@ -247,7 +375,10 @@ func (s *Server) GrantAccess(ctx context.Context, accountName string, buckets ma
 		return nil, ErrClosed
 	}
 	for b := range buckets {
-		if _, ours := s.buckets[b]; ours {
+		if rec, ours := s.buckets[b]; ours {
+			if rec.Deleting {
+				return nil, fmt.Errorf("grant of bucket %s: %w", b, ErrBucketNotFound)
+			}
 			continue
 		}
 		// A bucket made by other means (a statically provisioned one, in COSI's terms) may be
@@ -274,8 +405,8 @@ func (s *Server) GrantAccess(ctx context.Context, accountName string, buckets ma
 	} else {
 		rec = rec.clone()
 	}
-	if !ok || !maps.Equal(rec.Buckets, buckets) {
-		rec.Buckets = maps.Clone(buckets)
+	if !ok || !maps.Equal(rec.Granted, buckets) || !maps.Equal(rec.Buckets, buckets) {
+		rec.Granted, rec.Buckets = maps.Clone(buckets), maps.Clone(buckets)
 		if err := s.state.commit(change{putAccounts: map[string]accountRecord{id: rec}}); err != nil {
 			return nil, fmt.Errorf("record grant for %s: %w", accountName, err)
 		}
@@ -285,22 +416,43 @@ func (s *Server) GrantAccess(ctx context.Context, accountName string, buckets ma
 	return rec.account(id), nil
 }
 
-// RevokeAccess deletes an account and its keys: requests signed with them fail from the
-// moment RevokeAccess returns (InvalidAccessKeyId). Revoking an unknown account succeeds.
-// Granting the same name again afterwards mints new keys.
-func (s *Server) RevokeAccess(ctx context.Context, accountID string) error {
+// RevokeAccess takes the given buckets out of an account's grants; requests signed with its
+// keys lose them from the moment RevokeAccess returns. When no granted bucket remains, or
+// when no bucket is given, the account and its keys are deleted: its requests fail with
+// InvalidAccessKeyId, and granting the same name again mints new keys. Revoking an unknown
+// account, or a bucket the account was not granted, succeeds and changes nothing.
+func (s *Server) RevokeAccess(ctx context.Context, accountID string, buckets ...string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return ErrClosed
 	}
-	if _, ok := s.accounts[accountID]; !ok {
+	rec, ok := s.accounts[accountID]
+	if !ok {
 		return nil
 	}
-	if err := s.state.commit(change{delAccounts: []string{accountID}}); err != nil {
+	upd := rec.clone()
+	for _, b := range buckets {
+		delete(upd.Granted, b)
+		delete(upd.Buckets, b)
+	}
+	var ch change
+	switch {
+	case len(buckets) == 0 || len(upd.Granted) == 0:
+		ch.delAccounts = []string{accountID}
+	case len(upd.Granted) == len(rec.Granted) && len(upd.Buckets) == len(rec.Buckets):
+		return nil // none of them was granted
+	default:
+		ch.putAccounts = map[string]accountRecord{accountID: upd}
+	}
+	if err := s.state.commit(ch); err != nil {
 		return fmt.Errorf("revoke account %s: %w", accountID, err)
 	}
-	delete(s.accounts, accountID)
+	if len(ch.delAccounts) > 0 {
+		delete(s.accounts, accountID)
+	} else {
+		s.accounts[accountID] = upd
+	}
 	s.publish()
 	return nil
 }
@@ -313,13 +465,15 @@ func AccountID(accountName string) string {
 	return "acct-" + hex.EncodeToString(sum[:16])
 }
 
-// Buckets lists the buckets this server created, sorted.
+// Buckets lists the buckets this server created, sorted, without those being deleted.
 func (s *Server) Buckets(ctx context.Context) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	names := make([]string, 0, len(s.buckets))
-	for n := range s.buckets {
-		names = append(names, n)
+	for n, rec := range s.buckets {
+		if !rec.Deleting {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	return names

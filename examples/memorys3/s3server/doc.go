@@ -6,11 +6,11 @@
 //
 // The COSI side maps onto the API like this:
 //
-//	DriverCreateBucket        -> CreateBucket(ctx, name)              idempotent; foreign bucket: ErrBucketNotOwned
-//	DriverDeleteBucket        -> DeleteBucket(ctx, name)              objects and uploads too; missing: nil; foreign: refused
+//	DriverCreateBucket        -> CreateBucketFor(ctx, name, cosiName) idempotent per cosiName; another name: ErrBucketClaimed; foreign: ErrBucketNotOwned
+//	DriverDeleteBucket        -> DeleteBucket(ctx, name)              grants first, then uploads and objects; missing: nil; foreign: refused
 //	DriverGetExistingBucket   -> Bucket(ctx, name)                    ErrBucketNotFound / ErrBucketNotOwned (exists: found)
 //	DriverGrantBucketAccess   -> GrantAccess(ctx, accountName, modes) same name: same ID, same keys; foreign buckets too
-//	DriverRevokeBucketAccess  -> RevokeAccess(ctx, accountID)         keys fail at once; unknown: nil
+//	DriverRevokeBucketAccess  -> RevokeAccess(ctx, id, buckets...)    those buckets at once; the last one takes the keys; unknown: nil
 //	bucket info               -> Endpoint(), Region(), path-style addressing
 //
 // What a granted key may do: with ReadOnly, GET/HEAD objects and list; with WriteOnly,

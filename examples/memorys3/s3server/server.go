@@ -141,6 +141,7 @@ func New(cfg Config) (*Server, error) {
 		Now:     cfg.Now,
 		MaxSkew: cfg.MaxSkew,
 	}
+	s.finishPendingDeletions()
 	return s, nil
 }
 
@@ -206,6 +207,9 @@ func (s *Server) publish() {
 	k := &keyring{byKey: make(map[string]*keyEntry, len(s.accounts))}
 	old := s.keys.Load()
 	for id, a := range s.accounts {
+		if len(a.Buckets) == 0 { // every bucket it was granted is deleted: no key until a new grant
+			continue
+		}
 		e := &keyEntry{accountID: id, name: a.Name, grants: a.Buckets}
 		// Keep the key (and its signer's warm cache) when the account already had one.
 		if old != nil {

@@ -13,24 +13,39 @@ import (
 // bucketRecord marks a bucket as created by this server.
 type bucketRecord struct {
 	Created time.Time `json:"created"`
+	// CreatedFor is the name the bucket was created for (CreateBucketFor's createdFor, the
+	// COSI bucket name): a create for another name that maps to this bucket is refused. Empty
+	// in records written before it existed; the first create after the upgrade fills it in.
+	CreatedFor string `json:"created_for,omitempty"`
+	// Deleting says DeleteBucket has begun: no grant names the bucket any more, and its
+	// uploads, objects and store bucket may be partly gone. A retried DeleteBucket, a
+	// CreateBucket of the name or the next start-up finishes the deletion.
+	Deleting bool `json:"deleting,omitempty"`
 }
 
 // accountRecord is an account as persisted: its name, keys and grants. The secret is stored
 // in clear in the state file (mode 0600): the same keys must be answered after a restart, and
 // a one-way hash could not give them back.
 type accountRecord struct {
-	Name        string          `json:"name"`
-	Credentials Credentials     `json:"credentials"`
-	Buckets     map[string]Mode `json:"buckets"`
+	Name        string      `json:"name"`
+	Credentials Credentials `json:"credentials"`
+	// Buckets are the grants in force: what the keys may reach now. A deleted bucket leaves
+	// it; an account with none does not authenticate at all.
+	Buckets map[string]Mode `json:"buckets"`
+	// Granted is what the grants asked for, less what was revoked; a deleted bucket stays in
+	// it, so that repeating the grant is recognised as the same grant. Records written before
+	// it existed are loaded with Granted = Buckets.
+	Granted map[string]Mode `json:"granted"`
 }
 
 func (a accountRecord) clone() accountRecord {
 	a.Buckets = maps.Clone(a.Buckets)
+	a.Granted = maps.Clone(a.Granted)
 	return a
 }
 
 func (a accountRecord) account(id string) *Account {
-	return &Account{ID: id, Name: a.Name, Credentials: a.Credentials, Buckets: maps.Clone(a.Buckets)}
+	return &Account{ID: id, Name: a.Name, Credentials: a.Credentials, Buckets: maps.Clone(a.Buckets), Granted: maps.Clone(a.Granted)}
 }
 
 // change is one atomic update of the recorded state.
@@ -99,6 +114,9 @@ func (s *boltState) load() (map[string]bucketRecord, map[string]accountRecord, e
 			if err := json.Unmarshal(v, &r); err != nil {
 				// The record holds a secret; the error names the account only.
 				return fmt.Errorf("decode account %s: %w", k, errors.New("malformed record"))
+			}
+			if r.Granted == nil {
+				r.Granted = maps.Clone(r.Buckets)
 			}
 			accounts[string(k)] = r
 			return nil
