@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/johannesboyne/gofakes3"
@@ -286,15 +285,9 @@ const (
 // errSimulatedCrash is what DeleteBucket answers where a test stopped it.
 var errSimulatedCrash = errors.New("deletion stopped by a test, as a crash would stop it")
 
-// crashPoints lets a test stop a Server's DeleteBucket after a step, as a crash there would:
-// *Server -> deleteStep. Keyed by server so that tests running in parallel never see each
-// other's; production code never stores into it.
-var crashPoints sync.Map
-
-// stopAfter says whether a test asked DeleteBucket to stop after step.
+// stopAfter says whether a test asked DeleteBucket to stop after step; s.mu is held.
 func (s *Server) stopAfter(step deleteStep) bool {
-	v, ok := crashPoints.Load(s)
-	return ok && v.(deleteStep) == step
+	return s.stopDeleteAfter != 0 && s.stopDeleteAfter == step
 }
 
 // emptyAndDelete removes a bucket and its objects from the store; a bucket already gone is

@@ -18,11 +18,9 @@ var ErrSimulatedCrash = errSimulatedCrash
 
 // StopDeleteAfter makes s's DeleteBucket stop after step, as a crash there would; 0 clears it.
 func StopDeleteAfter(s *Server, step DeleteStep) {
-	if step == 0 {
-		crashPoints.Delete(s)
-		return
-	}
-	crashPoints.Store(s, step)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopDeleteAfter = step
 }
 
 // Recorded says whether s has a record of bucket, and whether that record says it is being

@@ -123,11 +123,11 @@ func TestStateFormat(t *testing.T) {
 	if _, err := f.srv.GrantAccess(ctx, "ba-format", map[string]Mode{"fmt-kept": ReadOnly, "fmt-doomed": ReadWrite}); err != nil {
 		t.Fatal(err)
 	}
-	crashPoints.Store(f.srv, deleteBegun)
+	StopDeleteAfter(f.srv, deleteBegun)
 	if err := f.srv.DeleteBucket(ctx, "fmt-doomed"); !errors.Is(err, errSimulatedCrash) {
 		t.Fatalf("DeleteBucket stopped after its first step: %v", err)
 	}
-	crashPoints.Delete(f.srv)
+	StopDeleteAfter(f.srv, 0)
 	f.hs.Close()
 	if err := f.srv.Close(); err != nil {
 		t.Fatal(err)

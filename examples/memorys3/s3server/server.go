@@ -64,6 +64,10 @@ type Server struct {
 	http     *http.Server
 	uploads  uploadLocks
 
+	// stopDeleteAfter, when set (by tests), makes DeleteBucket stop after that step, as a
+	// crash there would; guarded by mu.
+	stopDeleteAfter deleteStep
+
 	// charged, when set (by tests), is told the operation of every request that reached
 	// authorisation: what the server decided it is, to hold against what the store did.
 	charged func(*operation)
