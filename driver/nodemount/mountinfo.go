@@ -161,9 +161,13 @@ func sourceOf(infos []Info, m *Info) string {
 	return filepath.Join(best.MountPoint, rel)
 }
 
-// MountsOf lists the mount points through which dir, or anything inside it, can be reached other
-// than dir itself: bind mounts of dir or of something under it, and mounts on or inside dir. A
-// directory with none is not in use by any mount, so it may be deleted.
+// MountsOf lists the mount points other than dir itself through which dir, or anything inside it,
+// can be reached: mounts strictly inside dir, and mounts elsewhere that show dir or something
+// under it (bind mounts, including binds of a filesystem mounted on dir). A filesystem mounted on
+// dir itself is not listed, because it is dir's content rather than another way to reach it (a
+// driver whose volume is a tmpfs on its directory must not see its own volume as a user of it):
+// At(dir) says whether there is one. A directory with neither is not in use by any mount, so it
+// may be deleted.
 func MountsOf(dir string) ([]string, error) {
 	infos, err := Mounts()
 	if err != nil {
@@ -183,6 +187,8 @@ func MountsOf(dir string) ([]string, error) {
 	for i := range infos {
 		m := &infos[i]
 		switch {
+		case m.MountPoint == d:
+			// dir itself: its own filesystem, or a stack on it; At's answer, not MountsOf's.
 		case within(m.MountPoint, d):
 			points = append(points, m.MountPoint)
 		case host != nil && m != host && m.Major == host.Major && m.Minor == host.Minor:

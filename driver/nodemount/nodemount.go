@@ -1,8 +1,9 @@
 // Package nodemount does the node side of a CSI driver that is easy to get wrong, over
-// k8s.io/mount-utils: idempotent bind publish of a directory, file or block device node, read-only
-// binds that really are read-only, unpublish that removes every mount stacked at a target before
-// it removes the target, format-and-mount, filesystem resize, and "is this path mounted, and from
-// where".
+// k8s.io/mount-utils: idempotent bind publish of a directory, file or block device node
+// (Mounter.Bind), idempotent mounts of a tmpfs, NFS or FUSE filesystem (Mounter.Mount),
+// read-only mounts that really are read-only, unpublish that removes every mount stacked at a
+// target before it removes the target, format-and-mount, filesystem resize, "is this path a mount
+// point, and of what" (At, SourceOf) and "which mounts still reach this directory" (MountsOf).
 //
 // Errors that a CSI backend returns as they are wrap the sentinels of package driver: a target
 // already holding something else wraps driver.ErrAlreadyExists, a mount the caller does not own
@@ -43,13 +44,17 @@ type Mounter struct {
 func New() *Mounter {
 	exec := utilexec.New()
 	// Without systemd: mount-utils' systemd detection caches its answer without a lock (two first
-	// mounts at once race), and what this package mounts (binds and local filesystems) needs no
-	// systemd scope, which exists to keep FUSE daemons alive across a kubelet restart.
+	// mounts at once race), and binds and kernel filesystems need no systemd scope. The scope
+	// exists to keep FUSE daemons alive across a restart of the process that mounted them: here
+	// a FUSE daemon Mount starts stops with the driver's container, and its mount then answers
+	// ENOTCONN until it is unpublished and published again.
 	return NewWith(mount.NewWithoutSystemd(""), exec)
 }
 
 // NewWith returns a Mounter over the given mount-utils implementation and command runner, for
-// tests with mount-utils' fakes or a containerised mount binary.
+// tests with mount-utils' fakes or a containerised mount binary. Bind, FormatAndMount and Unmount
+// mount and unmount through m; Mount runs the mount command through exec, because mount-utils
+// logs a failed mount's output, which may quote a (possibly secret) mount flag.
 func NewWith(m mount.Interface, exec utilexec.Interface) *Mounter {
 	return &Mounter{fm: mount.NewSafeFormatAndMount(m, exec), resizer: mount.NewResizeFs(exec)}
 }
@@ -75,7 +80,8 @@ func (m *Mounter) Bind(source, target string, o Options) error {
 	if err != nil {
 		return fmt.Errorf("bind source: %w", err)
 	}
-	return m.mountAt(source, target, src.IsDir(), o, func(p string) error {
+	same := func(cur *Info, p string) (string, error) { return m.compare(cur, p, source, o) }
+	return m.mountAt(source, target, src.IsDir(), o, same, func(p string) error {
 		opts := []string{"bind"}
 		if o.ReadOnly {
 			opts = append(opts, "ro")
@@ -89,7 +95,8 @@ func (m *Mounter) Bind(source, target string, o Options) error {
 // SafeFormatAndMount: a device with another filesystem or a partition table is never formatted;
 // an ext filesystem is checked before it is mounted). It is idempotent like Bind.
 func (m *Mounter) FormatAndMount(device, target, fsType string, o Options) error {
-	return m.mountAt(device, target, true, o, func(p string) error {
+	same := func(cur *Info, p string) (string, error) { return m.compare(cur, p, device, o) }
+	return m.mountAt(device, target, true, o, same, func(p string) error {
 		var opts []string
 		if o.ReadOnly {
 			opts = append(opts, "ro")
@@ -98,9 +105,10 @@ func (m *Mounter) FormatAndMount(device, target, fsType string, o Options) error
 	})
 }
 
-// mountAt is the part Bind and FormatAndMount share: prepare target, accept what is already
-// there if it is the same, mount, check, undo on failure.
-func (m *Mounter) mountAt(source, target string, dir bool, o Options, do func(p string) error) error {
+// mountAt is the part Bind, FormatAndMount and Mount share: prepare target, accept what is already
+// there if it is the same, mount, check, undo on failure. same describes how the mount at p
+// differs from what is asked for ("" when it does not).
+func (m *Mounter) mountAt(source, target string, dir bool, o Options, same func(cur *Info, p string) (string, error), do func(p string) error) error {
 	p, created, err := prepareTarget(target, dir)
 	if err != nil {
 		return err
@@ -114,14 +122,22 @@ func (m *Mounter) mountAt(source, target string, dir bool, o Options, do func(p 
 	if cur, err := At(p); err != nil {
 		return undo(err)
 	} else if cur != nil {
-		return m.compare(cur, p, source, o)
+		diff, err := same(cur, p)
+		if err != nil {
+			return fmt.Errorf("compare the mount at %s with %s: %w", p, source, err)
+		}
+		if diff != "" {
+			return fmt.Errorf("%s already has %s: %w", p, diff, driver.ErrAlreadyExists)
+		}
+		return nil
 	}
 	if err := do(p); err != nil {
 		// A bind whose remount failed is left mounted by mount-utils: take it off again.
 		if cur, _ := At(p); cur != nil {
 			_ = m.fm.Unmount(p)
 		}
-		return undo(fmt.Errorf("mount %s at %s: %w", source, target, err))
+		// mount's output may quote a flag back (a FUSE daemon does, for one it does not know).
+		return undo(fmt.Errorf("mount %s at %s: %s", source, target, redactFlags(err.Error(), o.MountFlags)))
 	}
 	cur, err := At(p)
 	if err == nil && cur == nil {
@@ -130,6 +146,13 @@ func (m *Mounter) mountAt(source, target string, dir bool, o Options, do func(p 
 	if err == nil && o.ReadOnly && !cur.ReadOnly() {
 		err = errors.New("mounted read-write although read-only was asked for")
 	}
+	if err == nil {
+		// What a repeated call will compare must match now, or that call would refuse the mount.
+		var diff string
+		if diff, err = same(cur, p); err == nil && diff != "" {
+			err = fmt.Errorf("the mount table shows %s, so a repeated call would refuse it (name the source and type as the table does)", diff)
+		}
+	}
 	if err != nil {
 		_ = m.fm.Unmount(p)
 		return undo(fmt.Errorf("mount %s at %s: %w", source, target, err))
@@ -137,21 +160,36 @@ func (m *Mounter) mountAt(source, target string, dir bool, o Options, do func(p 
 	return nil
 }
 
-// compare accepts an existing mount at p when it shows source with the requested read-only
-// setting: a repeated publish.
-func (m *Mounter) compare(cur *Info, p, source string, o Options) error {
+// compare describes how the mount cur at p differs from a mount of source with the requested
+// read-only setting, "" when it does not: a repeated publish.
+func (m *Mounter) compare(cur *Info, p, source string, o Options) (string, error) {
 	same, err := Shows(p, source)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if !same {
 		where, _ := SourceOf(p)
-		return fmt.Errorf("%s already has %s mounted, not %s: %w", p, where, source, driver.ErrAlreadyExists)
+		return fmt.Sprintf("%s mounted, not %s", where, source), nil
 	}
 	if cur.ReadOnly() != o.ReadOnly {
-		return fmt.Errorf("%s already has %s mounted with read-only=%t: %w", p, source, cur.ReadOnly(), driver.ErrAlreadyExists)
+		return fmt.Sprintf("%s mounted with read-only=%t", source, cur.ReadOnly()), nil
 	}
-	return nil
+	return "", nil
+}
+
+// redactFlags replaces every mount flag in msg, and every value of a flag long enough to be a
+// secret, with <masked>. Words this package knows as flags are not secrets and stay.
+func redactFlags(msg string, flags []string) string {
+	for _, f := range flags {
+		if _, known := vfsFlags[f]; known || impliedFlags[f] != nil || f == "ro" || f == "rw" {
+			continue
+		}
+		msg = strings.ReplaceAll(msg, f, "<masked>")
+		if _, v, ok := strings.Cut(f, "="); ok && len(v) >= 4 {
+			msg = strings.ReplaceAll(msg, v, "<masked>")
+		}
+	}
+	return msg
 }
 
 // prepareTarget creates target's parent and target itself (a directory, or an empty file when
@@ -257,8 +295,8 @@ func (m *Mounter) Unmount(path string, owned func(*Info) (bool, error)) error {
 	return fmt.Errorf("%s is still a mount point after %d unmounts", path, maxLayers)
 }
 
-// Unpublish undoes Bind or FormatAndMount: it unmounts everything stacked at target and then
-// removes target (see RemoveTarget). A target that does not exist is already unpublished.
+// Unpublish undoes Bind, Mount or FormatAndMount: it unmounts everything stacked at target and
+// then removes target (see RemoveTarget). A target that does not exist is already unpublished.
 func (m *Mounter) Unpublish(target string) error {
 	if err := m.Unmount(target, nil); err != nil {
 		return err
@@ -266,8 +304,8 @@ func (m *Mounter) Unpublish(target string) error {
 	return RemoveTarget(target)
 }
 
-// RemoveTarget removes what Bind and FormatAndMount create at a target, an empty directory or an
-// empty regular file, once it is no longer a mount point. Anything else there (a directory or
+// RemoveTarget removes what Bind, Mount and FormatAndMount create at a target, an empty directory
+// or an empty regular file, once it is no longer a mount point. Anything else there (a directory or
 // file with content, a link, a device node) is left alone, never deleted: with nothing mounted,
 // its content is not a volume's. Removing through a mount would delete the volume's data, so a
 // target that is still a mount point is an error.

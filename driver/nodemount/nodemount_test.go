@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -397,4 +398,49 @@ func fsSize(t *testing.T, path string) int64 {
 		t.Fatal(err)
 	}
 	return int64(fs.Blocks) * fs.Bsize
+}
+
+// TestMountsOfLeavesOutAFilesystemMountedOnTheDirectory: a driver whose volume is a tmpfs mounted
+// on its directory asked MountsOf whether the volume was in use and always heard yes, from the
+// volume's own filesystem. What is mounted on dir itself is At's answer; MountsOf lists the
+// other ways in: binds of dir's filesystem elsewhere and mounts inside it.
+func TestMountsOfLeavesOutAFilesystemMountedOnTheDirectory(t *testing.T) {
+	needRoot(t)
+	volume, target := scratch(t)
+	if err := unix.Mount("tmpfs", volume, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(volume, unix.MNT_DETACH) })
+	inside := filepath.Join(volume, "inside")
+	if err := os.Mkdir(inside, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	m := New()
+	check := func(when string, want ...string) {
+		t.Helper()
+		points, err := MountsOf(volume)
+		if err != nil || !slices.Equal(points, want) {
+			t.Errorf("MountsOf %s = %q, %v; want %q", when, points, err, want)
+		}
+		if at, err := At(volume); err != nil || at == nil || at.FsType != "tmpfs" {
+			t.Errorf("At(volume) %s = %v, %v; want the tmpfs", when, at, err)
+		}
+	}
+	check("with only the volume's own tmpfs mounted on it")
+	if err := m.Bind(volume, target, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	check("with the volume published", target)
+	if err := unix.Mount("tmpfs", inside, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(inside, unix.MNT_DETACH) })
+	check("with the volume published and a mount inside it", target, inside)
+	if err := m.Unpublish(target); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Unmount(inside, 0); err != nil {
+		t.Fatal(err)
+	}
+	check("after both are gone")
 }

@@ -11,9 +11,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/csikit/csikit/driver"
 	"github.com/csikit/csikit/driver/cmdline"
@@ -69,6 +72,9 @@ func (d dirs) CreateVolume(_ context.Context, r *driver.CreateVolumeRequest) (*d
 	} else if !errors.Is(err, driver.ErrNotFound) {
 		return nil, err
 	}
+	if err := d.fits(r.Capacity); err != nil {
+		return nil, err
+	}
 	p, _ := d.path(id)
 	if err := os.MkdirAll(p, 0o750); err != nil {
 		return nil, fmt.Errorf("create volume directory: %w", err)
@@ -81,12 +87,50 @@ func (d dirs) CreateVolume(_ context.Context, r *driver.CreateVolumeRequest) (*d
 	return &driver.Volume{ID: id, CapacityBytes: r.Capacity.RequiredBytes}, os.Rename(p+".json.tmp", p+".json")
 }
 
+// fits refuses a capacity range the filesystem holding root cannot hold. A volume is a directory
+// there, with no quota: nothing reserves its space and nothing stops it growing past its size, so
+// the capacity minimal reports is the one asked for, provisioned thinly, and true only in that
+// the filesystem is large enough to hold it. A request larger than the whole filesystem could
+// never be met, whatever is deleted: the range is beyond what this driver supports (OUT_OF_RANGE),
+// not short of space for now (RESOURCE_EXHAUSTED). Free space is not checked: every volume and
+// everything else on the filesystem share it. Reporting capacity 0 ("unknown", which the spec
+// allows) would be as true, but then CreateVolumeRequest.CheckExisting could not tell a repeated
+// request for another size from a retry. limit_bytes alone leaves the capacity unknown (0), which
+// no limit excludes.
+func (d dirs) fits(c driver.CapacityRange) error {
+	if c.RequiredBytes == 0 {
+		return nil
+	}
+	if err := os.MkdirAll(d.root, 0o750); err != nil {
+		return fmt.Errorf("create the volumes directory: %w", err)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(d.root, &st); err != nil {
+		return fmt.Errorf("size of the filesystem holding the volumes: %w", err)
+	}
+	size := int64(math.MaxInt64)
+	if st.Frsize > 0 && st.Blocks <= uint64(math.MaxInt64/st.Frsize) {
+		size = int64(st.Blocks) * st.Frsize
+	}
+	if c.RequiredBytes > size {
+		return fmt.Errorf("%d bytes required, and the filesystem holding the volumes is %d bytes in all: %w", c.RequiredBytes, size, driver.ErrOutOfRange)
+	}
+	return nil
+}
+
 func (d dirs) DeleteVolume(_ context.Context, r *driver.DeleteVolumeRequest) error {
 	p, _, err := d.existing(r.VolumeID)
 	if err != nil {
 		return err // not found: the library answers OK, the volume is deleted already
 	}
 	// Controller and node run in one process here, so the node's mounts say whether it is in use.
+	// minimal never mounts on a volume's directory itself: a filesystem there is someone else's,
+	// and deleting the directory would delete its files.
+	if on, err := nodemount.At(p); err != nil {
+		return err
+	} else if on != nil {
+		return fmt.Errorf("volume %q has %s (%s) mounted on its directory: %w", r.VolumeID, on.Source, on.FsType, driver.ErrInUse)
+	}
 	points, err := nodemount.MountsOf(p)
 	if err != nil {
 		return err

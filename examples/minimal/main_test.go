@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -356,9 +357,93 @@ func TestConformance(t *testing.T) {
 	privileged := os.Geteuid() == 0
 	cfg := config(filepath.Join(t.TempDir(), "volumes"))
 	cfg.CheckResponses = true
-	res := drivertest.CSI(t, cfg, drivertest.Options{Privileged: privileged, IdempotentCount: 3})
+	// 1 MiB volumes, not the default 10 GiB: minimal refuses what the filesystem of the test's
+	// temporary directory cannot hold, and that may be a small tmpfs.
+	res := drivertest.CSI(t, cfg, drivertest.Options{Privileged: privileged, IdempotentCount: 3, TestVolumeSize: 1 << 20})
 	t.Logf("specs: %d ran, %d passed, %d skipped, %d failed", res.Ran, res.Passed, res.Skipped, res.Failed)
 	if res.Failed != 0 {
 		t.Fatalf("%d specs failed", res.Failed)
+	}
+}
+
+// TestCapacityIsWhatTheFilesystemCanHold: minimal accepted 9.2 EB and reported it as the volume's
+// capacity. A volume is a directory; what its filesystem cannot hold is OUT_OF_RANGE, and what is
+// reported is what was asked for (nothing reserves it: see CreateVolume).
+func TestCapacityIsWhatTheFilesystemCanHold(t *testing.T) {
+	p := serve(t)
+	var st unix.Statfs_t
+	if err := unix.Statfs(p.dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	size := int64(st.Blocks) * st.Frsize // the volumes live in p.dir/volumes, on this filesystem
+	for _, tc := range []struct {
+		name            string
+		required, limit int64
+		want            codes.Code
+		capacity        int64
+	}{
+		{"no range: capacity unknown", 0, 0, codes.OK, 0},
+		{"required bytes are reported", 1 << 20, 0, codes.OK, 1 << 20},
+		{"a limit alone leaves the capacity unknown", 0, 1 << 20, codes.OK, 0},
+		{"required and limit: the required bytes", 1 << 20, 2 << 20, codes.OK, 1 << 20},
+		{"a limit beyond the filesystem is only a maximum", 1 << 20, math.MaxInt64, codes.OK, 1 << 20},
+		{"as much as the whole filesystem", size, 0, codes.OK, size},
+		{"a byte more than the filesystem: OUT_OF_RANGE", size + 1, 0, codes.OutOfRange, 0},
+		{"9.2 EB: OUT_OF_RANGE", math.MaxInt64, 0, codes.OutOfRange, 0},
+		{"9.2 EB as required and limit: OUT_OF_RANGE", math.MaxInt64, math.MaxInt64, codes.OutOfRange, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := &csi.CreateVolumeRequest{Name: "pvc-" + strings.ReplaceAll(tc.name, " ", "-"),
+				VolumeCapabilities: []*csi.VolumeCapability{mountCap}}
+			if tc.required != 0 || tc.limit != 0 { // both 0 is no capacity_range at all
+				req.CapacityRange = &csi.CapacityRange{RequiredBytes: tc.required, LimitBytes: tc.limit}
+			}
+			v, err := p.controller.CreateVolume(context.Background(), req)
+			if status.Code(err) != tc.want {
+				t.Fatalf("CreateVolume = %v, want %v", err, tc.want)
+			}
+			if got := v.GetVolume().GetCapacityBytes(); err == nil && got != tc.capacity {
+				t.Errorf("capacity_bytes = %d, want %d", got, tc.capacity)
+			}
+			if err != nil {
+				return // that nothing is left behind is checked after the last case
+			}
+			if _, err := p.controller.DeleteVolume(context.Background(), &csi.DeleteVolumeRequest{VolumeId: v.GetVolume().GetVolumeId()}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	if entries, err := os.ReadDir(filepath.Join(p.dir, "volumes")); err != nil || len(entries) != 0 {
+		t.Errorf("volumes left behind: %v, %v", entries, err)
+	}
+}
+
+// TestDeleteLeavesAFilesystemMountedOnTheVolumeAlone: MountsOf does not list a filesystem mounted
+// on the directory itself; minimal never mounts there, so such a mount is someone else's, and
+// deleting the directory would delete that filesystem's files.
+func TestDeleteLeavesAFilesystemMountedOnTheVolumeAlone(t *testing.T) {
+	needRoot(t)
+	p := serve(t)
+	id := p.create(t, "pvc")
+	dir := filepath.Join(p.dir, "volumes", id)
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "theirs"), []byte("keep me"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := p.controller.DeleteVolume(context.Background(), &csi.DeleteVolumeRequest{VolumeId: id})
+	if status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("DeleteVolume with a filesystem mounted on the volume = %v, want FAILED_PRECONDITION", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "theirs")); err != nil || string(b) != "keep me" {
+		t.Errorf("the mounted filesystem's file = %q, %v; want it kept", b, err)
+	}
+	if err := unix.Unmount(dir, 0); err != nil {
+		t.Fatal(err)
+	}
+	p.dataIntact(t, id)
+	if _, err := p.controller.DeleteVolume(context.Background(), &csi.DeleteVolumeRequest{VolumeId: id}); err != nil {
+		t.Fatalf("DeleteVolume once unmounted: %v", err)
 	}
 }
