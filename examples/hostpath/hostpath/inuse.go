@@ -85,6 +85,13 @@ func mountsUsing(dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	// MountsOf leaves out a filesystem mounted on dir itself; hostpath never mounts there, so one
+	// is someone else's and keeps the backing in use.
+	if on, err := nodemount.At(dir); err != nil {
+		return nil, err
+	} else if on != nil {
+		points = append([]string{on.MountPoint}, points...)
+	}
 	infos, err := nodemount.Mounts()
 	if err != nil {
 		return nil, err

@@ -382,6 +382,13 @@ func TestInUseSeenByTheKernel(t *testing.T) {
 						t.Fatalf("a bind mount of a directory inside the volume: in use at %q, %v; want %s", where, err, subTarget)
 					}
 					must(t, unix.Unmount(subTarget, 0))
+					// A filesystem someone mounted on the volume's directory itself (MountsOf
+					// leaves the directory's own mount to At).
+					must(t, unix.Mount("tmpfs", backing, "tmpfs", 0, "size=1m"))
+					if where, err := backingInUse(kind, backing); err != nil || where != backing {
+						t.Fatalf("a filesystem mounted on the volume's directory: in use at %q, %v; want %s", where, err, backing)
+					}
+					must(t, unix.Unmount(backing, 0))
 				} else {
 					must(t, e.unstage(id, staging))
 				}
