@@ -14,6 +14,7 @@ import (
 
 	"github.com/csikit/csikit/driver"
 	"github.com/csikit/csikit/examples/hostpath/hostpath"
+	"github.com/csikit/csikit/internal/testenv"
 )
 
 // startHostpath serves the hostpath example driver (controller and node in one process, as `go
@@ -112,9 +113,7 @@ func TestQuickStartAgainstHostpath(t *testing.T) {
 
 	staging, target := filepath.Join(dir, "staging"), filepath.Join(dir, "target")
 	t.Run("node", func(t *testing.T) {
-		if os.Geteuid() != 0 {
-			t.Skip("needs root: node stage formats and mounts a loop device, node publish bind-mounts it")
-		}
+		testenv.Root(t, "node stage formats and mounts a loop device, node publish bind-mounts it")
 		p := &plugin{t: t, sock: p.sock, env: p.env}
 		if err := os.MkdirAll(staging, 0o750); err != nil { // the CO creates the staging directory
 			t.Fatal(err)

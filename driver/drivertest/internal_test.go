@@ -17,6 +17,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"k8s.io/mount-utils"
+
+	"github.com/csikit/csikit/internal/testenv"
 )
 
 func TestRequestsWithSecrets(t *testing.T) {
@@ -169,9 +171,7 @@ func TestMountsBelow(t *testing.T) {
 // TestRemoveDir checks the directory cleanup against real bind mounts: the privileged profile
 // unmounts and removes, the unprivileged one refuses and leaves the data alone.
 func TestRemoveDir(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to make bind mounts")
-	}
+	testenv.Root(t, "makes bind mounts")
 	mounter := mount.New("")
 	tests := []struct {
 		name       string
@@ -201,7 +201,7 @@ func TestRemoveDir(t *testing.T) {
 			// Stacked twice, as a driver that publishes twice by mistake would leave it.
 			for range 2 {
 				if err := mounter.Mount(data, target, "", []string{"bind"}); err != nil {
-					t.Skipf("cannot bind mount here: %v", err)
+					testenv.Skip(t, "cannot bind mount here: %v", err)
 				}
 			}
 			t.Cleanup(func() {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/csikit/csikit/internal/testenv"
 )
 
 // staleSocket leaves a socket file at path that nothing listens on, as a
@@ -299,9 +301,7 @@ func TestListenErrors(t *testing.T) {
 }
 
 func TestListenChown(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("chown to another user needs root")
-	}
+	testenv.Root(t, "chown to another user")
 	tests := []struct {
 		name             string
 		owner            *Owner

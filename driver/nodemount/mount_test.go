@@ -3,7 +3,6 @@ package nodemount
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"k8s.io/mount-utils"
 
 	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/internal/testenv"
 )
 
 // tmpfsRequest is one Mount of a tmpfs.
@@ -193,12 +193,10 @@ func needBindfs(t *testing.T) {
 	t.Helper()
 	needRoot(t)
 	for _, tool := range []string{"bindfs", "mount.fuse"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("mounts a FUSE filesystem with bindfs: install the Debian package bindfs (%s: %v)", tool, err)
-		}
+		testenv.Tool(t, tool, "bindfs")
 	}
 	if _, err := os.Stat("/dev/fuse"); err != nil {
-		t.Skipf("mounts a FUSE filesystem: no /dev/fuse: %v", err)
+		testenv.Skip(t, "mounts a FUSE filesystem: no /dev/fuse: %v", err)
 	}
 }
 
@@ -318,7 +316,7 @@ func TestStrtoullAndMemparseReadNumbersAsTheKernelDoes(t *testing.T) {
 func TestTmpfsShownIsHowTheKernelShowsAnOption(t *testing.T) {
 	pages, ok := totalRAMPages()
 	if !ok {
-		t.Skip("sysinfo failed")
+		testenv.Skip(t, "sysinfo failed")
 	}
 	page := pageSize()
 	for _, tc := range []struct {

@@ -12,14 +12,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/internal/testenv"
 )
 
 // needRoot skips a test that makes real mounts when the process cannot.
 func needRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("makes real mounts: run as root to test against the kernel")
-	}
+	testenv.Root(t, "makes real mounts, to test against the kernel")
 }
 
 // scratch is a fresh directory with a volume directory holding one file, and a target path.
@@ -275,9 +274,7 @@ func TestMountsOfFindsBindsOfTheDirectoryAndBelow(t *testing.T) {
 func loopDevice(t *testing.T, size int64) (image, dev string) {
 	t.Helper()
 	for _, tool := range []string{"losetup", "mkfs.ext4", "resize2fs"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("needs %s: %v", tool, err)
-		}
+		testenv.Tool(t, tool, map[string]string{"losetup": "mount", "mkfs.ext4": "e2fsprogs", "resize2fs": "e2fsprogs"}[tool])
 	}
 	image = filepath.Join(t.TempDir(), "disk.img")
 	f, err := os.Create(image)
@@ -290,7 +287,7 @@ func loopDevice(t *testing.T, size int64) (image, dev string) {
 	f.Close()
 	out, err := exec.Command("losetup", "--find", "--show", image).CombinedOutput()
 	if err != nil {
-		t.Skipf("no loop device available: %v: %s", err, out)
+		testenv.Skip(t, "no loop device available: %v: %s", err, out)
 	}
 	dev = strings.TrimSpace(string(out))
 	t.Cleanup(func() { _ = exec.Command("losetup", "--detach", dev).Run() })

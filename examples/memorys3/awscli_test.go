@@ -14,11 +14,8 @@ import (
 	"time"
 
 	cosi2 "github.com/csikit/csikit/internal/cosi/v1alpha2"
+	"github.com/csikit/csikit/internal/testenv"
 )
-
-// requireAWSCLIEnv makes a missing aws command a failure instead of a skip: CI sets it where
-// it installs the CLI, so a broken install cannot pass as a skipped test.
-const requireAWSCLIEnv = "CSIKIT_REQUIRE_AWSCLI"
 
 // awsCLI runs the aws command line against one memorys3 endpoint, with a configuration of its
 // own: the user's ~/.aws files and AWS_* variables never reach it.
@@ -29,17 +26,11 @@ type awsCLI struct {
 	env      []string // the environment without AWS_*, plus the configuration
 }
 
-// newAWSCLI finds aws on PATH, or skips (fails under CSIKIT_REQUIRE_AWSCLI=1). Its commands
-// go to endpoint, which the caller sets.
+// newAWSCLI finds aws on PATH, or skips (fails under CI: internal/testenv). Its commands go to
+// endpoint, which the caller sets.
 func newAWSCLI(t *testing.T) *awsCLI {
 	t.Helper()
-	bin, err := exec.LookPath("aws")
-	if err != nil {
-		if os.Getenv(requireAWSCLIEnv) == "1" {
-			t.Fatalf("%s=1 but the aws command is not on PATH: %v", requireAWSCLIEnv, err)
-		}
-		t.Skipf("the aws command line is not installed (apt-get install awscli); set %s=1 to make this a failure", requireAWSCLIEnv)
-	}
+	bin := testenv.Tool(t, "aws", "awscli")
 	dir := t.TempDir()
 	config := filepath.Join(dir, "config")
 	// Path-style addressing and SigV4 (aws CLI v1 presigns with SigV2 unless told), and parts

@@ -19,6 +19,7 @@ import (
 	"github.com/csikit/csikit/driver/cmdline"
 	"github.com/csikit/csikit/driver/drivertest"
 	"github.com/csikit/csikit/driver/nodemount"
+	"github.com/csikit/csikit/internal/testenv"
 )
 
 // plugin is the example served by run on a real unix socket, as a newcomer runs it.
@@ -71,9 +72,7 @@ func unmountUnder(dir string) {
 
 func needRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("NodePublishVolume bind-mounts: run as root to test it against the kernel")
-	}
+	testenv.Root(t, "NodePublishVolume bind-mounts, to test it against the kernel")
 }
 
 var mountCap = &csi.VolumeCapability{

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/csikit/csikit/internal/testenv"
 	"github.com/csikit/csikit/middleware/metrics"
 )
 
@@ -27,7 +28,7 @@ func csiLibUtilsMetrics(t *testing.T) string {
 	t.Helper()
 	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
 	if err != nil {
-		t.Skipf("cannot ask the go command for GOMODCACHE: %v", err)
+		testenv.Skip(t, "cannot ask the go command for GOMODCACHE: %v", err)
 	}
 	path := filepath.Join(strings.TrimSpace(string(out)), filepath.FromSlash(csiLibUtils), "metrics", "metrics.go")
 	if _, err := os.Stat(path); err == nil {
@@ -39,11 +40,11 @@ func csiLibUtilsMetrics(t *testing.T) string {
 	cmd := exec.CommandContext(ctx, "go", "mod", "download", csiLibUtils)
 	cmd.Dir = t.TempDir()
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Skipf("%s is not in the module cache and cannot be downloaded (%v: %s); run `go mod download %s` to check metric names against it",
+		testenv.Skip(t, "%s is not in the module cache and cannot be downloaded (%v: %s); run `go mod download %s` to check metric names against it",
 			csiLibUtils, err, strings.TrimSpace(string(out)), csiLibUtils)
 	}
 	if _, err := os.Stat(path); err != nil {
-		t.Skipf("%s downloaded but %s is missing: %v", csiLibUtils, path, err)
+		testenv.Skip(t, "%s downloaded but %s is missing: %v", csiLibUtils, path, err)
 	}
 	return path
 }

@@ -15,6 +15,7 @@ import (
 	_ "sigs.k8s.io/container-object-storage-interface/proto"
 
 	_ "github.com/csikit/csikit/internal/cosi/v1alpha2"
+	"github.com/csikit/csikit/internal/testenv"
 	"github.com/csikit/csikit/middleware/validation/internal/protoreq"
 )
 
@@ -24,7 +25,7 @@ const specModule = "github.com/container-storage-interface/spec"
 func parseSpec(t *testing.T) (*protoreq.Result, string) {
 	t.Helper()
 	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("the go command is needed to find csi.proto: ", err)
+		testenv.Skip(t, "the go command is needed to find csi.proto: %v", err)
 	}
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}\n{{.Version}}", specModule).Output()
 	if err != nil {

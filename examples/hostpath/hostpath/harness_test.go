@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/internal/testenv"
 )
 
 // env is a hostpath plugin served over a unix socket, with clients.
@@ -33,9 +34,7 @@ type env struct {
 
 func needRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: loop devices, mkfs and mounts are real")
-	}
+	testenv.Root(t, "loop devices, mkfs and mounts are real")
 }
 
 func newEnv(t *testing.T) *env {

@@ -16,6 +16,8 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/csikit/csikit/internal/testenv"
 )
 
 func (e *env) stage(vol *csi.Volume, staging string, cp *csi.VolumeCapability) error {
@@ -407,9 +409,7 @@ func TestInUseSeenByTheKernel(t *testing.T) {
 // when mkfs.btrfs is not installed.
 func btrfs(t *testing.T, dir string) string {
 	t.Helper()
-	if _, err := exec.LookPath("mkfs.btrfs"); err != nil {
-		t.Skip("needs mkfs.btrfs (btrfs-progs)")
-	}
+	testenv.Tool(t, "mkfs.btrfs", "btrfs-progs")
 	img := filepath.Join(dir, "btrfs.img")
 	must(t, createImage(img, 256<<20))
 	if out, err := exec.Command("mkfs.btrfs", "-q", img).CombinedOutput(); err != nil {

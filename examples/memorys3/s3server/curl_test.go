@@ -3,26 +3,21 @@ package s3server
 import (
 	"context"
 	"io"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/csikit/csikit/internal/testenv"
 )
 
 // TestCurlSigV4 drives the server with curl's own SigV4 signer (--aws-sigv4), an implementation
 // independent of aws-sdk-go-v2's: it signs headers the SDK never does, such as a zero
 // content-length, which must be accepted like any correct signature.
 func TestCurlSigV4(t *testing.T) {
-	curl, err := exec.LookPath("curl")
-	if err != nil {
-		if os.Getenv("CI") != "" || os.Getenv("CSIKIT_REQUIRE_CURL") != "" {
-			t.Fatal("curl is required here but not installed")
-		}
-		t.Skip("curl is not installed")
-	}
+	curl := testenv.Tool(t, "curl", "curl")
 	f := newFixture(t, false, Config{})
 	c := f.bucketWithAccount("bkt", "a", ReadWrite)
 	run := func(args ...string) (string, string) {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/csikit/csikit/internal/testenv"
 )
 
 // generatorVersions are the tools the committed cosi.pb.go and cosi_grpc.pb.go were generated
@@ -20,19 +22,19 @@ var generatorVersions = map[string]string{
 // TestGeneratedCodeIsCurrent runs doc.go's go:generate line on a copy of cosi.proto and compares
 // the output with the committed files, so an edit of cosi.proto without regeneration (or a hand
 // edit of generated code) is caught. Other tool versions would produce different headers or
-// code, so it runs only where exactly the documented versions are on PATH and skips otherwise:
-// CI needs no protoc.
+// code, so it runs only where exactly the documented versions are on PATH and skips otherwise;
+// CI installs them, so there it always runs.
 func TestGeneratedCodeIsCurrent(t *testing.T) {
 	for tool, want := range generatorVersions {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not on PATH; generated code not checked", tool)
+			testenv.Skip(t, "%s not on PATH; generated code not checked (protoc: Debian protobuf-compiler; the plugins: go install, versions in doc.go)", tool)
 		}
 		out, err := exec.Command(tool, "--version").Output()
 		if err != nil {
-			t.Skipf("%s --version: %v", tool, err)
+			testenv.Skip(t, "%s --version: %v", tool, err)
 		}
 		if got, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n"); got != want {
-			t.Skipf("%s is %q, the committed code was generated with %q", tool, got, want)
+			testenv.Skip(t, "%s is %q, the committed code was generated with %q", tool, got, want)
 		}
 	}
 
