@@ -73,9 +73,9 @@ func BenchmarkTracingHandlerInProcess(b *testing.B) {
 // in-process (decode, the whole chain, the backend; logger at info to io.Discard) without tracing
 // and with tracing on, the spans going to an exporter that drops them: what a call costs in CPU
 // and allocations, sampled or not ("ratio-0.1": ParentBased(TraceIDRatioBased(0.1)), no incoming
-// traceparent). Spans go through tracing.NewBatchProcessor, as with tracing.NewProviderFromEnv;
-// "always-sdkbatcher" is "always" with the SDK's sdktrace.WithBatcher instead, whose export
-// goroutine is woken for every span (its CPU shows in ns/op).
+// traceparent). Spans go through the SDK's batch span processor (sdktrace.WithBatcher), as with
+// tracing.NewProviderFromEnv; its export goroutine is woken for every span, and its CPU shows in
+// ns/op.
 func BenchmarkInProcessTracing(b *testing.B) {
 	wire := mustMarshal(b, publishRequest())
 	mk := func(tp *sdktrace.TracerProvider) unaryCall {
@@ -97,7 +97,6 @@ func BenchmarkInProcessTracing(b *testing.B) {
 	}{
 		{"off", nil},
 		{"always", tracerProvider(b, sdktrace.AlwaysSample())},
-		{"always-sdkbatcher", sdkBatcherProvider(b, sdktrace.AlwaysSample())},
 		{"ratio-0.1", tracerProvider(b, sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.1)))},
 	} {
 		c := mk(tc.tp)

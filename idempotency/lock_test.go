@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-	"unsafe"
 )
 
 // checkNoLeaks fails t if goroutines started during the test are still
@@ -779,7 +779,7 @@ func TestRetainedHeap(t *testing.T) {
 }
 
 func TestLeaseSize(t *testing.T) {
-	if s := unsafe.Sizeof(lease{}); s != 128 {
+	if s := reflect.TypeFor[lease]().Size(); s != 128 {
 		t.Fatalf("lease is %d bytes, want 128 (one size class, cache-line aligned)", s)
 	}
 }

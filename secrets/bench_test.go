@@ -85,21 +85,6 @@ func BenchmarkLogCreateVolumeReflective(b *testing.B) {
 	}
 }
 
-// BenchmarkLogCreateVolumeFallback is BenchmarkLogCreateVolumeDebug with
-// direct struct reads off, as after a failed layout check: the generated
-// message walked through protoreflect only.
-func BenchmarkLogCreateVolumeFallback(b *testing.B) {
-	withoutDirectReads(b, func() {
-		logger := benchLogger(zapcore.DebugLevel)
-		req := typicalCreateVolume()
-		logger.Debug("call", Field("request", req))
-		b.ReportAllocs()
-		for b.Loop() {
-			logger.Debug("call", Field("request", req))
-		}
-	})
-}
-
 // BenchmarkLogCreateVolumeHandWritten logs the same JSON through a
 // hand-written, allocation-free marshaler for CreateVolumeRequest. It is the
 // floor any generic walker is measured against: what zap itself costs.

@@ -44,9 +44,8 @@
 // is looked up per call. The first time a message type is seen, a plan is
 // built for it and every type reachable from it (recursive types included):
 // the fields in declaration order, which are secret, which subtrees can hold
-// secrets, and, for generated Go types, where each field lives in the struct.
-// Plans are cached per descriptor; MarkSensitive starts a new generation of
-// caches.
+// secrets, enum value names. Plans are cached per descriptor; MarkSensitive
+// starts a new generation of caches.
 //
 // # Use
 //
@@ -59,29 +58,16 @@
 // copy of the message, and Values and Scrub remove secret values from text
 // such as error messages from a backend.
 //
-// # How it stays fast
+// # Public APIs only
 //
-// For messages generated with the open struct API (all of CSI and the
-// well-known types), maps, lists, strings, numbers, sub-messages and oneofs
-// are read straight from the Go struct at offsets checked once against the
-// descriptor, so a walk allocates nothing and does not go through
-// protoreflect's per-field lookups. Other messages (dynamicpb, the opaque
-// API) take the same walk through protoreflect. Those offsets rest on
-// protobuf-go's unexported layout, so nothing is trusted: every accessor is
-// verified against protoreflect when its plan is built, and a start-up
-// check on well-known types turns direct reads off for the whole process if
-// the layout ever changes (see layout.go); redaction stays correct, only
-// slower. The nested objects and
-// arrays handed to the zap encoder come from a pooled walker and are reused
-// as soon as AddObject or AddArray returns, which every zap encoder
-// guarantees by calling the marshaler before returning; an encoder that kept
-// a nested marshaler to call later would see it reused.
-//
-// Written into zap's own JSON encoder, a message whose types are all read
-// directly skips the encoder's interface altogether: the walk appends the
-// JSON itself, with field names and enum names escaped once per type, and
-// hands the encoder the finished bytes in one write (fastjson.go). The bytes
-// are those the encoder would have written; the encoder's buffer is found
-// through its unexported field, checked at start-up, and any other encoder,
-// or a zap whose JSON encoder has changed shape, gets the general walk.
+// Messages are read through protoreflect and written through zap's
+// zapcore.ObjectEncoder and zapcore.ArrayEncoder, the same way for generated
+// and dynamic messages: nothing depends on how either library lays out its
+// own memory, so a release that keeps its API keeps redaction working. The nested objects and arrays handed to the
+// encoder come from a pooled walker and are reused as soon as AddObject or
+// AddArray returns, which every zap encoder guarantees by calling the
+// marshaler before returning; an encoder that kept a nested marshaler to call
+// later would see it reused. What protoreflect costs on a generated message
+// (a reflect look-up per field read, and for each map or list a view and a
+// copy of every entry or string element read) is measured in BENCHMARKS.md.
 package secrets

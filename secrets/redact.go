@@ -47,9 +47,8 @@ func (rd redaction) message(p *plan, m protoreflect.Message, all bool) {
 		rd.any(p, m, all)
 		return
 	}
-	c := cursor{p: p, m: m}
 	for _, idx := range p.order {
-		if f, _ := c.field(idx); f != nil && (f.inOneof || m.Has(f.fd)) {
+		if f := p.field(m, idx); f != nil && f.populated(m) {
 			rd.field(f, m, all)
 		}
 	}
@@ -62,7 +61,7 @@ func (rd redaction) message(p *plan, m protoreflect.Message, all bool) {
 
 func (rd redaction) field(f *fieldPlan, m protoreflect.Message, all bool) {
 	secret := all || f.secret
-	isMsg := f.kind == protoreflect.MessageKind || f.kind == protoreflect.GroupKind
+	isMsg := f.isMessage()
 	switch f.card {
 	case cardMap:
 		mp := m.Mutable(f.fd).Map()
@@ -136,7 +135,7 @@ func redactedScalar(kind protoreflect.Kind) protoreflect.Value {
 }
 
 func (rd redaction) any(p *plan, m protoreflect.Message, all bool) {
-	url, val := anyParts(&cursor{p: p, m: m})
+	url, val := anyParts(p, m)
 	if len(val) == 0 {
 		return
 	}

@@ -64,12 +64,6 @@ func (nopMarshaler) MarshalLogObject(zapcore.ObjectEncoder) error { return nil }
 
 // encodeMessage writes the fields of m, redacted, into enc.
 func encodeMessage(enc zapcore.ObjectEncoder, m proto.Message, heuristic bool) {
-	encodeMessageVia(enc, m, heuristic, true)
-}
-
-// encodeMessageVia is encodeMessage; fast false keeps to the general path
-// (tests compare the two).
-func encodeMessageVia(enc zapcore.ObjectEncoder, m proto.Message, heuristic, fast bool) {
 	if m == nil {
 		return
 	}
@@ -78,23 +72,8 @@ func encodeMessageVia(enc zapcore.ObjectEncoder, m proto.Message, heuristic, fas
 		return
 	}
 	reg := current.Load()
-	p := reg.planFor(pm.Descriptor())
 	w := getWalker(reg, heuristic)
-	c := p.rootCursor(m, pm)
-	if fast && p.fastable {
-		if buf := zapBuffer(enc); buf != nil {
-			// The fast path (fastjson.go): the members, appended in one
-			// go. A message it cannot finish is written the general way.
-			out, ok := w.appendFields(w.out[:0], &c, 0)
-			w.out = out
-			if ok {
-				_, _ = buf.Write(out)
-				w.release()
-				return
-			}
-		}
-	}
-	w.writeFields(enc, &c, 0)
+	w.writeFields(enc, reg.planFor(pm.Descriptor()), pm, 0)
 	w.release()
 }
 

@@ -243,3 +243,34 @@ func TestConcurrentMarkSensitive(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestPlansBuiltOncePerType: descriptors are read when a message type is first seen, never
+// again per call: logging, scrubbing and redacting known types builds no plan.
+func TestPlansBuiltOncePerType(t *testing.T) {
+	defer replaceMarked(defaultSensitive...)() // a generation of its own: no plan cached yet
+	req := typicalCreateVolume()
+	r := NewRedactor(WithHeuristic(true))
+	use := func() {
+		_ = r.String(req)
+		_ = r.Values(req)
+		_ = r.Scrub("hunter2-s3cr3t", req)
+		_ = r.Redact(req)
+	}
+	start := plansBuilt.Load()
+	use()
+	if plansBuilt.Load() == start {
+		t.Fatal("no plan built on first use: the counter cannot show anything")
+	}
+	before := plansBuilt.Load()
+	for range 10 {
+		use()
+	}
+	if n := plansBuilt.Load() - before; n != 0 {
+		t.Errorf("%d plans built for types already seen", n)
+	}
+	// A type seen for the first time does build its plan: the counter above can move.
+	_ = r.String(&csi.NodeGetCapabilitiesResponse{})
+	if plansBuilt.Load() == before {
+		t.Error("no plan built for a new type")
+	}
+}

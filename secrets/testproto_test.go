@@ -199,15 +199,6 @@ func testMsg(name protoreflect.Name) *dynamicpb.Message {
 	return dynamicpb.NewMessage(testFile.Messages().ByName(name))
 }
 
-func testField(t *testing.T, msg, name protoreflect.Name) protoreflect.FieldDescriptor {
-	t.Helper()
-	fd := testFile.Messages().ByName(msg).Fields().ByName(name)
-	if fd == nil {
-		t.Fatalf("no field %s.%s", msg, name)
-	}
-	return fd
-}
-
 // optionsFile builds a file whose only message has fields carrying options
 // given as resolved extensions of an options file "vgtest" declaring
 // `bool vg_csi_secret = 1101` and `bool other = 1102`, or raw bytes.

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unsafe"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -18,11 +17,11 @@ import (
 // nested in a secret message; secret numbers and booleans do not. It returns
 // nil without allocating when m's type cannot hold a secret.
 func (r *Redactor) Values(m proto.Message) []string {
-	w, c := r.orDefault().search(m)
+	w, p, pm := r.orDefault().search(m)
 	if w == nil {
 		return nil
 	}
-	w.collectFields(&c, false)
+	w.collectFields(p, pm, false, 0)
 	vals := w.vals
 	w.release()
 	if len(vals) == 0 {
@@ -45,18 +44,20 @@ func Values(m proto.Message) []string { return defaultRedactor.Values(m) }
 // a single Placeholder, and the result is scanned again until no secret
 // value is left in it except inside a Placeholder. It does not allocate when
 // m's type cannot hold a secret; when text contains none of m's secrets it
-// allocates at most a small cursor per nested message list it searches.
+// allocates only what protoreflect's reads of the maps and lists it searches
+// cost (for a generated message, a view of each map or list and a copy of
+// each map entry or string element read).
 func (r *Redactor) Scrub(text string, m proto.Message) string {
 	if text == "" {
 		return text
 	}
 	r = r.orDefault()
-	w, c := r.search(m)
+	w, p, pm := r.search(m)
 	if w == nil {
 		return text
 	}
 	w.scan, w.text = true, text
-	w.collectFields(&c, false)
+	w.collectFields(p, pm, false, 0)
 	found := w.found
 	w.release()
 	if !found {
@@ -82,20 +83,20 @@ func ScrubAny(text string, req any) string { return defaultRedactor.ScrubAny(tex
 
 // search prepares a walker for a secret search of m, or returns nil when m
 // cannot hold a secret.
-func (r *Redactor) search(m proto.Message) (*walker, cursor) {
+func (r *Redactor) search(m proto.Message) (*walker, *plan, protoreflect.Message) {
 	if m == nil {
-		return nil, cursor{}
+		return nil, nil, nil
 	}
 	pm := m.ProtoReflect()
 	if !pm.IsValid() {
-		return nil, cursor{}
+		return nil, nil, nil
 	}
 	reg := current.Load()
 	p := reg.planFor(pm.Descriptor())
 	if !p.needsWalk(r.heuristic) {
-		return nil, cursor{}
+		return nil, nil, nil
 	}
-	return getWalker(reg, r.heuristic), p.rootCursor(m, pm)
+	return getWalker(reg, r.heuristic), p, pm
 }
 
 // emit records one secret value: in scan mode it only checks whether text
@@ -155,10 +156,6 @@ func (w *walker) emitBytes(b []byte) {
 	if len(b) == 0 {
 		return
 	}
-	if w.scan {
-		w.emit(unsafe.String(unsafe.SliceData(b), len(b)))
-		return
-	}
 	w.emit(string(b))
 }
 
@@ -171,35 +168,28 @@ func (w *walker) emitScalar(kind protoreflect.Kind, v protoreflect.Value) {
 	}
 }
 
-// collectFields emits the secret values in the message at c. all is true
-// inside a secret message, where every string and bytes value is secret.
-func (w *walker) collectFields(c *cursor, all bool) {
+// collectFields emits the secret values in m, of type p. all is true inside
+// a secret message, where every string and bytes value is secret.
+func (w *walker) collectFields(p *plan, m protoreflect.Message, all bool, depth int) {
 	if w.found {
 		return
 	}
-	p := c.p
 	if p.wkt == wktAny {
-		w.collectAny(c, all)
+		w.collectAny(p, m, all, depth)
 		return
 	}
 	for _, idx := range p.order {
-		f := &p.fields[max(idx, 0)]
-		if idx < 0 {
-			// Look at a oneof only if one of its members could matter.
-			if !all && !p.oneofs[-idx-1].matters[b2i(w.heuristic)] {
-				continue
-			}
-			var fbase unsafe.Pointer
-			if f, fbase = c.field(idx); f != nil {
-				w.collectField(f, c, fbase, all)
-			}
+		// Look at a oneof only if one of its members could matter.
+		if idx < 0 && !all && !p.oneofs[-idx-1].matters[b2i(w.heuristic)] {
 			continue
 		}
-		w.collectField(f, c, c.base, all)
+		if f := p.field(m, idx); f != nil {
+			w.collectField(f, m, all, depth)
+		}
 	}
 	if p.hasExt {
-		for _, f := range w.reg.extensions(c.msg()) {
-			w.collectField(&f, c, nil, all)
+		for _, f := range w.reg.extensions(m) {
+			w.collectField(&f, m, all, depth)
 		}
 	}
 }
@@ -211,94 +201,62 @@ func b2i(b bool) int {
 	return 0
 }
 
-func (w *walker) collectField(f *fieldPlan, c *cursor, fbase unsafe.Pointer, all bool) {
+func (w *walker) collectField(f *fieldPlan, m protoreflect.Message, all bool, depth int) {
 	secret := all || f.secret
 	heur := w.heuristic && f.strMap
 	if f.optionLike && !secret {
-		w.collectOptions(f, c, fbase)
+		w.collectOptions(f, m)
 		return
 	}
 	if !secret && !heur && (f.sub == nil || !f.sub.needsWalk(w.heuristic)) {
 		return
 	}
-	isMsg := f.kind == protoreflect.MessageKind || f.kind == protoreflect.GroupKind
 	switch f.card {
 	case cardMap:
-		if fbase != nil && f.acc == accStrMap {
-			for k, v := range strMapAt(fbase, f) {
-				if secret || (heur && LooksSecret(k)) {
-					w.emit(v)
-				}
-			}
-			return
-		}
-		m := c.msg()
 		if !m.Has(f.fd) {
 			return
 		}
-		m.Get(f.fd).Map().Range(func(k protoreflect.MapKey, v protoreflect.Value) bool {
+		// The entries are gathered in the frame of the next depth, which
+		// nested maps do not share.
+		fr := w.frame(depth + 1)
+		fr.ents = fr.ents[:0]
+		m.Get(f.fd).Map().Range(fr.collect)
+		for _, e := range fr.ents {
 			switch {
-			case isMsg:
-				vc := f.sub.cursorOf(v.Message())
-				w.collectFields(&vc, secret)
-			case secret || (heur && LooksSecret(k.String())):
-				w.emitScalar(f.kind, v)
+			case f.isMessage():
+				w.collectFields(f.sub, e.v.Message(), secret, depth+1)
+			case secret || (heur && LooksSecret(e.k.String())):
+				w.emitScalar(f.kind, e.v)
 			}
-			return true
-		})
+		}
 	case cardList:
-		switch {
-		case fbase != nil && f.acc == accStrList:
-			if secret { // a string list only gets here when secret
-				for _, s := range strListAt(fbase, f) {
-					w.emit(s)
-				}
-			}
-		case fbase != nil && f.acc == accMsgList:
-			for _, ptr := range ptrListAt(fbase, f) {
-				if ptr != nil {
-					vc := cursor{p: f.sub, base: ptr}
-					w.collectFields(&vc, secret)
-				}
-			}
-		default:
-			m := c.msg()
-			if !m.Has(f.fd) {
-				return
-			}
-			l := m.Get(f.fd).List()
-			for i := range l.Len() {
-				if isMsg {
-					vc := f.sub.cursorOf(l.Get(i).Message())
-					w.collectFields(&vc, secret)
-				} else if secret {
-					w.emitScalar(f.kind, l.Get(i))
-				}
+		if !m.Has(f.fd) {
+			return
+		}
+		l := m.Get(f.fd).List()
+		for i := range l.Len() {
+			if f.isMessage() {
+				w.collectFields(f.sub, l.Get(i).Message(), secret, depth+1)
+			} else if secret {
+				w.emitScalar(f.kind, l.Get(i))
 			}
 		}
 	case cardMessage:
-		if sub, ok := c.message(f, fbase); ok {
-			w.collectFields(&sub, secret)
+		if f.populated(m) {
+			w.collectFields(f.sub, m.Get(f.fd).Message(), secret, depth+1)
 		}
 	default:
 		if !secret {
 			return
 		}
-		if v, ok := c.scalar(f, fbase); ok {
+		if v, ok := scalar(m, f); ok {
 			w.emitScalar(f.kind, v)
 		}
 	}
 }
 
 // collectOptions emits the values of the key=value options of an option-like list.
-func (w *walker) collectOptions(f *fieldPlan, c *cursor, fbase unsafe.Pointer) {
-	if fbase != nil && f.acc == accStrList {
-		for _, s := range strListAt(fbase, f) {
-			w.emitOptionValues(s)
-		}
-		return
-	}
-	m := c.msg()
+func (w *walker) collectOptions(f *fieldPlan, m protoreflect.Message) {
 	if !m.Has(f.fd) {
 		return
 	}
@@ -308,8 +266,8 @@ func (w *walker) collectOptions(f *fieldPlan, c *cursor, fbase unsafe.Pointer) {
 	}
 }
 
-func (w *walker) collectAny(c *cursor, all bool) {
-	url, val := anyParts(c)
+func (w *walker) collectAny(p *plan, m protoreflect.Message, all bool, depth int) {
+	url, val := anyParts(p, m)
 	if len(val) == 0 {
 		return
 	}
@@ -317,8 +275,7 @@ func (w *walker) collectAny(c *cursor, all bool) {
 	if inner == nil {
 		return // cannot know; Object and Redact hide such payloads entirely
 	}
-	ic := ip.cursorOf(inner)
-	w.collectFields(&ic, all)
+	w.collectFields(ip, inner, all, depth)
 }
 
 // scrubValues replaces every occurrence of every value in text. Bytes

@@ -3,11 +3,11 @@ package secrets
 import (
 	"cmp"
 	"encoding/base64"
+	"math"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
-	"unsafe"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -25,7 +25,6 @@ type walker struct {
 	heuristic bool
 	frames    []*frame
 	scratch   []byte
-	out       []byte // the fast path's output (fastjson.go)
 
 	// search mode (Values, Scrub)
 	scan  bool // true: only look for values inside text
@@ -51,30 +50,24 @@ func getWalker(reg *registry, heuristic bool) *walker {
 }
 
 func (w *walker) release() {
-	if len(w.frames) > maxPooledFrames || cap(w.scratch) > 1<<16 || cap(w.out) > 1<<16 {
+	if len(w.frames) > maxPooledFrames || cap(w.scratch) > 1<<16 {
 		return
 	}
 	for _, fr := range w.frames {
 		fr.reset()
-		clear(fr.kvs[:cap(fr.kvs)])
-		clear(fr.ents[:cap(fr.ents)])
 	}
 	w.reg = nil
 	w.scan, w.text, w.found, w.vals = false, "", false, nil
 	walkerPool.Put(w)
 }
 
-// frameKind says what a frame holds and so which of its fields are live;
-// the others may be stale until release clears them.
+// frameKind says what a frame holds and so which of its fields are live.
 type frameKind uint8
 
 const (
-	frameMsg     frameKind = iota // c
-	frameStrMap                   // smap
-	frameMap                      // pmap
-	frameStrList                  // strs
-	frameMsgList                  // ptrs
-	frameList                     // list
+	frameMsg  frameKind = iota // p, m
+	frameMap                   // f, pmap
+	frameList                  // f, list
 )
 
 // frame is one level of nesting: a message, map or list being written.
@@ -84,20 +77,17 @@ type frame struct {
 	depth int
 	kind  frameKind
 
-	c cursor     // frameMsg
-	f *fieldPlan // frameMap, frameList
-
+	p    *plan
+	m    protoreflect.Message
+	f    *fieldPlan
 	list protoreflect.List
-	strs []string
-	ptrs []unsafe.Pointer
 	pmap protoreflect.Map
-	smap map[string]string
 
-	kvs  []strEntry // scratch for sorting string maps
-	ents []mapEntry // scratch for sorting other maps
+	ents []mapEntry // scratch for sorting map entries
+	// collect appends one entry to ents. It is made once per frame, so that
+	// ranging over a map does not allocate a closure on every call.
+	collect func(protoreflect.MapKey, protoreflect.Value) bool
 }
-
-type strEntry struct{ k, v string }
 
 type mapEntry struct {
 	k protoreflect.MapKey
@@ -106,8 +96,9 @@ type mapEntry struct {
 
 // reset drops every reference to the caller's message.
 func (fr *frame) reset() {
-	fr.c, fr.f = cursor{}, nil
-	fr.list, fr.strs, fr.ptrs, fr.pmap, fr.smap = nil, nil, nil, nil, nil
+	fr.p, fr.m, fr.f, fr.list, fr.pmap = nil, nil, nil, nil, nil
+	clear(fr.ents[:cap(fr.ents)])
+	fr.ents = fr.ents[:0]
 }
 
 // frame returns the frame for the given depth. Callers set its kind and the
@@ -116,12 +107,13 @@ func (w *walker) frame(depth int) *frame {
 	if depth < len(w.frames) {
 		return w.frames[depth]
 	}
-	return w.grow(depth)
-}
-
-func (w *walker) grow(depth int) *frame {
 	for len(w.frames) <= depth {
-		w.frames = append(w.frames, &frame{w: w, depth: len(w.frames)})
+		fr := &frame{w: w, depth: len(w.frames)}
+		fr.collect = func(k protoreflect.MapKey, v protoreflect.Value) bool {
+			fr.ents = append(fr.ents, mapEntry{k, v})
+			return true
+		}
+		w.frames = append(w.frames, fr)
 	}
 	return w.frames[depth]
 }
@@ -129,13 +121,7 @@ func (w *walker) grow(depth int) *frame {
 func (fr *frame) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 	switch fr.kind {
 	case frameMsg:
-		if c := &fr.c; c.base != nil && !c.p.hasExt && c.p.wkt != wktAny {
-			fr.w.writeDirect(enc, c, fr.depth)
-		} else {
-			fr.w.writeFields(enc, c, fr.depth)
-		}
-	case frameStrMap:
-		fr.w.writeStrMap(enc, fr)
+		fr.w.writeFields(enc, fr.p, fr.m, fr.depth)
 	case frameMap:
 		fr.w.writeMapEntries(enc, fr)
 	}
@@ -147,183 +133,91 @@ func (fr *frame) MarshalLogArray(enc zapcore.ArrayEncoder) error {
 	return nil
 }
 
-// writeFields writes the populated fields of the message at c into enc.
-func (w *walker) writeFields(enc zapcore.ObjectEncoder, c *cursor, depth int) {
-	p := c.p
+// scalar reads singular scalar field f of m; ok is false when the field is
+// not populated. A scalar without presence is populated when it is not its
+// zero value, which one Get tells without a Has.
+func scalar(m protoreflect.Message, f *fieldPlan) (v protoreflect.Value, ok bool) {
+	switch {
+	case f.inOneof:
+		return m.Get(f.fd), true
+	case f.presence:
+		if !m.Has(f.fd) {
+			return v, false
+		}
+		return m.Get(f.fd), true
+	}
+	v = m.Get(f.fd)
+	return v, !isZero(v, f.kind)
+}
+
+// isZero reports whether v is the zero value of kind, as Has decides for a
+// field without presence (a float is zero only as +0).
+func isZero(v protoreflect.Value, kind protoreflect.Kind) bool {
+	switch kind {
+	case protoreflect.StringKind:
+		return v.String() == ""
+	case protoreflect.BytesKind:
+		return len(v.Bytes()) == 0
+	case protoreflect.BoolKind:
+		return !v.Bool()
+	case protoreflect.EnumKind:
+		return v.Enum() == 0
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind,
+		protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		return v.Int() == 0
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind, protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		return v.Uint() == 0
+	case protoreflect.FloatKind, protoreflect.DoubleKind:
+		return math.Float64bits(v.Float()) == 0
+	}
+	return !v.IsValid()
+}
+
+// writeFields writes the populated fields of m, of type p, into enc.
+func (w *walker) writeFields(enc zapcore.ObjectEncoder, p *plan, m protoreflect.Message, depth int) {
 	if p.wkt == wktAny {
-		w.writeAny(enc, c, depth)
+		w.writeAny(enc, p, m, depth)
 		return
 	}
-	if c.base != nil {
-		w.writeDirect(enc, c, depth)
-	} else {
-		for _, idx := range p.order {
-			if f, fbase := c.field(idx); f != nil {
-				w.writeField(enc, f, c, fbase, depth)
-			}
+	for _, idx := range p.order {
+		if f := p.field(m, idx); f != nil {
+			w.writeField(enc, f, m, depth)
 		}
 	}
 	if p.hasExt {
-		for _, f := range w.reg.extensions(c.msg()) {
-			w.writeField(enc, &f, c, nil, depth)
+		for _, f := range w.reg.extensions(m) {
+			w.writeField(enc, &f, m, depth)
 		}
 	}
 }
 
-// writeDirect is writeFields for a generated struct: the common accessors
-// are inlined here, everything else goes through writeField.
-func (w *walker) writeDirect(enc zapcore.ObjectEncoder, c *cursor, depth int) {
-	p := c.p
-	for _, idx := range p.order {
-		var f *fieldPlan
-		fbase := c.base
-		if idx >= 0 {
-			f = &p.fields[idx]
-		} else if f, fbase = c.field(idx); f == nil {
-			continue
-		}
-		if fbase == nil {
-			w.writeField(enc, f, c, nil, depth)
-			continue
-		}
-		ptr := unsafe.Add(fbase, f.off)
-		switch f.acc {
-		case accString:
-			s := *(*string)(ptr)
-			if s == "" && !f.inOneof {
-				continue
-			}
-			if f.secret {
-				s = Placeholder
-			}
-			enc.AddString(f.name, s)
-		case accInt64:
-			n := *(*int64)(ptr)
-			if n == 0 && !f.inOneof {
-				continue
-			}
-			if f.secret {
-				enc.AddString(f.name, Placeholder)
-			} else {
-				enc.AddInt64(f.name, n)
-			}
-		case accInt32:
-			n := *(*int32)(ptr)
-			switch {
-			case n == 0 && !f.inOneof:
-			case f.secret:
-				enc.AddString(f.name, Placeholder)
-			case f.kind != protoreflect.EnumKind:
-				enc.AddInt32(f.name, n)
-			default:
-				if name, ok := f.enumName(protoreflect.EnumNumber(n)); ok {
-					enc.AddString(f.name, name)
-				} else {
-					enc.AddInt32(f.name, n)
-				}
-			}
-		case accBool:
-			switch b := *(*bool)(ptr); {
-			case !b && !f.inOneof:
-			case f.secret:
-				enc.AddString(f.name, Placeholder)
-			default:
-				enc.AddBool(f.name, b)
-			}
-		case accMsg:
-			mp := *(*unsafe.Pointer)(ptr)
-			switch {
-			case mp == nil:
-				if f.inOneof {
-					w.writeField(enc, f, c, fbase, depth)
-				}
-			case f.secret:
-				enc.AddString(f.name, Placeholder)
-			default:
-				w.writeMessage(enc, f.name, cursor{p: f.sub, base: mp}, depth)
-			}
-		case accStrMap:
-			sm := *(*map[string]string)(ptr)
-			if len(sm) == 0 {
-				continue
-			}
-			fr := w.frame(depth + 1)
-			fr.kind, fr.f, fr.smap = frameStrMap, f, sm
-			_ = enc.AddObject(f.name, fr)
-		case accStrList:
-			ss := *(*[]string)(ptr)
-			if len(ss) == 0 {
-				continue
-			}
-			fr := w.frame(depth + 1)
-			fr.kind, fr.f, fr.strs = frameStrList, f, ss
-			_ = enc.AddArray(f.name, fr)
-		case accMsgList:
-			ps := *(*[]unsafe.Pointer)(ptr)
-			if len(ps) == 0 {
-				continue
-			}
-			fr := w.frame(depth + 1)
-			fr.kind, fr.f, fr.ptrs = frameMsgList, f, ps
-			_ = enc.AddArray(f.name, fr)
-		default:
-			w.writeField(enc, f, c, fbase, depth)
-		}
-	}
-}
-
-func (w *walker) writeField(enc zapcore.ObjectEncoder, f *fieldPlan, c *cursor, fbase unsafe.Pointer, depth int) {
+func (w *walker) writeField(enc zapcore.ObjectEncoder, f *fieldPlan, m protoreflect.Message, depth int) {
 	switch f.card {
 	case cardMap:
-		fr := w.frame(depth + 1)
-		fr.f = f
-		if fbase != nil && f.acc == accStrMap {
-			if fr.smap = strMapAt(fbase, f); len(fr.smap) == 0 {
-				return
-			}
-			fr.kind = frameStrMap
-		} else {
-			m := c.msg()
-			if !m.Has(f.fd) {
-				return
-			}
-			fr.kind, fr.pmap = frameMap, m.Get(f.fd).Map()
+		if !m.Has(f.fd) {
+			return
 		}
+		fr := w.frame(depth + 1)
+		fr.kind, fr.f, fr.pmap = frameMap, f, m.Get(f.fd).Map()
 		_ = enc.AddObject(f.name, fr)
 	case cardList:
-		fr := w.frame(depth + 1)
-		fr.f = f
-		switch {
-		case fbase != nil && f.acc == accStrList:
-			if fr.strs = strListAt(fbase, f); len(fr.strs) == 0 {
-				return
-			}
-			fr.kind = frameStrList
-		case fbase != nil && f.acc == accMsgList:
-			if fr.ptrs = ptrListAt(fbase, f); len(fr.ptrs) == 0 {
-				return
-			}
-			fr.kind = frameMsgList
-		default:
-			m := c.msg()
-			if !m.Has(f.fd) {
-				return
-			}
-			fr.kind, fr.list = frameList, m.Get(f.fd).List()
+		if !m.Has(f.fd) {
+			return
 		}
+		fr := w.frame(depth + 1)
+		fr.kind, fr.f, fr.list = frameList, f, m.Get(f.fd).List()
 		_ = enc.AddArray(f.name, fr)
 	case cardMessage:
-		sub, ok := c.message(f, fbase)
-		if !ok {
+		if !f.populated(m) {
 			return
 		}
 		if f.secret {
 			enc.AddString(f.name, Placeholder)
 			return
 		}
-		w.writeMessage(enc, f.name, sub, depth)
+		w.writeMessage(enc, f.name, f.sub, m.Get(f.fd).Message(), depth)
 	default:
-		v, ok := c.scalar(f, fbase)
+		v, ok := scalar(m, f)
 		if !ok {
 			return
 		}
@@ -337,102 +231,58 @@ func (w *walker) writeField(enc zapcore.ObjectEncoder, f *fieldPlan, c *cursor, 
 
 // writeMessage writes a message value under key: well-known types in their
 // JSON form, anything else as a nested object.
-func (w *walker) writeMessage(enc zapcore.ObjectEncoder, key string, c cursor, depth int) {
-	switch c.p.wkt {
+func (w *walker) writeMessage(enc zapcore.ObjectEncoder, key string, p *plan, m protoreflect.Message, depth int) {
+	switch p.wkt {
 	case wktTimestamp:
-		enc.AddByteString(key, w.timestamp(&c))
+		enc.AddByteString(key, w.timestamp(p, m))
 	case wktDuration:
-		enc.AddByteString(key, w.duration(&c))
+		enc.AddByteString(key, w.duration(p, m))
 	case wktWrapper:
-		f := &c.p.fields[0]
-		v, _ := c.scalar(f, c.base)
-		w.addScalar(enc, key, f, orDefault(v, f))
+		f := &p.fields[0]
+		w.addScalar(enc, key, f, m.Get(f.fd))
 	default:
 		fr := w.frame(depth + 1)
-		fr.kind, fr.c = frameMsg, c
+		fr.kind, fr.p, fr.m = frameMsg, p, m
 		_ = enc.AddObject(key, fr)
 	}
 }
 
 // appendMessage is writeMessage for an array element.
-func (w *walker) appendMessage(enc zapcore.ArrayEncoder, c cursor, depth int) {
-	switch c.p.wkt {
+func (w *walker) appendMessage(enc zapcore.ArrayEncoder, p *plan, m protoreflect.Message, depth int) {
+	switch p.wkt {
 	case wktTimestamp:
-		enc.AppendByteString(w.timestamp(&c))
+		enc.AppendByteString(w.timestamp(p, m))
 	case wktDuration:
-		enc.AppendByteString(w.duration(&c))
+		enc.AppendByteString(w.duration(p, m))
 	case wktWrapper:
-		f := &c.p.fields[0]
-		v, _ := c.scalar(f, c.base)
-		w.appendScalar(enc, f, orDefault(v, f))
+		f := &p.fields[0]
+		w.appendScalar(enc, f, m.Get(f.fd))
 	default:
 		fr := w.frame(depth + 1)
-		fr.kind, fr.c = frameMsg, c
+		fr.kind, fr.p, fr.m = frameMsg, p, m
 		_ = enc.AppendObject(fr)
 	}
 }
 
-// orDefault turns the invalid Value of an unpopulated reflective read into
-// the field's zero value, for wrappers that always write their value.
-func orDefault(v protoreflect.Value, f *fieldPlan) protoreflect.Value {
-	if v.IsValid() {
-		return v
-	}
-	return f.fd.Default()
-}
-
-// writeStrMap writes a map<string,string> read directly from its Go map,
-// sorted by key.
-func (w *walker) writeStrMap(enc zapcore.ObjectEncoder, fr *frame) {
-	f := fr.f
-	if len(fr.smap) == 1 { // topology segments, mostly: nothing to sort
-		for k, v := range fr.smap {
-			if f.secret || (w.heuristic && LooksSecret(k)) {
-				v = Placeholder
-			}
-			enc.AddString(k, v)
-		}
-		return
-	}
-	kvs := fr.kvs[:0]
-	for k, v := range fr.smap {
-		kvs = append(kvs, strEntry{k, v})
-	}
-	sortStrEntries(kvs)
-	fr.kvs = kvs
-	for _, e := range kvs {
-		v := e.v
-		if f.secret || (w.heuristic && LooksSecret(e.k)) {
-			v = Placeholder
-		}
-		enc.AddString(e.k, v)
-	}
-}
-
-// sortStrEntries sorts by key; maps in requests are small, so insertion
-// sort beats the general algorithm.
-func sortStrEntries(kvs []strEntry) {
-	if len(kvs) > 12 {
-		slices.SortFunc(kvs, func(a, b strEntry) int { return cmp.Compare(a.k, b.k) })
-		return
-	}
-	for i := 1; i < len(kvs); i++ {
-		for j := i; j > 0 && kvs[j].k < kvs[j-1].k; j-- {
-			kvs[j], kvs[j-1] = kvs[j-1], kvs[j]
-		}
-	}
-}
-
+// writeMapEntries writes a map sorted by key.
 func (w *walker) writeMapEntries(enc zapcore.ObjectEncoder, fr *frame) {
 	f := fr.f
-	fr.ents = sortedEntries(fr.pmap, fr.ents[:0], f.fd.MapKey().Kind())
+	fr.ents = fr.ents[:0]
+	fr.pmap.Range(fr.collect)
+	sortEntries(fr.ents, f.keyKind)
 	for _, e := range fr.ents {
-		key := mapKeyString(e.k)
+		key := mapKeyString(e.k, f.keyKind)
 		switch {
-		case f.secret || (f.strMap && w.heuristic && LooksSecret(key)):
+		case f.secret:
 			enc.AddString(key, Placeholder)
-		case f.kind == protoreflect.MessageKind || f.kind == protoreflect.GroupKind:
-			w.writeMessage(enc, key, f.sub.cursorOf(e.v.Message()), fr.depth)
+		case f.strMap:
+			if w.heuristic && LooksSecret(key) {
+				enc.AddString(key, Placeholder)
+			} else {
+				enc.AddString(key, e.v.String())
+			}
+		case f.isMessage():
+			w.writeMessage(enc, key, f.sub, e.v.Message(), fr.depth)
 		default:
 			w.addScalar(enc, key, f, e.v)
 		}
@@ -440,45 +290,22 @@ func (w *walker) writeMapEntries(enc zapcore.ObjectEncoder, fr *frame) {
 }
 
 func (w *walker) writeListElems(enc zapcore.ArrayEncoder, fr *frame) {
-	f := fr.f
-	switch fr.kind {
-	case frameStrList:
-		for _, s := range fr.strs {
-			switch {
-			case f.secret:
-				enc.AppendString(Placeholder)
-			case f.optionLike && hasOptionValue(s):
+	f, l := fr.f, fr.list
+	for i := range l.Len() {
+		switch {
+		case f.secret:
+			enc.AppendString(Placeholder)
+		case f.isMessage():
+			w.appendMessage(enc, f.sub, l.Get(i).Message(), fr.depth)
+		case f.optionLike:
+			if s := l.Get(i).String(); hasOptionValue(s) {
 				w.scratch = appendRedactedOptions(w.scratch[:0], s)
 				enc.AppendByteString(w.scratch)
-			default:
+			} else {
 				enc.AppendString(s)
 			}
-		}
-	case frameMsgList:
-		for _, ptr := range fr.ptrs {
-			switch {
-			case f.secret:
-				enc.AppendString(Placeholder)
-			case ptr == nil:
-				w.appendMessage(enc, cursor{p: f.sub, m: f.sub.msgAt(nil)}, fr.depth)
-			default:
-				w.appendMessage(enc, cursor{p: f.sub, base: ptr}, fr.depth)
-			}
-		}
-	default:
-		l := fr.list
-		for i := range l.Len() {
-			v := l.Get(i)
-			switch {
-			case f.secret:
-				enc.AppendString(Placeholder)
-			case f.kind == protoreflect.MessageKind || f.kind == protoreflect.GroupKind:
-				w.appendMessage(enc, f.sub.cursorOf(v.Message()), fr.depth)
-			case f.optionLike:
-				enc.AppendString(redactOption(v.String()))
-			default:
-				w.appendScalar(enc, f, v)
-			}
+		default:
+			w.appendScalar(enc, f, l.Get(i))
 		}
 	}
 }
@@ -486,8 +313,8 @@ func (w *walker) writeListElems(enc zapcore.ArrayEncoder, fr *frame) {
 // writeAny writes an Any as protojson does: "@type" and then the fields of
 // the packed message, redacted. A payload whose type is not linked in cannot
 // be checked for secrets, so its value is replaced.
-func (w *walker) writeAny(enc zapcore.ObjectEncoder, c *cursor, depth int) {
-	url, val := anyParts(c)
+func (w *walker) writeAny(enc zapcore.ObjectEncoder, p *plan, m protoreflect.Message, depth int) {
+	url, val := anyParts(p, m)
 	if url == "" && len(val) == 0 {
 		return
 	}
@@ -500,25 +327,15 @@ func (w *walker) writeAny(enc zapcore.ObjectEncoder, c *cursor, depth int) {
 	case inner == nil:
 		enc.AddString("value", Placeholder)
 	case ip.wkt == wktNone:
-		ic := ip.cursorOf(inner)
-		w.writeFields(enc, &ic, depth)
+		w.writeFields(enc, ip, inner, depth)
 	default:
-		w.writeMessage(enc, "value", ip.cursorOf(inner), depth)
+		w.writeMessage(enc, "value", ip, inner, depth)
 	}
 }
 
-func anyParts(c *cursor) (string, []byte) {
-	u, _ := c.scalar(&c.p.fields[0], c.base)
-	v, _ := c.scalar(&c.p.fields[1], c.base)
-	var url string
-	var val []byte
-	if u.IsValid() {
-		url = u.String()
-	}
-	if v.IsValid() {
-		val = v.Bytes()
-	}
-	return url, val
+// anyParts returns the type URL and the payload of an Any.
+func anyParts(p *plan, m protoreflect.Message) (string, []byte) {
+	return m.Get(p.fields[0].fd).String(), m.Get(p.fields[1].fd).Bytes()
 }
 
 // unpackAny resolves and decodes the payload of an Any, or returns nil.
@@ -554,14 +371,18 @@ func (r *registry) fieldPlanOf(fd protoreflect.FieldDescriptor) fieldPlan {
 	return newFieldPlan(fd, "["+string(fd.FullName())+"]", r.isSecret(fd), r.planFor)
 }
 
-// sortedEntries collects the entries of m into buf, sorted by key.
-func sortedEntries(m protoreflect.Map, buf []mapEntry, kk protoreflect.Kind) []mapEntry {
-	m.Range(func(k protoreflect.MapKey, v protoreflect.Value) bool {
-		buf = append(buf, mapEntry{k, v})
-		return true
-	})
-	slices.SortFunc(buf, func(a, b mapEntry) int { return compareKeys(a.k, b.k, kk) })
-	return buf
+// sortEntries sorts map entries by key. Maps in requests are small, so
+// insertion sort beats the general algorithm there.
+func sortEntries(ents []mapEntry, kk protoreflect.Kind) {
+	if len(ents) > 12 {
+		slices.SortFunc(ents, func(a, b mapEntry) int { return compareKeys(a.k, b.k, kk) })
+		return
+	}
+	for i := 1; i < len(ents); i++ {
+		for j := i; j > 0 && compareKeys(ents[j].k, ents[j-1].k, kk) < 0; j-- {
+			ents[j], ents[j-1] = ents[j-1], ents[j]
+		}
+	}
 }
 
 func compareKeys(a, b protoreflect.MapKey, kk protoreflect.Kind) int {
@@ -584,22 +405,18 @@ func compareKeys(a, b protoreflect.MapKey, kk protoreflect.Kind) int {
 	}
 }
 
-func mapKeyString(k protoreflect.MapKey) string {
-	switch v := k.Interface().(type) {
-	case string:
-		return v
-	case bool:
-		return strconv.FormatBool(v)
-	case int32:
-		return strconv.FormatInt(int64(v), 10)
-	case int64:
-		return strconv.FormatInt(v, 10)
-	case uint32:
-		return strconv.FormatUint(uint64(v), 10)
-	case uint64:
-		return strconv.FormatUint(v, 10)
+// mapKeyString is a map key as a JSON object key, as protojson writes it.
+func mapKeyString(k protoreflect.MapKey, kk protoreflect.Kind) string {
+	switch kk {
+	case protoreflect.StringKind:
+		return k.String()
+	case protoreflect.BoolKind:
+		return strconv.FormatBool(k.Bool())
+	case protoreflect.Uint32Kind, protoreflect.Uint64Kind, protoreflect.Fixed32Kind, protoreflect.Fixed64Kind:
+		return strconv.FormatUint(k.Uint(), 10)
+	default:
+		return strconv.FormatInt(k.Int(), 10)
 	}
-	return ""
 }
 
 func (w *walker) addScalar(enc zapcore.ObjectEncoder, key string, f *fieldPlan, v protoreflect.Value) {
@@ -660,50 +477,6 @@ func (w *walker) appendScalar(enc zapcore.ArrayEncoder, f *fieldPlan, v protoref
 	}
 }
 
-// enumNames holds the value names of an enum whose numbers are small and
-// non-negative, indexed by number; protoreflect's lookup and Name() cost a
-// search and a string scan per value.
-type enumNames struct {
-	names  []string
-	quoted []string // names as JSON strings, for the fast path
-	ok     []bool
-}
-
-// enumName returns the name of value n of enum field f.
-func (f *fieldPlan) enumName(n protoreflect.EnumNumber) (string, bool) {
-	if en := f.enum; en != nil && n >= 0 && int(n) < len(en.names) && en.ok[n] {
-		return en.names[n], true
-	}
-	vd := f.fd
-	if vd.IsMap() {
-		vd = vd.MapValue()
-	}
-	if ev := vd.Enum().Values().ByNumber(n); ev != nil {
-		return string(ev.Name()), true
-	}
-	return "", false
-}
-
-func newEnumNames(ed protoreflect.EnumDescriptor) *enumNames {
-	vals := ed.Values()
-	size := 0
-	for i := range vals.Len() {
-		if n := vals.Get(i).Number(); n >= 0 && n < 256 && int(n) >= size {
-			size = int(n) + 1
-		}
-	}
-	en := &enumNames{names: make([]string, size), quoted: make([]string, size), ok: make([]bool, size)}
-	for i := range vals.Len() {
-		v := vals.Get(i)
-		// The first value declared with a number wins, as in ByNumber.
-		if n := v.Number(); n >= 0 && int(n) < size && !en.ok[n] {
-			en.names[n], en.ok[n] = string(v.Name()), true
-			en.quoted[n] = string(appendJSONString(nil, en.names[n]))
-		}
-	}
-	return en
-}
-
 // The scratch buffer is handed to AddByteString/AppendByteString, which copy
 // it before returning, so one buffer serves the whole walk.
 
@@ -713,30 +486,21 @@ func (w *walker) base64(b []byte) []byte {
 }
 
 // timestamp formats a google.protobuf.Timestamp as RFC 3339 in UTC.
-func (w *walker) timestamp(c *cursor) []byte {
-	sec, nanos := wktInts(c)
+func (w *walker) timestamp(p *plan, m protoreflect.Message) []byte {
+	sec, nanos := wktInts(p, m)
 	w.scratch = time.Unix(sec, nanos).UTC().AppendFormat(w.scratch[:0], time.RFC3339Nano)
 	return w.scratch
 }
 
 // wktInts reads the seconds and nanos of a Timestamp or Duration.
-func wktInts(c *cursor) (int64, int64) {
-	s, _ := c.scalar(&c.p.fields[0], c.base)
-	n, _ := c.scalar(&c.p.fields[1], c.base)
-	var sec, nanos int64
-	if s.IsValid() {
-		sec = s.Int()
-	}
-	if n.IsValid() {
-		nanos = n.Int()
-	}
-	return sec, nanos
+func wktInts(p *plan, m protoreflect.Message) (int64, int64) {
+	return m.Get(p.fields[0].fd).Int(), m.Get(p.fields[1].fd).Int()
 }
 
 // duration formats a google.protobuf.Duration as protojson does: seconds
 // with 0, 3, 6 or 9 fractional digits and an "s" suffix.
-func (w *walker) duration(c *cursor) []byte {
-	sec, nanos := wktInts(c)
+func (w *walker) duration(p *plan, m protoreflect.Message) []byte {
+	sec, nanos := wktInts(p, m)
 	b := w.scratch[:0]
 	if sec < 0 || nanos < 0 {
 		b = append(b, '-')

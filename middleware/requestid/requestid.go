@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"unsafe"
 
 	middleware "github.com/grpc-ecosystem/go-grpc-middleware/v2"
 	"google.golang.org/grpc"
@@ -66,18 +65,12 @@ type ctxKey struct{}
 type idCtx struct {
 	context.Context
 	id string
-	// minted holds the bytes of an ID minted for this context, which id then points into:
-	// minting and attaching an ID cost one allocation together instead of two.
-	minted [mintedLen]byte
 }
 
-// newMinted returns a copy of ctx carrying a newly minted ID.
+// newMinted returns a copy of ctx carrying a newly minted ID: two allocations,
+// the context and the ID's string.
 func newMinted(ctx context.Context) *idCtx {
-	c := &idCtx{Context: ctx}
-	b := mint(&c.minted)
-	// The bytes are never written again, so they can back an immutable string.
-	c.id = unsafe.String(&b[0], len(b))
-	return c
+	return &idCtx{Context: ctx, id: New()}
 }
 
 // Value returns the idCtx itself for the package's key: returning a pointer

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -48,31 +47,4 @@ func Example() {
 	// Output:
 	// log fields: 2
 	// [csi.name=pvc-1]
-}
-
-// A provider whose spans go to an exporter in batches, as
-// NewProviderFromEnv builds it; the OTEL_BSP_* variables apply unless an
-// option says otherwise.
-func ExampleNewBatchProcessor() {
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(
-		tracing.NewBatchProcessor(exp, tracing.WithScheduleDelay(time.Minute))))
-
-	_, span := tp.Tracer("example").Start(context.Background(), "csi.v1.Controller/CreateVolume")
-	span.End()
-	fmt.Println("exported before a flush:", len(exp.GetSpans()))
-
-	// ForceFlush returns once the spans ended before it are exported.
-	if err := tp.ForceFlush(context.Background()); err != nil {
-		fmt.Println(err)
-	}
-	fmt.Println("exported:", exp.GetSpans()[0].Name)
-
-	// At exit: exports what is left, then shuts the exporter down.
-	if err := tp.Shutdown(context.Background()); err != nil {
-		fmt.Println(err)
-	}
-	// Output:
-	// exported before a flush: 0
-	// exported: csi.v1.Controller/CreateVolume
 }

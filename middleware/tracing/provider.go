@@ -16,11 +16,10 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
 
-// Environment variables NewProviderFromEnv reads itself (NewBatchProcessor
-// reads the OTEL_BSP_* ones, EnvBSPScheduleDelay and its siblings). The
-// exporters and the SDK read the rest (OTEL_EXPORTER_OTLP_ENDPOINT, _HEADERS,
-// _TIMEOUT, TLS settings, OTEL_TRACES_SAMPLER, OTEL_SERVICE_NAME,
-// OTEL_RESOURCE_ATTRIBUTES).
+// Environment variables NewProviderFromEnv reads itself. The exporters and
+// the SDK read the rest (OTEL_EXPORTER_OTLP_ENDPOINT, _HEADERS, _TIMEOUT, TLS
+// settings, OTEL_BSP_* for the batch span processor, OTEL_TRACES_SAMPLER,
+// OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES).
 const (
 	// EnvSDKDisabled set to "true" turns tracing off whatever else is set.
 	EnvSDKDisabled = "OTEL_SDK_DISABLED"
@@ -63,10 +62,9 @@ func noShutdown(context.Context) error { return nil }
 //   - "console": spans as JSON on standard output, for debugging.
 //   - "none": nothing.
 //
-// Each exporter gets its spans in batches from a NewBatchProcessor
-// (OTEL_BSP_* variables), not from the SDK's sdktrace.WithBatcher, whose
-// processor wakes its goroutine for every span ended, about 1 us on every
-// sampled call (see the package documentation). Sampling follows
+// Each exporter gets its spans in batches from the SDK's batch span
+// processor (sdktrace.WithBatcher), which reads the OTEL_BSP_* variables
+// (schedule delay, export timeout, queue and batch sizes). Sampling follows
 // OTEL_TRACES_SAMPLER (default: parent-based, always on), the resource
 // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES. opts are applied last, so a
 // driver can set, for example, sdktrace.WithResource with its own name.
@@ -98,7 +96,7 @@ func NewProviderFromEnv(ctx context.Context, opts ...sdktrace.TracerProviderOpti
 	}
 	all := make([]sdktrace.TracerProviderOption, 0, len(exporters)+len(opts))
 	for _, e := range exporters {
-		all = append(all, sdktrace.WithSpanProcessor(NewBatchProcessor(e)))
+		all = append(all, sdktrace.WithBatcher(e))
 	}
 	tp := sdktrace.NewTracerProvider(append(all, opts...)...)
 	return tp, tp.Shutdown, nil

@@ -2,7 +2,10 @@ package tracing_test
 
 import (
 	"context"
+	"os"
+	"strings"
 	"testing"
+	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -102,5 +105,52 @@ func TestTracingOffForNoopProvider(t *testing.T) {
 				t.Error("a span interceptor is not nil; want nil so tracing off adds nothing to the chain")
 			}
 		})
+	}
+}
+
+// TestNewProviderFromEnvHonoursBSP: spans leave through a batch span processor set from the
+// OTEL_BSP_* variables. With OTEL_BSP_SCHEDULE_DELAY at 1 ms, an ended span reaches the console
+// exporter with no flush, long before the 5 s default delay would have sent it.
+func TestNewProviderFromEnvHonoursBSP(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = w.Close()
+		_ = r.Close() // unblocks the reader below if it is still waiting
+	})
+	t.Setenv(tracing.EnvSDKDisabled, "")
+	t.Setenv(tracing.EnvTracesExporter, "console")
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "1")
+	// The console exporter takes os.Stdout when it is created.
+	stdout := os.Stdout
+	os.Stdout = w
+	tp, shutdown, err := tracing.NewProviderFromEnv(t.Context())
+	os.Stdout = stdout
+	if err != nil {
+		t.Fatalf("NewProviderFromEnv: %v", err)
+	}
+	defer func() {
+		if err := shutdown(context.Background()); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	}()
+
+	got := make(chan string, 1)
+	go func() {
+		b := make([]byte, 64<<10)
+		n, _ := r.Read(b)
+		got <- string(b[:n])
+	}()
+	_, span := tp.Tracer("test").Start(t.Context(), "csi.v1.Controller/CreateVolume")
+	span.End()
+	select {
+	case out := <-got:
+		if !strings.Contains(out, "csi.v1.Controller/CreateVolume") {
+			t.Errorf("console exporter wrote %q, want the span", out)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("span not exported within 2 s although OTEL_BSP_SCHEDULE_DELAY is 1 ms")
 	}
 }
