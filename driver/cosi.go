@@ -142,21 +142,6 @@ type Bucket struct {
 	GCS *GCSBucket
 }
 
-// protocols lists the protocols the bucket reports info for.
-func (b *Bucket) protocols() []ObjectProtocol {
-	var out []ObjectProtocol
-	if b.S3 != nil {
-		out = append(out, ProtocolS3)
-	}
-	if b.Azure != nil {
-		out = append(out, ProtocolAzure)
-	}
-	if b.GCS != nil {
-		out = append(out, ProtocolGCS)
-	}
-	return out
-}
-
 // S3AddressingStyle is how S3 clients address the bucket.
 type S3AddressingStyle int
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/csikit/csikit/driver"
 	"github.com/csikit/csikit/driver/memdriver"
+	"github.com/csikit/csikit/driver/plugin"
 	cosi2 "github.com/csikit/csikit/internal/cosi/v1alpha2"
 	"github.com/csikit/csikit/secrets"
 )
@@ -25,10 +26,10 @@ var bothVersions = []string{cosiV1Alpha1, cosiV1Alpha2}
 // startCOSIPlugin serves memdriver.Buckets as a COSI driver (S3, several buckets per grant) on a
 // real unix socket, speaking the given wire versions (both when none is given), with
 // COSI_ENDPOINT, and only that, pointing at it.
-func startCOSIPlugin(t *testing.T, versions ...driver.COSIVersion) *plugin {
+func startCOSIPlugin(t *testing.T, versions ...driver.COSIVersion) *testPlugin {
 	t.Helper()
-	p := &plugin{t: t, buckets: memdriver.NewBuckets("https://s3.mem.example", "us-east-1")}
-	p.serve(driver.Config{Name: "mem-s3.csikit.dev", VendorVersion: "1.0.0", Buckets: p.buckets,
+	p := &testPlugin{t: t, buckets: memdriver.NewBuckets("https://s3.mem.example", "us-east-1")}
+	p.serve(plugin.Config{Name: "mem-s3.csikit.dev", VendorVersion: "1.0.0", Buckets: p.buckets,
 		BucketProtocols: []driver.ObjectProtocol{driver.ProtocolS3}, COSIVersions: versions, MultiBucketAccess: true})
 	p.env = map[string]string{envCOSIEndpoint: "unix://" + p.sock}
 	return p
@@ -241,7 +242,7 @@ func TestCOSICallErrors(t *testing.T) {
 	missingDir := filepath.Join(t.TempDir(), "absent", "creds.json")
 	for _, tc := range []struct {
 		name string
-		p    *plugin
+		p    *testPlugin
 		args []string
 		want string
 	}{

@@ -12,7 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/plugin"
 	"github.com/csikit/csikit/examples/hostpath/hostpath"
 	"github.com/csikit/csikit/internal/testenv"
 )
@@ -20,7 +20,7 @@ import (
 // startHostpath serves the hostpath example driver (controller and node in one process, as `go
 // run ./examples/hostpath` does) on a unix socket in a fresh directory that also holds its
 // state, and returns a plugin whose run/ok drive csictl against it.
-func startHostpath(t *testing.T) (p *plugin, dir string) {
+func startHostpath(t *testing.T) (p *testPlugin, dir string) {
 	t.Helper()
 	// A short directory keeps the socket path under the unix address limit.
 	dir, err := os.MkdirTemp("", "csictl-hp")
@@ -35,7 +35,7 @@ func startHostpath(t *testing.T) (p *plugin, dir string) {
 	}
 	cfg := hp.Config()
 	cfg.Logger, cfg.CheckResponses = zap.NewNop(), true
-	d, err := driver.New(cfg)
+	d, err := plugin.New(cfg)
 	if err != nil {
 		t.Fatalf("driver.New: %v", err)
 	}
@@ -57,7 +57,7 @@ func startHostpath(t *testing.T) (p *plugin, dir string) {
 		}
 		_ = os.RemoveAll(dir)
 	})
-	return &plugin{t: t, sock: sock, env: map[string]string{envEndpoint: "unix://" + sock}}, dir
+	return &testPlugin{t: t, sock: sock, env: map[string]string{envEndpoint: "unix://" + sock}}, dir
 }
 
 // ids returns the values at path (e.g. "volume", "volume_id") of every entry of a list's JSON
@@ -114,7 +114,7 @@ func TestQuickStartAgainstHostpath(t *testing.T) {
 	staging, target := filepath.Join(dir, "staging"), filepath.Join(dir, "target")
 	t.Run("node", func(t *testing.T) {
 		testenv.Root(t, "node stage formats and mounts a loop device, node publish bind-mounts it")
-		p := &plugin{t: t, sock: p.sock, env: p.env}
+		p := &testPlugin{t: t, sock: p.sock, env: p.env}
 		if err := os.MkdirAll(staging, 0o750); err != nil { // the CO creates the staging directory
 			t.Fatal(err)
 		}

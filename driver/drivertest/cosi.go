@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/plugin"
 )
 
 // COSIOptions tell the COSI suite what it cannot find out from the driver. The zero value runs
@@ -57,7 +58,7 @@ type COSIOptions struct {
 // The plugin is built with driver.New, with a debug-level logger captured for the credential
 // canary (added beside cfg.Logger when that is set), and served on a unix socket until the test
 // ends. Each wire version is a subtest of t, skipped when the plugin does not serve it.
-func COSI(t *testing.T, cfg driver.Config, opts COSIOptions) {
+func COSI(t *testing.T, cfg plugin.Config, opts COSIOptions) {
 	t.Helper()
 	endpoint, logs := serveCOSI(t, cfg)
 	if backendLogs := opts.Logs; backendLogs != nil {
@@ -78,7 +79,7 @@ func COSIEndpoint(t *testing.T, endpoint string, opts COSIOptions) {
 
 // serveCOSI serves cfg on a fresh socket until the test ends and returns its endpoint and the
 // library's captured log.
-func serveCOSI(t *testing.T, cfg driver.Config) (endpoint string, logs func() string) {
+func serveCOSI(t *testing.T, cfg plugin.Config) (endpoint string, logs func() string) {
 	t.Helper()
 	if cfg.Buckets == nil {
 		t.Fatal("drivertest: COSI needs a driver.Config with Buckets")

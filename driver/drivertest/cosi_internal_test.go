@@ -14,6 +14,7 @@ import (
 
 	"github.com/csikit/csikit/driver"
 	"github.com/csikit/csikit/driver/memdriver"
+	"github.com/csikit/csikit/driver/plugin"
 )
 
 // The suite must fail on a bad driver. It runs here against a recorder instead of the real
@@ -126,7 +127,7 @@ func (f *fakeT) allMessages() []string {
 }
 
 // runFake runs the suite against cfg with a recorder and returns it.
-func runFake(t *testing.T, cfg driver.Config, opts COSIOptions) *fakeT {
+func runFake(t *testing.T, cfg plugin.Config, opts COSIOptions) *fakeT {
 	t.Helper()
 	endpoint, logs := serveCOSI(t, cfg)
 	opts.Logs = logs
@@ -259,8 +260,8 @@ func spyOptions(s *spy) COSIOptions {
 	}
 }
 
-func bucketCfg(b driver.BucketProvisioner) driver.Config {
-	return driver.Config{Name: "bad-s3.csikit.dev", VendorVersion: "1", Buckets: b, BucketProtocols: []driver.ObjectProtocol{driver.ProtocolS3}}
+func bucketCfg(b driver.BucketProvisioner) plugin.Config {
+	return plugin.Config{Name: "bad-s3.csikit.dev", VendorVersion: "1", Buckets: b, BucketProtocols: []driver.ObjectProtocol{driver.ProtocolS3}}
 }
 
 func TestCOSISuiteFailsBadDrivers(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"github.com/csikit/csikit/driver"
 	"github.com/csikit/csikit/driver/drivertest"
 	"github.com/csikit/csikit/driver/memdriver"
+	"github.com/csikit/csikit/driver/plugin"
 )
 
 // memBuckets is memdriver's bucket backend that can be armed to panic once in a grant, after the
@@ -26,8 +27,8 @@ func (m *memBuckets) GrantBucketAccess(ctx context.Context, req *driver.GrantBuc
 	return a, err
 }
 
-func memBucketConfig(b driver.BucketProvisioner, multi bool, versions ...driver.COSIVersion) driver.Config {
-	return driver.Config{Name: "mem-s3.csikit.dev", VendorVersion: "1.0.0", Buckets: b,
+func memBucketConfig(b driver.BucketProvisioner, multi bool, versions ...driver.COSIVersion) plugin.Config {
+	return plugin.Config{Name: "mem-s3.csikit.dev", VendorVersion: "1.0.0", Buckets: b,
 		BucketProtocols: []driver.ObjectProtocol{driver.ProtocolS3}, COSIVersions: versions,
 		MultiBucketAccess: multi, CheckResponses: true}
 }

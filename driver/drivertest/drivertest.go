@@ -22,7 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"k8s.io/klog/v2"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/plugin"
 )
 
 // Options describe the driver under test and the run. The zero value runs the unprivileged profile
@@ -127,7 +127,7 @@ var (
 //
 // Ginkgo runs one suite per process, so CSI (or CSIEndpoint) may be called once per test binary;
 // a second call fails the test. Put each driver's conformance test in its own package.
-func CSI(t *testing.T, cfg driver.Config, opts Options) Result {
+func CSI(t *testing.T, cfg plugin.Config, opts Options) Result {
 	t.Helper()
 	sock, capture := serveCaptured(t, cfg, "csi.sock")
 	if backendLogs := opts.Logs; backendLogs != nil {

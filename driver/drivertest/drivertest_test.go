@@ -18,11 +18,12 @@ import (
 	"github.com/csikit/csikit/driver"
 	"github.com/csikit/csikit/driver/drivertest"
 	"github.com/csikit/csikit/driver/memdriver"
+	"github.com/csikit/csikit/driver/plugin"
 )
 
 // fullConfig is every memdriver backend and feature, as in driver/harness_test.go.
-func fullConfig(backend driver.Controller) driver.Config {
-	return driver.Config{
+func fullConfig(backend driver.Controller) plugin.Config {
+	return plugin.Config{
 		Name:             "mem.csikit.dev",
 		VendorVersion:    "1.0.0",
 		Controller:       backend,

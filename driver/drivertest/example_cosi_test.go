@@ -8,6 +8,7 @@ import (
 	"github.com/csikit/csikit/driver"
 	"github.com/csikit/csikit/driver/drivertest"
 	"github.com/csikit/csikit/driver/memdriver"
+	"github.com/csikit/csikit/driver/plugin"
 )
 
 // The whole COSI conformance test of a bucket driver: one call, both wire versions. Unlike CSI,
@@ -18,7 +19,7 @@ import (
 func ExampleCOSI() {
 	TestCOSIConformance := func(t *testing.T) {
 		backend := memdriver.NewBuckets("http://127.0.0.1:9000", "us-east-1") // your bucket backend
-		cfg := driver.Config{
+		cfg := plugin.Config{
 			Name:            "mem-s3.example.com",
 			VendorVersion:   "1.0.0",
 			Buckets:         backend,

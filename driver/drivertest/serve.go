@@ -10,14 +10,14 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/plugin"
 )
 
 // serveCaptured builds the plugin of cfg with a debug-level logger captured for the canaries
 // (beside cfg.Logger when that is set), serves it on a fresh unix socket named name (CSI and
 // COSI want different names: COSI_ENDPOINT must end in .sock) until the test ends, and returns
 // the socket path and the captured log.
-func serveCaptured(t *testing.T, cfg driver.Config, name string) (sock string, logs *logBuffer) {
+func serveCaptured(t *testing.T, cfg plugin.Config, name string) (sock string, logs *logBuffer) {
 	t.Helper()
 	capture := &logBuffer{}
 	core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewDevelopmentEncoderConfig()), capture, zapcore.DebugLevel)
@@ -26,7 +26,7 @@ func serveCaptured(t *testing.T, cfg driver.Config, name string) (sock string, l
 	} else {
 		cfg.Logger = zap.New(core)
 	}
-	d, err := driver.New(cfg)
+	d, err := plugin.New(cfg)
 	if err != nil {
 		t.Fatalf("drivertest: driver.New: %v", err)
 	}

@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/plugin"
 )
 
 // CheckVolumeGroups names csikit's specs for the volume-group service of seed 001
@@ -114,21 +114,21 @@ func (v *vgFixture) setup(conn grpc.ClientConnInterface) {
 	info, err := v.identity.GetPluginInfo(context.Background(), &csi.GetPluginInfoRequest{})
 	Expect(err).NotTo(HaveOccurred(), "GetPluginInfo")
 	v.rpcs = map[string]bool{}
-	for _, name := range strings.Split(info.GetManifest()[driver.ManifestVolumeGroupRPCs], ",") {
+	for _, name := range strings.Split(info.GetManifest()[plugin.ManifestVolumeGroupRPCs], ",") {
 		if name = strings.TrimSpace(name); name != "" {
 			v.rpcs[name] = true
 		}
 	}
 	for _, name := range []string{"CreateVolumeGroup", "DeleteVolumeGroup", "ModifyVolumeGroupMembership"} {
 		if !v.rpcs[name] {
-			Skip(fmt.Sprintf("volumegroup.Controller not served: GetPluginInfo's manifest key %s does not list %s", driver.ManifestVolumeGroupRPCs, name))
+			Skip(fmt.Sprintf("volumegroup.Controller not served: GetPluginInfo's manifest key %s does not list %s", plugin.ManifestVolumeGroupRPCs, name))
 		}
 	}
 }
 
 func (v *vgFixture) require(rpc string) {
 	if !v.rpcs[rpc] {
-		Skip(fmt.Sprintf("%s not served (not listed under the manifest key %s)", rpc, driver.ManifestVolumeGroupRPCs))
+		Skip(fmt.Sprintf("%s not served (not listed under the manifest key %s)", rpc, plugin.ManifestVolumeGroupRPCs))
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 
 	"github.com/csikit/csikit/driver"
 	"github.com/csikit/csikit/driver/cmdline"
+	"github.com/csikit/csikit/driver/plugin"
 	"github.com/csikit/csikit/examples/memorys3/bucketdriver"
 	"github.com/csikit/csikit/examples/memorys3/s3server"
 )
@@ -83,7 +84,7 @@ func run(ctx context.Context, args []string, out io.Writer, started chan<- strin
 	}
 	defer s3.Close()
 
-	cfg := driver.Config{
+	cfg := plugin.Config{
 		Name: *name, VendorVersion: version, Buckets: bucketdriver.New(s3),
 		BucketProtocols: []driver.ObjectProtocol{driver.ProtocolS3}, MultiBucketAccess: true,
 		Logger: logger, Endpoint: settings.Endpoint,
@@ -91,7 +92,7 @@ func run(ctx context.Context, args []string, out io.Writer, started chan<- strin
 	if err := settings.Diagnostics(&cfg); err != nil {
 		return err
 	}
-	d, err := driver.New(cfg)
+	d, err := plugin.New(cfg)
 	if err != nil {
 		return err
 	}

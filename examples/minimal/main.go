@@ -21,6 +21,7 @@ import (
 	"github.com/csikit/csikit/driver"
 	"github.com/csikit/csikit/driver/cmdline"
 	"github.com/csikit/csikit/driver/nodemount"
+	"github.com/csikit/csikit/driver/plugin"
 )
 
 type dirs struct {
@@ -209,7 +210,7 @@ func run(ctx context.Context, settings *cmdline.Settings, root string) error {
 	if err := settings.Diagnostics(&cfg); err != nil {
 		return err
 	}
-	d, err := driver.New(cfg)
+	d, err := plugin.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -217,7 +218,7 @@ func run(ctx context.Context, settings *cmdline.Settings, root string) error {
 }
 
 // config assembles the driver; run adds where to serve and what to log with.
-func config(root string) driver.Config {
+func config(root string) plugin.Config {
 	backend := dirs{root: root, mounts: nodemount.New()}
-	return driver.Config{Name: "minimal.csikit.dev", VendorVersion: "0.1.0", Controller: backend, Node: backend}
+	return plugin.Config{Name: "minimal.csikit.dev", VendorVersion: "0.1.0", Controller: backend, Node: backend}
 }

@@ -22,15 +22,15 @@ import (
 	"github.com/csikit/csikit/internal/testenv"
 )
 
-// plugin is the example served by run on a real unix socket, as a newcomer runs it.
-type plugin struct {
+// testPlugin is the example served by run on a real unix socket, as a newcomer runs it.
+type testPlugin struct {
 	dir        string // the test's scratch directory; volumes live in dir/volumes
 	identity   csi.IdentityClient
 	controller csi.ControllerClient
 	node       csi.NodeClient
 }
 
-func serve(t *testing.T) *plugin {
+func serve(t *testing.T) *testPlugin {
 	t.Helper()
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -54,7 +54,7 @@ func serve(t *testing.T) *plugin {
 		}
 		unmountUnder(dir) // a failed test must not leave mounts that stop TempDir's removal
 	})
-	p := &plugin{dir: dir, identity: csi.NewIdentityClient(conn), controller: csi.NewControllerClient(conn), node: csi.NewNodeClient(conn)}
+	p := &testPlugin{dir: dir, identity: csi.NewIdentityClient(conn), controller: csi.NewControllerClient(conn), node: csi.NewNodeClient(conn)}
 	if _, err := p.identity.Probe(ctx, &csi.ProbeRequest{}, grpc.WaitForReady(true)); err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ var blockCap = &csi.VolumeCapability{
 }
 
 // create makes a volume named name holding one file, "data", and returns its ID.
-func (p *plugin) create(t *testing.T, name string) string {
+func (p *testPlugin) create(t *testing.T, name string) string {
 	t.Helper()
 	v, err := p.controller.CreateVolume(context.Background(), &csi.CreateVolumeRequest{Name: name, VolumeCapabilities: []*csi.VolumeCapability{mountCap}})
 	if err != nil {
@@ -99,17 +99,17 @@ func (p *plugin) create(t *testing.T, name string) string {
 	return id
 }
 
-func (p *plugin) publish(id, target string, readonly bool) error {
+func (p *testPlugin) publish(id, target string, readonly bool) error {
 	_, err := p.node.NodePublishVolume(context.Background(), &csi.NodePublishVolumeRequest{VolumeId: id, TargetPath: target, VolumeCapability: mountCap, Readonly: readonly})
 	return err
 }
 
-func (p *plugin) unpublish(id, target string) error {
+func (p *testPlugin) unpublish(id, target string) error {
 	_, err := p.node.NodeUnpublishVolume(context.Background(), &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: target})
 	return err
 }
 
-func (p *plugin) dataIntact(t *testing.T, id string) {
+func (p *testPlugin) dataIntact(t *testing.T, id string) {
 	t.Helper()
 	if b, err := os.ReadFile(filepath.Join(p.dir, "volumes", id, "data")); err != nil || string(b) != "keep me" {
 		t.Fatalf("the volume's data is gone: %q, %v", b, err)

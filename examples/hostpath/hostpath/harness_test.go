@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/plugin"
 	"github.com/csikit/csikit/internal/testenv"
 )
 
@@ -108,7 +108,7 @@ func (e *env) start() {
 	}
 	cfg := p.Config()
 	cfg.CheckResponses = true
-	d, err := driver.New(cfg)
+	d, err := plugin.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/plugin"
 )
 
 // Name and Version identify the plugin.
@@ -68,12 +68,12 @@ var PluginCapabilities = []csi.PluginCapability_Service_Type{
 }
 
 // Config returns the csikit configuration serving this plugin; add a Logger and Endpoint.
-func (p *Plugin) Config() driver.Config {
+func (p *Plugin) Config() plugin.Config {
 	f := Features()
-	cfg := driver.Config{
+	cfg := plugin.Config{
 		Name:          Name,
 		VendorVersion: Version,
-		Overrides:     driver.CapabilityOverrides{Plugin: PluginCapabilities},
+		Overrides:     plugin.CapabilityOverrides{Plugin: PluginCapabilities},
 	}
 	if p.Controller != nil {
 		cfg.Controller = p.Controller

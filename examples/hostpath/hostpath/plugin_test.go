@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/plugin"
 )
 
 // TestEveryModeReportsTheSamePluginCapabilities: the spec says every instance of a plugin SHALL
@@ -27,7 +27,7 @@ func TestEveryModeReportsTheSamePluginCapabilities(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer p.Close()
-			d, err := driver.New(p.Config())
+			d, err := plugin.New(p.Config())
 			if err != nil {
 				t.Fatalf("driver.New in mode %s: %v", mode, err)
 			}

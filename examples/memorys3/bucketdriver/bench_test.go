@@ -13,6 +13,7 @@ import (
 	cosi1 "sigs.k8s.io/container-object-storage-interface/proto"
 
 	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/plugin"
 	"github.com/csikit/csikit/examples/memorys3/bucketdriver"
 	cosi2 "github.com/csikit/csikit/internal/cosi/v1alpha2"
 )
@@ -33,7 +34,7 @@ func BenchmarkCOSICycle(b *testing.B) {
 				cfg.StateDir = b.TempDir()
 			}
 			srv := newS3(b, cfg)
-			d, err := driver.New(driver.Config{Name: "memorys3.csikit.dev", VendorVersion: "bench", Buckets: bucketdriver.New(srv),
+			d, err := plugin.New(plugin.Config{Name: "memorys3.csikit.dev", VendorVersion: "bench", Buckets: bucketdriver.New(srv),
 				BucketProtocols: []driver.ObjectProtocol{driver.ProtocolS3}, Logger: zap.NewNop()})
 			if err != nil {
 				b.Fatal(err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/csikit/csikit/driver"
 	"github.com/csikit/csikit/driver/drivertest"
+	"github.com/csikit/csikit/driver/plugin"
 	"github.com/csikit/csikit/examples/memorys3/bucketdriver"
 	"github.com/csikit/csikit/examples/memorys3/s3server"
 )
@@ -85,7 +86,7 @@ func putAndGet(ctx context.Context, b driver.Bucket, c driver.Credentials) error
 // keys proven by a real S3 client: they put and get, and fail once revoked.
 func TestCOSIConformance(t *testing.T) {
 	srv := s3Fixture(t)
-	drivertest.COSI(t, driver.Config{Name: "memorys3.csikit.dev", VendorVersion: "test", Buckets: bucketdriver.New(srv),
+	drivertest.COSI(t, plugin.Config{Name: "memorys3.csikit.dev", VendorVersion: "test", Buckets: bucketdriver.New(srv),
 		BucketProtocols: []driver.ObjectProtocol{driver.ProtocolS3}, MultiBucketAccess: true},
 		drivertest.COSIOptions{
 			MultiBucketAccess: true,

@@ -18,6 +18,7 @@ import (
 	cosi1 "sigs.k8s.io/container-object-storage-interface/proto"
 
 	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/plugin"
 	"github.com/csikit/csikit/examples/memorys3/bucketdriver"
 	"github.com/csikit/csikit/examples/memorys3/s3server"
 	cosi2 "github.com/csikit/csikit/internal/cosi/v1alpha2"
@@ -40,7 +41,7 @@ type wire interface {
 // of each wire version.
 func cosiWires(t *testing.T, srv *s3server.Server) []wire {
 	t.Helper()
-	d, err := driver.New(driver.Config{Name: "memorys3.csikit.dev", VendorVersion: "test", Buckets: bucketdriver.New(srv),
+	d, err := plugin.New(plugin.Config{Name: "memorys3.csikit.dev", VendorVersion: "test", Buckets: bucketdriver.New(srv),
 		BucketProtocols: []driver.ObjectProtocol{driver.ProtocolS3}, MultiBucketAccess: true, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)

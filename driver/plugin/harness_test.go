@@ -1,0 +1,122 @@
+package plugin_test
+
+import (
+	"context"
+	"net"
+	"path/filepath"
+	"testing"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/memdriver"
+	"github.com/csikit/csikit/driver/plugin"
+)
+
+// testPlugin is a running driver with clients for every service, served over a real unix socket.
+type testPlugin struct {
+	identity   csi.IdentityClient
+	controller csi.ControllerClient
+	node       csi.NodeClient
+	group      csi.GroupControllerClient
+	metadata   csi.SnapshotMetadataClient
+	socket     string
+}
+
+// fullConfig is a configuration with every backend and feature of the in-memory driver.
+func fullConfig(mem *memdriver.Driver) plugin.Config {
+	return plugin.Config{
+		Name:             "mem.csikit.dev",
+		VendorVersion:    "1.0.0",
+		Controller:       mem,
+		Node:             mem,
+		GroupController:  mem,
+		SnapshotMetadata: mem,
+		Features: driver.Features{
+			CloneVolume:                    true,
+			PublishReadonly:                true,
+			ListVolumesPublishedNodes:      true,
+			SingleNodeMultiWriter:          true,
+			VolumeAccessibilityConstraints: true,
+		},
+		CheckResponses: true,
+	}
+}
+
+// start serves cfg on a fresh socket until the test ends.
+func start(t testing.TB, cfg plugin.Config) *testPlugin {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	conn, sock := serve(t, cfg, "csi.sock")
+	return &testPlugin{
+		identity:   csi.NewIdentityClient(conn),
+		controller: csi.NewControllerClient(conn),
+		node:       csi.NewNodeClient(conn),
+		group:      csi.NewGroupControllerClient(conn),
+		metadata:   csi.NewSnapshotMetadataClient(conn),
+		socket:     sock,
+	}
+}
+
+// serve builds cfg's plugin, serves it on a fresh socket named name until the test ends, and
+// returns a client connection to it.
+func serve(t testing.TB, cfg plugin.Config, name string) (*grpc.ClientConn, string) {
+	t.Helper()
+	d, err := plugin.New(cfg)
+	if err != nil {
+		t.Fatalf("driver.New: %v", err)
+	}
+	sock := filepath.Join(t.TempDir(), name)
+	lis, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Serve(ctx, lis) }()
+	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		conn.Close()
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return conn, sock
+}
+
+func mountCap(mode csi.VolumeCapability_AccessMode_Mode) *csi.VolumeCapability {
+	return &csi.VolumeCapability{
+		AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{}},
+		AccessMode: &csi.VolumeCapability_AccessMode{Mode: mode},
+	}
+}
+
+func blockCap(mode csi.VolumeCapability_AccessMode_Mode) *csi.VolumeCapability {
+	return &csi.VolumeCapability{
+		AccessType: &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}},
+		AccessMode: &csi.VolumeCapability_AccessMode{Mode: mode},
+	}
+}
+
+var snw = csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER
+
+func createVolume(t testing.TB, p *testPlugin, name string) *csi.Volume {
+	t.Helper()
+	resp, err := p.controller.CreateVolume(context.Background(), &csi.CreateVolumeRequest{
+		Name: name, VolumeCapabilities: []*csi.VolumeCapability{mountCap(snw)},
+		CapacityRange: &csi.CapacityRange{RequiredBytes: 1 << 20},
+	})
+	if err != nil {
+		t.Fatalf("CreateVolume(%q): %v", name, err)
+	}
+	return resp.GetVolume()
+}

@@ -1,0 +1,299 @@
+package plugin
+
+import (
+	"context"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/csikit/csikit/driver"
+)
+
+// anyBackend is every required backend interface at once and no optional one: the base each
+// near-miss fixture adds one misspelt ability to, so that one fixture fits every Config field
+// whose backend kind looks for that interface. Its embedded interfaces are nil; New refuses the
+// fixtures before anything could call them.
+type anyBackend struct {
+	driver.Controller
+	driver.Node
+	driver.GroupController
+	driver.SnapshotMetadata
+	driver.VolumeGroupController
+	driver.BucketProvisioner
+}
+
+// One fixture per optional interface, each with the kind of slip a vendor makes: a value for a
+// pointer, a pointer for a value, a forgotten error or context, a result of the wrong type, a
+// missing sibling method.
+type (
+	nearControllerPublisher   struct{ anyBackend }
+	nearVolumeLister          struct{ anyBackend }
+	nearVolumePageLister      struct{ anyBackend }
+	nearCapacityReporter      struct{ anyBackend }
+	nearSnapshotter           struct{ anyBackend }
+	nearSnapshotLister        struct{ anyBackend }
+	nearSnapshotPageLister    struct{ anyBackend }
+	nearSnapshotGetter        struct{ anyBackend }
+	nearVolumeExpander        struct{ anyBackend }
+	nearVolumeGetter          struct{ anyBackend }
+	nearVolumeModifier        struct{ anyBackend }
+	nearVolumeHealthGetter    struct{ anyBackend }
+	nearVolumeHealthLister    struct{ anyBackend }
+	nearNodeStager            struct{ anyBackend }
+	nearVolumeStatsReporter   struct{ anyBackend }
+	nearNodeExpander          struct{ anyBackend }
+	nearNodeVolumeHealth      struct{ anyBackend }
+	nearStorageHealthReporter struct{ anyBackend }
+	nearVolumeGroupGetter     struct{ anyBackend }
+	nearVolumeGroupLister     struct{ anyBackend }
+	nearVolumeGroupPageLister struct{ anyBackend }
+	nearBucketGetter          struct{ anyBackend }
+	nearBucketAccessGranter   struct{ anyBackend }
+	nearProber                struct{ anyBackend }
+)
+
+func (nearControllerPublisher) ControllerPublishVolume(context.Context, *driver.ControllerPublishRequest) map[string]string {
+	return nil
+}
+
+func (nearControllerPublisher) ControllerUnpublishVolume(context.Context, *driver.ControllerUnpublishRequest) error {
+	return nil
+}
+
+func (nearVolumeLister) ListVolumes(context.Context, *driver.ListVolumesRequest) ([]*driver.VolumeEntry, error) {
+	return nil, nil
+}
+
+func (nearVolumePageLister) ListVolumesPage(context.Context, driver.ListVolumesRequest) ([]driver.VolumeEntry, error) {
+	return nil, nil
+}
+
+func (nearCapacityReporter) GetCapacity(context.Context, *driver.GetCapacityRequest) (int64, error) {
+	return 0, nil
+}
+
+func (nearSnapshotter) CreateSnapshot(context.Context, *driver.CreateSnapshotRequest) (driver.Snapshot, error) {
+	return driver.Snapshot{}, nil
+}
+
+func (nearSnapshotter) DeleteSnapshot(context.Context, *driver.DeleteSnapshotRequest) error {
+	return nil
+}
+
+func (nearSnapshotLister) ListSnapshots(context.Context, *driver.ListSnapshotsRequest) ([]*driver.Snapshot, error) {
+	return nil, nil
+}
+
+func (nearSnapshotPageLister) ListSnapshotsPage(*driver.ListSnapshotsRequest) ([]driver.Snapshot, error) {
+	return nil, nil
+}
+
+func (nearSnapshotGetter) GetSnapshot(context.Context, string) (*driver.Snapshot, error) {
+	return nil, nil
+}
+
+func (nearVolumeExpander) ControllerExpandVolume(context.Context, *driver.ControllerExpandVolumeRequest) (int64, error) {
+	return 0, nil
+}
+
+func (nearVolumeGetter) ControllerGetVolume(context.Context, *driver.ControllerGetVolumeRequest) (*driver.Volume, error) {
+	return nil, nil
+}
+
+func (nearVolumeModifier) ControllerModifyVolume(context.Context, *driver.ControllerModifyVolumeRequest) (map[string]string, error) {
+	return nil, nil
+}
+
+func (nearVolumeHealthGetter) ControllerGetVolumeHealth(context.Context, *driver.ControllerGetVolumeHealthRequest) (driver.VolumeHealth, error) {
+	return driver.VolumeHealth{}, nil
+}
+
+func (nearVolumeHealthLister) ControllerListVolumeHealth(context.Context, *driver.ControllerListVolumeHealthRequest) ([]*driver.VolumeHealth, error) {
+	return nil, nil
+}
+
+// NodeStageVolume is right; NodeUnstageVolume is missing.
+func (nearNodeStager) NodeStageVolume(context.Context, *driver.NodeStageRequest) error { return nil }
+
+func (nearVolumeStatsReporter) NodeGetVolumeStats(context.Context, *driver.NodeGetVolumeStatsRequest) (*driver.VolumeUsage, error) {
+	return nil, nil
+}
+
+func (nearNodeExpander) NodeExpandVolume(context.Context, *driver.NodeExpandVolumeRequest) (int64, bool, error) {
+	return 0, false, nil
+}
+
+func (nearNodeVolumeHealth) NodeGetVolumeHealth(context.Context, *driver.NodeGetVolumeHealthRequest) (driver.VolumeHealth, error) {
+	return driver.VolumeHealth{}, nil
+}
+
+func (nearStorageHealthReporter) NodeGetStorageHealth(context.Context) ([]driver.StorageHealth, error) {
+	return nil, nil
+}
+
+func (nearVolumeGroupGetter) ControllerGetVolumeGroup(context.Context, *driver.GetVolumeGroupRequest) (driver.VolumeGroup, error) {
+	return driver.VolumeGroup{}, nil
+}
+
+func (nearVolumeGroupLister) ListVolumeGroups(context.Context, *driver.ListVolumeGroupsRequest) ([]*driver.VolumeGroup, error) {
+	return nil, nil
+}
+
+func (nearVolumeGroupPageLister) ListVolumeGroupsPage(context.Context, driver.ListVolumeGroupsRequest) ([]driver.VolumeGroup, error) {
+	return nil, nil
+}
+
+func (nearBucketGetter) GetBucket(context.Context, *driver.GetBucketRequest) (driver.Bucket, error) {
+	return driver.Bucket{}, nil
+}
+
+// GrantBucketAccess answers a value where a pointer is expected: the slip of issue 18, which
+// once turned the RPC into UNIMPLEMENTED without a word.
+func (nearBucketAccessGranter) GrantBucketAccess(context.Context, *driver.GrantBucketAccessRequest) (driver.BucketAccess, error) {
+	return driver.BucketAccess{}, nil
+}
+
+func (nearBucketAccessGranter) RevokeBucketAccess(context.Context, *driver.RevokeBucketAccessRequest) error {
+	return nil
+}
+
+func (nearProber) Probe(context.Context) bool { return true }
+
+// nearMissFixtures maps every optional interface to its fixture. The test below fails for an
+// interface the library looks for and this map lacks.
+var nearMissFixtures = map[reflect.Type]any{
+	typeOf[driver.ControllerPublisher]():    nearControllerPublisher{},
+	typeOf[driver.VolumeLister]():           nearVolumeLister{},
+	typeOf[driver.VolumePageLister]():       nearVolumePageLister{},
+	typeOf[driver.CapacityReporter]():       nearCapacityReporter{},
+	typeOf[driver.Snapshotter]():            nearSnapshotter{},
+	typeOf[driver.SnapshotLister]():         nearSnapshotLister{},
+	typeOf[driver.SnapshotPageLister]():     nearSnapshotPageLister{},
+	typeOf[driver.SnapshotGetter]():         nearSnapshotGetter{},
+	typeOf[driver.VolumeExpander]():         nearVolumeExpander{},
+	typeOf[driver.VolumeGetter]():           nearVolumeGetter{},
+	typeOf[driver.VolumeModifier]():         nearVolumeModifier{},
+	typeOf[driver.VolumeHealthGetter]():     nearVolumeHealthGetter{},
+	typeOf[driver.VolumeHealthLister]():     nearVolumeHealthLister{},
+	typeOf[driver.NodeStager]():             nearNodeStager{},
+	typeOf[driver.VolumeStatsReporter]():    nearVolumeStatsReporter{},
+	typeOf[driver.NodeExpander]():           nearNodeExpander{},
+	typeOf[driver.NodeVolumeHealthGetter](): nearNodeVolumeHealth{},
+	typeOf[driver.StorageHealthReporter]():  nearStorageHealthReporter{},
+	typeOf[driver.VolumeGroupGetter]():      nearVolumeGroupGetter{},
+	typeOf[driver.VolumeGroupLister]():      nearVolumeGroupLister{},
+	typeOf[driver.VolumeGroupPageLister]():  nearVolumeGroupPageLister{},
+	typeOf[driver.BucketGetter]():           nearBucketGetter{},
+	typeOf[driver.BucketAccessGranter]():    nearBucketAccessGranter{},
+	typeOf[driver.Prober]():                 nearProber{},
+}
+
+// driverPackage is this package's import path, as reflect reports it.
+var driverPackage = typeOf[Config]().PkgPath()
+
+// TestBackendKindsCoverEveryBackendField: every Config field typed by one of this package's
+// interfaces holds a backend, and New must look for near misses on it; backendKinds is the list
+// it walks. Config.Prober is the one exception (backendKinds says why).
+func TestBackendKindsCoverEveryBackendField(t *testing.T) {
+	cfgType := typeOf[Config]()
+	var fields []string
+	for i := range cfgType.NumField() {
+		f := cfgType.Field(i)
+		if f.Type.Kind() == reflect.Interface && f.Type.PkgPath() == driverPackage && f.Name != "Prober" {
+			fields = append(fields, f.Name)
+		}
+	}
+	var listed []string
+	for _, k := range backendKinds {
+		listed = append(listed, k.field)
+		f, ok := cfgType.FieldByName(k.field)
+		if !ok {
+			t.Errorf("backendKinds names Config.%s, which does not exist", k.field)
+			continue
+		}
+		if !typeOf[anyBackend]().AssignableTo(f.Type) {
+			t.Errorf("Config.%s is a %s, which anyBackend does not implement: add it to anyBackend", k.field, f.Type)
+			continue
+		}
+		// of must read the field it names.
+		var cfg Config
+		reflect.ValueOf(&cfg).Elem().FieldByName(k.field).Set(reflect.ValueOf(anyBackend{}))
+		if got := k.of(&cfg); got == nil || reflect.TypeOf(got) != typeOf[anyBackend]() {
+			t.Errorf("backendKinds entry %s reads another field than Config.%s", k.field, k.field)
+		}
+		if len(optionalInterfaces(k.svc)) == 0 {
+			t.Errorf("backendKinds entry %s names service %s, which has no optional interface (not even Prober): a wrong service", k.field, k.svc)
+		}
+	}
+	for _, f := range fields {
+		if !slices.Contains(listed, f) {
+			t.Errorf("Config.%s holds a backend but backendKinds does not list it: New would accept a near miss on it", f)
+		}
+	}
+}
+
+// TestNewRefusesANearMissOfEveryOptionalInterface walks every optional interface of every backend
+// kind, from the same table New uses, and puts that interface's fixture into the kind's Config
+// field: New must refuse it, naming the field, the interface and the signature it expects of
+// every method the fixture gets wrong or lacks.
+func TestNewRefusesANearMissOfEveryOptionalInterface(t *testing.T) {
+	for _, k := range backendKinds {
+		for _, it := range optionalInterfaces(k.svc) {
+			name := "Config." + k.field + "/driver." + it.Name()
+			t.Run(name, func(t *testing.T) {
+				fixture, ok := nearMissFixtures[it]
+				if !ok {
+					t.Fatalf("no near-miss fixture for driver.%s: add one to nearMissFixtures, so that New is proven to refuse a backend that almost implements it", it.Name())
+				}
+				ft := reflect.TypeOf(fixture)
+				if ft.Implements(it) {
+					t.Fatalf("the fixture %s implements driver.%s: it is no near miss", ft.Name(), it.Name())
+				}
+				cfg := Config{Name: "near.example.com", VendorVersion: "1"}
+				reflect.ValueOf(&cfg).Elem().FieldByName(k.field).Set(reflect.ValueOf(fixture))
+				if k.field == "Buckets" {
+					cfg.BucketProtocols = []driver.ObjectProtocol{driver.ProtocolS3}
+				}
+				_, err := New(cfg)
+				if err == nil {
+					t.Fatalf("New accepted %s in Config.%s, which almost implements driver.%s: the capability would silently disappear", ft.Name(), k.field, it.Name())
+				}
+				msg := err.Error()
+				for _, want := range []string{"Config." + k.field, "driver." + it.Name()} {
+					if !strings.Contains(msg, want) {
+						t.Errorf("New: %v\nwant it to name %q", err, want)
+					}
+				}
+				for i := range it.NumMethod() {
+					m := it.Method(i)
+					sig := strings.TrimPrefix(m.Type.String(), "func")
+					got, has := ft.MethodByName(m.Name)
+					switch {
+					case !has:
+						if want := "missing " + m.Name + sig; !strings.Contains(msg, want) {
+							t.Errorf("New: %v\nwant it to say %q", err, want)
+						}
+					case withoutReceiver(got.Type) != m.Type:
+						if want := m.Name + " is "; !strings.Contains(msg, want) || !strings.Contains(msg, "want "+sig) {
+							t.Errorf("New: %v\nwant it to show %s's signature and the expected one, %q", err, m.Name, sig)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// withoutReceiver is a concrete method's type as an interface method's: the receiver dropped.
+func withoutReceiver(m reflect.Type) reflect.Type {
+	in := make([]reflect.Type, 0, m.NumIn()-1)
+	for i := 1; i < m.NumIn(); i++ {
+		in = append(in, m.In(i))
+	}
+	out := make([]reflect.Type, 0, m.NumOut())
+	for i := range m.NumOut() {
+		out = append(out, m.Out(i))
+	}
+	return reflect.FuncOf(in, out, m.IsVariadic())
+}

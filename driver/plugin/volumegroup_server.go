@@ -1,0 +1,208 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/IBM/csi-volume-group/lib/go/volumegroup"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/middleware/validation"
+)
+
+// ManifestVolumeGroupRPCs is the GetPluginInfo manifest key listing, comma-separated, the
+// volume-group RPCs the plugin serves.
+const ManifestVolumeGroupRPCs = "volumegroup.csikit.dev/rpcs"
+
+// The required fields of seed 001 ("This field is REQUIRED"), checked like csi.v1's.
+func init() {
+	for msg, fields := range map[string][]string{
+		"volumegroup.CreateVolumeGroupRequest":            {"name"},
+		"volumegroup.DeleteVolumeGroupRequest":            {"volume_group_id"},
+		"volumegroup.ModifyVolumeGroupMembershipRequest":  {"volume_group_id"},
+		"volumegroup.ControllerGetVolumeGroupRequest":     {"volume_group_id"},
+		"volumegroup.CreateVolumeGroupResponse":           {"volume_group"},
+		"volumegroup.ModifyVolumeGroupMembershipResponse": {"volume_group"},
+		"volumegroup.ControllerGetVolumeGroupResponse":    {"volume_group"},
+		"volumegroup.VolumeGroup":                         {"volume_group_id"},
+		"volumegroup.VgVolume":                            {"volume_id"},
+	} {
+		names := make([]protoreflect.Name, len(fields))
+		for i, f := range fields {
+			names[i] = protoreflect.Name(f)
+		}
+		if err := validation.RegisterRequired(protoreflect.FullName(msg), names...); err != nil {
+			// The bindings are linked into this package: a failure is a build mismatch.
+			panic(fmt.Sprintf("csikit: volume group validation: %v", err))
+		}
+	}
+}
+
+type volumeGroupServer struct {
+	volumegroup.UnimplementedControllerServer
+	d *Plugin
+	b *backendSet
+}
+
+func (s *volumeGroupServer) CreateVolumeGroup(ctx context.Context, req *volumegroup.CreateVolumeGroupRequest) (*volumegroup.CreateVolumeGroupResponse, error) {
+	g, err := s.b.volumeGroups.CreateVolumeGroup(ctx, &driver.CreateVolumeGroupRequest{
+		Name: req.GetName(), Parameters: req.GetParameters(), Secrets: req.GetSecrets(), Raw: req})
+	if err != nil {
+		return nil, mapError(rpcCreateVolumeGroup, err)
+	}
+	vg, err := volumeGroupToProto(rpcCreateVolumeGroup, g)
+	if err != nil {
+		return nil, err
+	}
+	return &volumegroup.CreateVolumeGroupResponse{VolumeGroup: vg}, nil
+}
+
+func (s *volumeGroupServer) DeleteVolumeGroup(ctx context.Context, req *volumegroup.DeleteVolumeGroupRequest) (*volumegroup.DeleteVolumeGroupResponse, error) {
+	err := s.b.volumeGroups.DeleteVolumeGroup(ctx, &driver.DeleteVolumeGroupRequest{
+		GroupID: req.GetVolumeGroupId(), Secrets: req.GetSecrets(), Raw: req})
+	if err := mapError(rpcDeleteVolumeGroup, err); err != nil {
+		return nil, err
+	}
+	return &volumegroup.DeleteVolumeGroupResponse{}, nil
+}
+
+func (s *volumeGroupServer) ModifyVolumeGroupMembership(ctx context.Context, req *volumegroup.ModifyVolumeGroupMembershipRequest) (*volumegroup.ModifyVolumeGroupMembershipResponse, error) {
+	ids := req.GetVolumeIds()
+	for i, id := range ids {
+		if id == "" {
+			return nil, status.Errorf(codes.InvalidArgument, "ModifyVolumeGroupMembershipRequest.volume_ids[%d]: must not be empty", i)
+		}
+		if slices.Contains(ids[:i], id) {
+			return nil, status.Errorf(codes.InvalidArgument, "ModifyVolumeGroupMembershipRequest.volume_ids[%d]: volume %q is listed twice", i, id)
+		}
+	}
+	g, err := s.b.volumeGroups.ModifyVolumeGroupMembership(ctx, &driver.ModifyVolumeGroupMembershipRequest{
+		GroupID: req.GetVolumeGroupId(), VolumeIDs: ids, Secrets: req.GetSecrets(), Raw: req})
+	if err != nil {
+		return nil, mapError(rpcModifyVolumeGroup, err)
+	}
+	vg, err := volumeGroupToProto(rpcModifyVolumeGroup, g)
+	if err != nil {
+		return nil, err
+	}
+	// The answer is the membership the CO asked for; anything else is a backend bug the operator
+	// would act on.
+	got := make([]string, 0, len(vg.GetVolumes()))
+	for _, v := range vg.GetVolumes() {
+		got = append(got, v.GetVolumeId())
+	}
+	want := slices.Clone(ids)
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		return nil, pluginBug(rpcModifyVolumeGroup, "group %q has members [%s] after asking for [%s]",
+			vg.GetVolumeGroupId(), strings.Join(got, ", "), strings.Join(want, ", "))
+	}
+	return &volumegroup.ModifyVolumeGroupMembershipResponse{VolumeGroup: vg}, nil
+}
+
+func (s *volumeGroupServer) ControllerGetVolumeGroup(ctx context.Context, req *volumegroup.ControllerGetVolumeGroupRequest) (*volumegroup.ControllerGetVolumeGroupResponse, error) {
+	g, err := impl[driver.VolumeGroupGetter](s.b.volumeGroups).ControllerGetVolumeGroup(ctx, &driver.GetVolumeGroupRequest{
+		GroupID: req.GetVolumeGroupId(), Secrets: req.GetSecrets(), Raw: req})
+	if err != nil {
+		return nil, mapError(rpcGetVolumeGroup, err)
+	}
+	vg, err := volumeGroupToProto(rpcGetVolumeGroup, g)
+	if err != nil {
+		return nil, err
+	}
+	return &volumegroup.ControllerGetVolumeGroupResponse{VolumeGroup: vg}, nil
+}
+
+func volumeGroupID(g *driver.VolumeGroup) string { return g.ID }
+
+func (s *volumeGroupServer) ListVolumeGroups(ctx context.Context, req *volumegroup.ListVolumeGroupsRequest) (*volumegroup.ListVolumeGroupsResponse, error) {
+	after, err := s.d.startAfter(rpcListVolumeGroups, req.GetStartingToken(), "")
+	if err != nil {
+		return nil, err
+	}
+	limit := int(req.GetMaxEntries())
+	var groups []driver.VolumeGroup
+	if pager, ok := s.b.volumeGroups.(driver.VolumeGroupPageLister); ok {
+		want := 0
+		if limit > 0 {
+			want = limit + 1 // one more tells whether another page exists
+		}
+		groups, err = collectPages(rpcListVolumeGroups, after, want, volumeGroupID, func(after string, n int) ([]driver.VolumeGroup, error) {
+			page, err := pager.ListVolumeGroupsPage(ctx, &driver.ListVolumeGroupsRequest{After: after, Limit: n, Secrets: req.GetSecrets(), Raw: req})
+			return page, mapError(rpcListVolumeGroups, err)
+		})
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		groups, err = impl[driver.VolumeGroupLister](s.b.volumeGroups).ListVolumeGroups(ctx, &driver.ListVolumeGroupsRequest{Secrets: req.GetSecrets(), Raw: req})
+		if err != nil {
+			return nil, mapError(rpcListVolumeGroups, err)
+		}
+		if groups, err = sortedAfter(rpcListVolumeGroups, groups, volumeGroupID, after); err != nil {
+			return nil, err
+		}
+	}
+	groups, next, err := cutPage(s.d, rpcListVolumeGroups, "", groups, volumeGroupID, limit)
+	if err != nil {
+		return nil, err
+	}
+	resp := &volumegroup.ListVolumeGroupsResponse{NextToken: next, Entries: make([]*volumegroup.ListVolumeGroupsResponse_Entry, len(groups))}
+	for i := range groups {
+		vg, err := volumeGroupToProto(rpcListVolumeGroups, &groups[i])
+		if err != nil {
+			return nil, err
+		}
+		resp.Entries[i] = &volumegroup.ListVolumeGroupsResponse_Entry{VolumeGroup: vg}
+	}
+	return resp, nil
+}
+
+// volumeGroupToProto converts a backend's group, catching the answers the CO cannot use.
+func volumeGroupToProto(r rpc, g *driver.VolumeGroup) (*volumegroup.VolumeGroup, error) {
+	if g == nil || g.ID == "" {
+		return nil, pluginBug(r, "the backend returned no volume group ID")
+	}
+	vg := &volumegroup.VolumeGroup{VolumeGroupId: g.ID, VolumeGroupContext: g.Context, Volumes: make([]*volumegroup.VgVolume, len(g.Volumes))}
+	for i := range g.Volumes {
+		v := &g.Volumes[i]
+		if v.ID == "" {
+			return nil, pluginBug(r, "volume group %q has a member without an ID", g.ID)
+		}
+		if slices.ContainsFunc(g.Volumes[:i], func(o driver.Volume) bool { return o.ID == v.ID }) {
+			return nil, pluginBug(r, "volume group %q lists volume %q twice", g.ID, v.ID)
+		}
+		pv := &volumegroup.VgVolume{CapacityBytes: v.CapacityBytes, VolumeId: v.ID, VolumeContext: v.Context}
+		switch {
+		case v.Source.SnapshotID != "":
+			pv.ContentSource = &volumegroup.VgVolumeContentSource{Type: &volumegroup.VgVolumeContentSource_Snapshot{
+				Snapshot: &volumegroup.VgVolumeContentSource_SnapshotSource{SnapshotId: v.Source.SnapshotID}}}
+		case v.Source.VolumeID != "":
+			pv.ContentSource = &volumegroup.VgVolumeContentSource{Type: &volumegroup.VgVolumeContentSource_Volume{
+				Volume: &volumegroup.VgVolumeContentSource_VolumeSource{VolumeId: v.Source.VolumeID}}}
+		}
+		for _, t := range v.AccessibleTopology {
+			pv.AccessibleTopology = append(pv.AccessibleTopology, &volumegroup.VgTopology{Segments: t})
+		}
+		vg.Volumes[i] = pv
+	}
+	return vg, nil
+}
+
+// servedVolumeGroupRPCs lists, for the manifest, the volume-group RPCs the backend serves.
+func (d *Plugin) servedVolumeGroupRPCs() string {
+	var names []string
+	for _, s := range rpcTable {
+		if s.service == svcVolumeGroup && d.gate(s) == nil {
+			names = append(names, string(s.name))
+		}
+	}
+	slices.Sort(names)
+	return strings.Join(names, ",")
+}
