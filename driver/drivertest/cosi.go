@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
 	"github.com/csikit/csikit/driver/plugin"
 )
 
@@ -40,7 +40,7 @@ type COSIOptions struct {
 	// it after grants (wanting nil) and after the revoke (wanting an error). bucket is what the
 	// grant answered (v1alpha1, which answers no bucket info, gives the S3 endpoint and region of
 	// its credentials entry and the bucket ID as name). Nil skips that check.
-	CheckCredentials func(ctx context.Context, protocol driver.ObjectProtocol, bucket driver.Bucket, creds driver.Credentials) error
+	CheckCredentials func(ctx context.Context, protocol bucket.Protocol, bucket bucket.Bucket, creds bucket.Credentials) error
 	// ArmPanic, when set, makes the backend panic once: in its next GrantBucketAccess, after it
 	// has minted and stored that account's credentials, so the panic report is somewhere they
 	// could leak. The canary then searches the report and the error too. Nil skips that part.
@@ -81,7 +81,7 @@ func COSIEndpoint(t *testing.T, endpoint string, opts COSIOptions) {
 // library's captured log.
 func serveCOSI(t *testing.T, cfg plugin.Config) (endpoint string, logs func() string) {
 	t.Helper()
-	if cfg.Buckets == nil {
+	if cfg.COSI == nil {
 		t.Fatal("drivertest: COSI needs a driver.Config with Buckets")
 	}
 	sock, capture := serveCaptured(t, cfg, "cosi.sock")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
 )
 
 // CapabilityOverrides replace the derived capability lists. The library checks them at start-up: a
@@ -51,15 +52,20 @@ type backendSet struct {
 	// volumeGroups serves the volumegroup.Controller service.
 	volumeGroups driver.VolumeGroupController
 	// buckets serves COSI's Provisioner service (every wire version configured).
-	buckets driver.BucketProvisioner
+	buckets bucket.Provisioner
 	probers []driver.Prober
 }
 
 func discover(cfg *Config) backendSet {
 	b := backendSet{controller: cfg.Controller, node: cfg.Node, group: cfg.GroupController, metadata: cfg.SnapshotMetadata,
-		volumeGroups: cfg.VolumeGroups, buckets: cfg.Buckets}
+		volumeGroups: cfg.VolumeGroups}
+	var buckets any
+	if cfg.COSI != nil {
+		b.buckets = cfg.COSI.Provisioner
+		buckets = cfg.COSI.Provisioner
+	}
 	var seen []any
-	for _, v := range []any{cfg.Controller, cfg.Node, cfg.GroupController, cfg.SnapshotMetadata, cfg.VolumeGroups, cfg.Buckets, cfg.Prober} {
+	for _, v := range []any{cfg.Controller, cfg.Node, cfg.GroupController, cfg.SnapshotMetadata, cfg.VolumeGroups, buckets, cfg.Prober} {
 		if v == nil || slices.ContainsFunc(seen, func(o any) bool { return sameBackend(o, v) }) {
 			continue
 		}
@@ -397,7 +403,7 @@ func servingInterfaces(advertisedBy func(*rpcSpec) bool) string {
 			continue
 		}
 		for _, t := range s.serves {
-			if n := "driver." + t.Name(); !slices.Contains(names, n) {
+			if n := t.String(); !slices.Contains(names, n) {
 				names = append(names, n)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
 	"github.com/csikit/csikit/idempotency"
 	"github.com/csikit/csikit/middleware/locking"
 	"github.com/csikit/csikit/middleware/validation"
@@ -26,46 +27,47 @@ import (
 
 // checkCOSIConfig refuses, at start-up, a bucket configuration the sidecars would refuse later.
 func checkCOSIConfig(cfg *Config) error {
-	if cfg.Buckets == nil {
-		if len(cfg.BucketProtocols) > 0 || len(cfg.COSIVersions) > 0 || cfg.MultiBucketAccess {
-			return errors.New("Config.BucketProtocols, COSIVersions and MultiBucketAccess need Config.Buckets")
-		}
+	c := cfg.COSI
+	if c == nil {
 		return nil
+	}
+	if c.Provisioner == nil {
+		return errors.New("Config.COSI.Provisioner: a COSI configuration needs a bucket backend")
 	}
 	if err := validation.COSIDriverName(cfg.Name); err != nil {
 		return fmt.Errorf("Config.Name %q: %w", cfg.Name, err)
 	}
-	if len(cfg.BucketProtocols) == 0 {
-		return errors.New("Config.BucketProtocols: a bucket backend must name at least one object protocol (the COSI sidecar refuses a driver with none)")
+	if len(c.Protocols) == 0 {
+		return errors.New("Config.COSI.Protocols: a bucket backend must name at least one object protocol (the COSI sidecar refuses a driver with none)")
 	}
-	for i, p := range cfg.BucketProtocols {
-		if p < driver.ProtocolS3 || p > driver.ProtocolGCS {
-			return fmt.Errorf("Config.BucketProtocols[%d]: unknown protocol %v", i, p)
+	for i, p := range c.Protocols {
+		if p < bucket.S3 || p > bucket.GCS {
+			return fmt.Errorf("Config.COSI.Protocols[%d]: unknown protocol %v", i, p)
 		}
-		if slices.Contains(cfg.BucketProtocols[:i], p) {
-			return fmt.Errorf("Config.BucketProtocols[%d]: %v is listed twice", i, p)
+		if slices.Contains(c.Protocols[:i], p) {
+			return fmt.Errorf("Config.COSI.Protocols[%d]: %v is listed twice", i, p)
 		}
 	}
-	for i, v := range cfg.COSIVersions {
-		if v != driver.COSIV1Alpha1 && v != driver.COSIV1Alpha2 {
-			return fmt.Errorf("Config.COSIVersions[%d]: unknown COSI version %q (known: %s, %s)", i, v, driver.COSIV1Alpha1, driver.COSIV1Alpha2)
+	for i, v := range c.Versions {
+		if v != bucket.V1Alpha1 && v != bucket.V1Alpha2 {
+			return fmt.Errorf("Config.COSI.Versions[%d]: unknown COSI version %q (known: %s, %s)", i, v, bucket.V1Alpha1, bucket.V1Alpha2)
 		}
 	}
 	return nil
 }
 
 // servesVersion reports whether the plugin serves a COSI wire version.
-func (d *Plugin) servesVersion(v driver.COSIVersion) bool {
-	return len(d.cfg.COSIVersions) == 0 || slices.Contains(d.cfg.COSIVersions, v)
+func (d *Plugin) servesVersion(v bucket.Version) bool {
+	return len(d.cfg.COSI.Versions) == 0 || slices.Contains(d.cfg.COSI.Versions, v)
 }
 
 // registerCOSI adds the COSI services of every configured wire version.
 func (d *Plugin) registerCOSI(s grpc.ServiceRegistrar) {
 	c := &cosiCore{d: d}
-	if d.servesVersion(driver.COSIV1Alpha1) {
+	if d.servesVersion(bucket.V1Alpha1) {
 		registerCOSIV1Alpha1(d, s, c)
 	}
-	if d.servesVersion(driver.COSIV1Alpha2) {
+	if d.servesVersion(bucket.V1Alpha2) {
 		registerCOSIV1Alpha2(d, s, c)
 	}
 }
@@ -117,16 +119,16 @@ type cosiCore struct {
 	d *Plugin
 }
 
-func (c *cosiCore) provisioner() driver.BucketProvisioner { return c.d.b.buckets }
+func (c *cosiCore) provisioner() bucket.Provisioner { return c.d.b.buckets }
 
 // checkProtocols refuses protocols the plugin does not serve; the spec's answer is
 // INVALID_ARGUMENT, which is final for the sidecar, as it should be for a class that asks for a
 // protocol this driver will never have.
-func (c *cosiCore) checkProtocols(r rpc, field string, ps []driver.ObjectProtocol) error {
+func (c *cosiCore) checkProtocols(r rpc, field string, ps []bucket.Protocol) error {
 	for i, p := range ps {
-		if !slices.Contains(c.d.cfg.BucketProtocols, p) {
+		if !slices.Contains(c.d.cfg.COSI.Protocols, p) {
 			return status.Errorf(codes.InvalidArgument, "%s.%s[%d]: this driver does not serve the %v protocol (it serves %s)",
-				r, field, i, p, protocolList(c.d.cfg.BucketProtocols))
+				r, field, i, p, protocolList(c.d.cfg.COSI.Protocols))
 		}
 		if slices.Contains(ps[:i], p) {
 			return status.Errorf(codes.InvalidArgument, "%s.%s[%d]: %v is listed twice", r, field, i, p)
@@ -135,7 +137,7 @@ func (c *cosiCore) checkProtocols(r rpc, field string, ps []driver.ObjectProtoco
 	return nil
 }
 
-func protocolList(ps []driver.ObjectProtocol) string {
+func protocolList(ps []bucket.Protocol) string {
 	names := make([]string, len(ps))
 	for i, p := range ps {
 		names[i] = p.String()
@@ -145,7 +147,7 @@ func protocolList(ps []driver.ObjectProtocol) string {
 
 // createBucket calls the backend and checks that its bucket serves what was asked for and only
 // what the plugin serves.
-func (c *cosiCore) createBucket(ctx context.Context, req *driver.CreateBucketRequest) (*driver.Bucket, error) {
+func (c *cosiCore) createBucket(ctx context.Context, req *bucket.CreateBucketRequest) (*bucket.Bucket, error) {
 	if err := c.checkProtocols(rpcCreateBucket, "protocols", req.Protocols); err != nil {
 		return nil, err
 	}
@@ -156,24 +158,24 @@ func (c *cosiCore) createBucket(ctx context.Context, req *driver.CreateBucketReq
 	return b, c.checkBucket(rpcCreateBucket, b, req.Protocols)
 }
 
-func (c *cosiCore) getBucket(ctx context.Context, req *driver.GetBucketRequest) (*driver.Bucket, error) {
+func (c *cosiCore) getBucket(ctx context.Context, req *bucket.GetBucketRequest) (*bucket.Bucket, error) {
 	if err := c.checkProtocols(rpcGetExistingBucket, "protocols", req.Protocols); err != nil {
 		return nil, err
 	}
-	b, err := impl[driver.BucketGetter](c.provisioner()).GetBucket(ctx, req)
+	b, err := impl[bucket.Getter](c.provisioner()).GetBucket(ctx, req)
 	if err != nil {
 		return nil, mapError(rpcGetExistingBucket, err)
 	}
 	return b, c.checkBucket(rpcGetExistingBucket, b, req.Protocols)
 }
 
-func (c *cosiCore) deleteBucket(ctx context.Context, req *driver.DeleteBucketRequest) error {
+func (c *cosiCore) deleteBucket(ctx context.Context, req *bucket.DeleteBucketRequest) error {
 	return mapError(rpcDeleteBucket, c.provisioner().DeleteBucket(ctx, req))
 }
 
 // checkBucket is the answer rule of create and get: a valid ID, at least one protocol, every
 // requested protocol and no protocol the plugin does not serve.
-func (c *cosiCore) checkBucket(r rpc, b *driver.Bucket, want []driver.ObjectProtocol) error {
+func (c *cosiCore) checkBucket(r rpc, b *bucket.Bucket, want []bucket.Protocol) error {
 	if b == nil {
 		return pluginBug(r, "the backend returned no bucket and no error")
 	}
@@ -190,8 +192,8 @@ func (c *cosiCore) checkBucket(r rpc, b *driver.Bucket, want []driver.ObjectProt
 		}
 	}
 	for _, p := range has {
-		if !slices.Contains(c.d.cfg.BucketProtocols, p) {
-			return pluginBug(r, "bucket %q reports %v, which Config.BucketProtocols does not list", b.ID, p)
+		if !slices.Contains(c.d.cfg.COSI.Protocols, p) {
+			return pluginBug(r, "bucket %q reports %v, which Config.COSI.Protocols does not list", b.ID, p)
 		}
 	}
 	if b.S3 != nil {
@@ -203,13 +205,13 @@ func (c *cosiCore) checkBucket(r rpc, b *driver.Bucket, want []driver.ObjectProt
 }
 
 // checkS3Bucket: the sidecar requires endpoint, region and addressing style.
-func checkS3Bucket(r rpc, id string, s *driver.S3Bucket) error {
+func checkS3Bucket(r rpc, id string, s *bucket.S3Info) error {
 	switch {
 	case s.Endpoint == "":
 		return pluginBug(r, "bucket %q: S3 info without an endpoint", id)
 	case s.Region == "":
 		return pluginBug(r, "bucket %q: S3 info without a region", id)
-	case s.AddressingStyle != driver.S3AddressingPath && s.AddressingStyle != driver.S3AddressingVirtual:
+	case s.AddressingStyle != bucket.S3AddressingPath && s.AddressingStyle != bucket.S3AddressingVirtual:
 		return pluginBug(r, "bucket %q: S3 info without an addressing style (path or virtual)", id)
 	}
 	return nil
@@ -217,24 +219,24 @@ func checkS3Bucket(r rpc, id string, s *driver.S3Bucket) error {
 
 // grant checks the request against the plugin's abilities, calls the backend and checks its answer
 // against what the sidecar will demand of it.
-func (c *cosiCore) grant(ctx context.Context, req *driver.GrantBucketAccessRequest) (*driver.BucketAccess, error) {
+func (c *cosiCore) grant(ctx context.Context, req *bucket.GrantBucketAccessRequest) (*bucket.Access, error) {
 	r := rpcGrantBucketAccess
-	if err := c.checkProtocols(r, "protocol", []driver.ObjectProtocol{req.Protocol}); err != nil {
+	if err := c.checkProtocols(r, "protocol", []bucket.Protocol{req.Protocol}); err != nil {
 		return nil, err
 	}
-	if req.Authentication == driver.AuthServiceAccount && req.ServiceAccountName == "" && req.Version != driver.COSIV1Alpha1 {
+	if req.Authentication == bucket.AuthServiceAccount && req.ServiceAccountName == "" && req.Version != bucket.V1Alpha1 {
 		return nil, status.Errorf(codes.InvalidArgument, "%s.service_account_name: required for service-account authentication", r)
 	}
-	slices.SortFunc(req.Buckets, func(a, b driver.BucketGrant) int { return strings.Compare(a.BucketID, b.BucketID) })
+	slices.SortFunc(req.Buckets, func(a, b bucket.Grant) int { return strings.Compare(a.BucketID, b.BucketID) })
 	for i := 1; i < len(req.Buckets); i++ {
 		if req.Buckets[i].BucketID == req.Buckets[i-1].BucketID {
 			return nil, status.Errorf(codes.InvalidArgument, "%s.buckets: bucket %q is listed twice", r, req.Buckets[i].BucketID)
 		}
 	}
-	if len(req.Buckets) > 1 && !c.d.cfg.MultiBucketAccess {
+	if len(req.Buckets) > 1 && !c.d.cfg.COSI.MultiBucketAccess {
 		return nil, status.Errorf(codes.OutOfRange, "%s: this driver cannot put %d buckets behind one access; grant them one by one", r, len(req.Buckets))
 	}
-	a, err := impl[driver.BucketAccessGranter](c.provisioner()).GrantBucketAccess(ctx, req)
+	a, err := impl[bucket.AccessGranter](c.provisioner()).GrantBucketAccess(ctx, req)
 	if err != nil {
 		if errors.Is(err, driver.ErrOutOfRange) && len(req.Buckets) < 2 {
 			// OUT_OF_RANGE means "not several buckets behind one access" and nothing else.
@@ -247,7 +249,7 @@ func (c *cosiCore) grant(ctx context.Context, req *driver.GrantBucketAccessReque
 
 // checkAccess: an account ID; exactly the requested buckets, each with the granted protocol's
 // info; both halves of a key for key authentication.
-func (c *cosiCore) checkAccess(req *driver.GrantBucketAccessRequest, a *driver.BucketAccess) error {
+func (c *cosiCore) checkAccess(req *bucket.GrantBucketAccessRequest, a *bucket.Access) error {
 	r := rpcGrantBucketAccess
 	if a == nil {
 		return pluginBug(r, "the backend returned no access and no error")
@@ -259,43 +261,43 @@ func (c *cosiCore) checkAccess(req *driver.GrantBucketAccessRequest, a *driver.B
 		return pluginBug(r, "account %q: %d buckets answered for %d requested", a.AccountID, len(a.Buckets), len(req.Buckets))
 	}
 	for _, want := range req.Buckets {
-		i := slices.IndexFunc(a.Buckets, func(b driver.Bucket) bool { return b.ID == want.BucketID })
+		i := slices.IndexFunc(a.Buckets, func(b bucket.Bucket) bool { return b.ID == want.BucketID })
 		if i < 0 {
 			return pluginBug(r, "account %q: requested bucket %q is missing from the answer", a.AccountID, want.BucketID)
 		}
 		b := &a.Buckets[i]
 		switch req.Protocol {
-		case driver.ProtocolS3:
+		case bucket.S3:
 			if b.S3 == nil {
 				return pluginBug(r, "bucket %q: no S3 info in the grant", b.ID)
 			}
 			if err := checkS3Bucket(r, b.ID, b.S3); err != nil {
 				return err
 			}
-		case driver.ProtocolAzure:
+		case bucket.Azure:
 			if b.Azure == nil {
 				return pluginBug(r, "bucket %q: no Azure info in the grant", b.ID)
 			}
-		case driver.ProtocolGCS:
+		case bucket.GCS:
 			if b.GCS == nil {
 				return pluginBug(r, "bucket %q: no GCS info in the grant", b.ID)
 			}
 		}
 	}
-	if req.Authentication != driver.AuthKey {
+	if req.Authentication != bucket.AuthKey {
 		return nil
 	}
 	cr := a.Credentials
 	switch req.Protocol {
-	case driver.ProtocolS3:
+	case bucket.S3:
 		if cr.S3 == nil || cr.S3.AccessKeyID == "" || cr.S3.SecretAccessKey == "" {
 			return pluginBug(r, "account %q: key authentication needs an S3 access key ID and secret key", a.AccountID)
 		}
-	case driver.ProtocolAzure:
+	case bucket.Azure:
 		if cr.Azure == nil || cr.Azure.AccessToken == "" {
 			return pluginBug(r, "account %q: key authentication needs an Azure access token", a.AccountID)
 		}
-	case driver.ProtocolGCS:
+	case bucket.GCS:
 		if cr.GCS == nil || cr.GCS.AccessID == "" || cr.GCS.AccessSecret == "" {
 			return pluginBug(r, "account %q: key authentication needs a GCS access ID and secret", a.AccountID)
 		}
@@ -303,23 +305,23 @@ func (c *cosiCore) checkAccess(req *driver.GrantBucketAccessRequest, a *driver.B
 	return nil
 }
 
-func (c *cosiCore) revoke(ctx context.Context, req *driver.RevokeBucketAccessRequest) error {
+func (c *cosiCore) revoke(ctx context.Context, req *bucket.RevokeBucketAccessRequest) error {
 	slices.Sort(req.BucketIDs)
 	req.BucketIDs = slices.Compact(req.BucketIDs)
-	return mapError(rpcRevokeBucketAccess, impl[driver.BucketAccessGranter](c.provisioner()).RevokeBucketAccess(ctx, req))
+	return mapError(rpcRevokeBucketAccess, impl[bucket.AccessGranter](c.provisioner()).RevokeBucketAccess(ctx, req))
 }
 
 // bucketProtocols lists the protocols the bucket reports info for.
-func bucketProtocols(b *driver.Bucket) []driver.ObjectProtocol {
-	var out []driver.ObjectProtocol
+func bucketProtocols(b *bucket.Bucket) []bucket.Protocol {
+	var out []bucket.Protocol
 	if b.S3 != nil {
-		out = append(out, driver.ProtocolS3)
+		out = append(out, bucket.S3)
 	}
 	if b.Azure != nil {
-		out = append(out, driver.ProtocolAzure)
+		out = append(out, bucket.Azure)
 	}
 	if b.GCS != nil {
-		out = append(out, driver.ProtocolGCS)
+		out = append(out, bucket.GCS)
 	}
 	return out
 }

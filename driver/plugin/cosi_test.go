@@ -21,7 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 	cosi1 "sigs.k8s.io/container-object-storage-interface/proto"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
 	"github.com/csikit/csikit/driver/memdriver"
 	"github.com/csikit/csikit/driver/plugin"
 	cosi2 "github.com/csikit/csikit/internal/cosi/v1alpha2"
@@ -52,9 +52,9 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 
 func (b *syncBuffer) Sync() error { return nil }
 
-func bucketConfig(mem driver.BucketProvisioner) plugin.Config {
-	return plugin.Config{Name: "mem-s3.csikit.dev", VendorVersion: "1.0.0", Buckets: mem,
-		BucketProtocols: []driver.ObjectProtocol{driver.ProtocolS3}, CheckResponses: true}
+func bucketConfig(mem bucket.Provisioner) plugin.Config {
+	return plugin.Config{Name: "mem-s3.csikit.dev", VendorVersion: "1.0.0",
+		COSI: &plugin.COSIConfig{Provisioner: mem, Protocols: []bucket.Protocol{bucket.S3}}, CheckResponses: true}
 }
 
 func startCOSI(t testing.TB, cfg plugin.Config) *cosiPlugin {
@@ -67,7 +67,7 @@ func startCOSI(t testing.TB, cfg plugin.Config) *cosiPlugin {
 	conn, _ := serve(t, cfg, "cosi.sock")
 	p := &cosiPlugin{id1: cosi1.NewIdentityClient(conn), prov1: cosi1.NewProvisionerClient(conn),
 		id2: cosi2.NewIdentityClient(conn), prov2: cosi2.NewProvisionerClient(conn), conn: conn, log: &buf.Buffer}
-	p.mem, _ = cfg.Buckets.(*memdriver.Buckets)
+	p.mem, _ = cfg.COSI.Provisioner.(*memdriver.Buckets)
 	return p
 }
 
@@ -323,7 +323,7 @@ type slowBuckets struct {
 	release chan struct{}
 }
 
-func (s *slowBuckets) CreateBucket(ctx context.Context, req *driver.CreateBucketRequest) (*driver.Bucket, error) {
+func (s *slowBuckets) CreateBucket(ctx context.Context, req *bucket.CreateBucketRequest) (*bucket.Bucket, error) {
 	s.entered <- struct{}{}
 	<-s.release
 	return s.Buckets.CreateBucket(ctx, req)
@@ -350,25 +350,25 @@ func TestCOSIConcurrentDuplicateIsAborted(t *testing.T) {
 }
 
 // badBuckets answers with what the sidecar would reject.
-type badBuckets struct{ bucket *driver.Bucket }
+type badBuckets struct{ bucket *bucket.Bucket }
 
-func (b badBuckets) CreateBucket(context.Context, *driver.CreateBucketRequest) (*driver.Bucket, error) {
+func (b badBuckets) CreateBucket(context.Context, *bucket.CreateBucketRequest) (*bucket.Bucket, error) {
 	return b.bucket, nil
 }
-func (badBuckets) DeleteBucket(context.Context, *driver.DeleteBucketRequest) error { return nil }
+func (badBuckets) DeleteBucket(context.Context, *bucket.DeleteBucketRequest) error { return nil }
 
 func TestCOSIBackendAnswersAreChecked(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		bucket *driver.Bucket
+		bucket *bucket.Bucket
 	}{
 		{"no bucket", nil},
-		{"an ID the sidecar refuses", &driver.Bucket{ID: "has space", S3: &driver.S3Bucket{Endpoint: "e", Region: "r", AddressingStyle: driver.S3AddressingPath}}},
-		{"no protocol", &driver.Bucket{ID: "b"}},
-		{"S3 without region", &driver.Bucket{ID: "b", S3: &driver.S3Bucket{Endpoint: "e", AddressingStyle: driver.S3AddressingPath}}},
-		{"S3 without addressing style", &driver.Bucket{ID: "b", S3: &driver.S3Bucket{Endpoint: "e", Region: "r"}}},
-		{"a protocol the driver does not serve", &driver.Bucket{ID: "b", S3: &driver.S3Bucket{Endpoint: "e", Region: "r", AddressingStyle: driver.S3AddressingPath},
-			Azure: &driver.AzureBucket{StorageAccount: "a"}}},
+		{"an ID the sidecar refuses", &bucket.Bucket{ID: "has space", S3: &bucket.S3Info{Endpoint: "e", Region: "r", AddressingStyle: bucket.S3AddressingPath}}},
+		{"no protocol", &bucket.Bucket{ID: "b"}},
+		{"S3 without region", &bucket.Bucket{ID: "b", S3: &bucket.S3Info{Endpoint: "e", AddressingStyle: bucket.S3AddressingPath}}},
+		{"S3 without addressing style", &bucket.Bucket{ID: "b", S3: &bucket.S3Info{Endpoint: "e", Region: "r"}}},
+		{"a protocol the driver does not serve", &bucket.Bucket{ID: "b", S3: &bucket.S3Info{Endpoint: "e", Region: "r", AddressingStyle: bucket.S3AddressingPath},
+			Azure: &bucket.AzureInfo{StorageAccount: "a"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := startCOSI(t, bucketConfig(badBuckets{tc.bucket}))
@@ -387,16 +387,16 @@ func TestCOSIConfigChecks(t *testing.T) {
 		cfg  func(*plugin.Config)
 		want string
 	}{
-		{"a bucket backend needs protocols", func(c *plugin.Config) { c.BucketProtocols = nil }, "BucketProtocols"},
+		{"a bucket backend needs protocols", func(c *plugin.Config) { c.COSI.Protocols = nil }, "COSI.Protocols"},
 		{"a protocol listed twice", func(c *plugin.Config) {
-			c.BucketProtocols = []driver.ObjectProtocol{driver.ProtocolS3, driver.ProtocolS3}
+			c.COSI.Protocols = []bucket.Protocol{bucket.S3, bucket.S3}
 		}, "twice"},
-		{"an unknown version", func(c *plugin.Config) { c.COSIVersions = []driver.COSIVersion{"v1"} }, "unknown COSI version"},
+		{"an unknown version", func(c *plugin.Config) { c.COSI.Versions = []bucket.Version{"v1"} }, "unknown COSI version"},
 		{"a driver name that is not DNS-1035 labels", func(c *plugin.Config) { c.Name = "9lives.example.com" }, "DNS-1035"},
 		{"bucket settings without a bucket backend", func(c *plugin.Config) {
-			c.Buckets = nil
+			c.COSI.Provisioner = nil
 			c.Controller = memdriver.New(memdriver.Options{})
-		}, "need Config.Buckets"},
+		}, "Config.COSI.Provisioner"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := bucketConfig(mem)
@@ -504,14 +504,14 @@ func echoParameters(op string, params map[string]string) error {
 	return nil
 }
 
-func (p paramEcho) CreateBucket(ctx context.Context, req *driver.CreateBucketRequest) (*driver.Bucket, error) {
+func (p paramEcho) CreateBucket(ctx context.Context, req *bucket.CreateBucketRequest) (*bucket.Bucket, error) {
 	if err := echoParameters("create", req.Parameters); err != nil {
 		return nil, err
 	}
 	return p.Buckets.CreateBucket(ctx, req)
 }
 
-func (p paramEcho) GrantBucketAccess(ctx context.Context, req *driver.GrantBucketAccessRequest) (*driver.BucketAccess, error) {
+func (p paramEcho) GrantBucketAccess(ctx context.Context, req *bucket.GrantBucketAccessRequest) (*bucket.Access, error) {
 	if err := echoParameters("grant", req.Parameters); err != nil {
 		return nil, err
 	}
@@ -605,27 +605,27 @@ func (r *recordingBuckets) keep(req any) {
 	r.seen = append(r.seen, req)
 }
 
-func (r *recordingBuckets) CreateBucket(ctx context.Context, req *driver.CreateBucketRequest) (*driver.Bucket, error) {
+func (r *recordingBuckets) CreateBucket(ctx context.Context, req *bucket.CreateBucketRequest) (*bucket.Bucket, error) {
 	r.keep(req)
 	return r.Buckets.CreateBucket(ctx, req)
 }
 
-func (r *recordingBuckets) GetBucket(ctx context.Context, req *driver.GetBucketRequest) (*driver.Bucket, error) {
+func (r *recordingBuckets) GetBucket(ctx context.Context, req *bucket.GetBucketRequest) (*bucket.Bucket, error) {
 	r.keep(req)
 	return r.Buckets.GetBucket(ctx, req)
 }
 
-func (r *recordingBuckets) DeleteBucket(ctx context.Context, req *driver.DeleteBucketRequest) error {
+func (r *recordingBuckets) DeleteBucket(ctx context.Context, req *bucket.DeleteBucketRequest) error {
 	r.keep(req)
 	return r.Buckets.DeleteBucket(ctx, req)
 }
 
-func (r *recordingBuckets) GrantBucketAccess(ctx context.Context, req *driver.GrantBucketAccessRequest) (*driver.BucketAccess, error) {
+func (r *recordingBuckets) GrantBucketAccess(ctx context.Context, req *bucket.GrantBucketAccessRequest) (*bucket.Access, error) {
 	r.keep(req)
 	return r.Buckets.GrantBucketAccess(ctx, req)
 }
 
-func (r *recordingBuckets) RevokeBucketAccess(ctx context.Context, req *driver.RevokeBucketAccessRequest) error {
+func (r *recordingBuckets) RevokeBucketAccess(ctx context.Context, req *bucket.RevokeBucketAccessRequest) error {
 	r.keep(req)
 	return r.Buckets.RevokeBucketAccess(ctx, req)
 }
@@ -685,5 +685,73 @@ func TestCOSIRequestsPrintRedacted(t *testing.T) {
 	}
 	if len(kinds) != 5 {
 		t.Errorf("the backend saw %d request types (%v), want all five", len(kinds), kinds)
+	}
+}
+
+// TestBucketFingerprintsAgreeAcrossVersions is the differential test of the two wire versions'
+// fingerprints: the same create or grant sent once as v1alpha1 and once as v1alpha2 reaches the
+// backend with the same Fingerprint (so a CO that moves to the v1alpha2 sidecar finds what it made
+// with the v1alpha1 one), and a request that differs in what matters does not.
+func TestBucketFingerprintsAgreeAcrossVersions(t *testing.T) {
+	rec := &recordingBuckets{Buckets: memdriver.NewBuckets("http://127.0.0.1:9000", "us-east-1")}
+	p := startCOSI(t, bucketConfig(rec))
+	ctx := context.Background()
+	last := func() any {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return rec.seen[len(rec.seen)-1]
+	}
+	params := map[string]string{"tier": "gold"}
+
+	c1, err := p.prov1.DriverCreateBucket(ctx, &cosi1.DriverCreateBucketRequest{Name: "fp-bucket", Parameters: params})
+	if err != nil {
+		t.Fatal(err)
+	}
+	create1 := last().(*bucket.CreateBucketRequest)
+	c2, err := p.prov2.DriverCreateBucket(ctx, &cosi2.DriverCreateBucketRequest{Name: "fp-bucket", Parameters: params,
+		Protocols: []*cosi2.ObjectProtocol{s3Proto()}})
+	if err != nil || c2.GetBucketId() != c1.GetBucketId() {
+		t.Fatalf("the v1alpha1 bucket created again over v1alpha2: %v, %v; want bucket %q", c2, err, c1.GetBucketId())
+	}
+	create2 := last().(*bucket.CreateBucketRequest)
+	if create1.RawV1Alpha1 == nil || create2.RawV1Alpha2 == nil || create1.RawV1Alpha2 != nil || create2.RawV1Alpha1 != nil {
+		t.Fatalf("each request must carry exactly its own wire request: %+v / %+v", create1, create2)
+	}
+	if create1.Fingerprint() != create2.Fingerprint() {
+		t.Errorf("CreateBucket fingerprints differ between v1alpha1 (%s) and v1alpha2 (%s)", create1.Fingerprint(), create2.Fingerprint())
+	}
+	if _, err := p.prov2.DriverCreateBucket(ctx, &cosi2.DriverCreateBucketRequest{Name: "fp-bucket",
+		Parameters: map[string]string{"tier": "silver"}}); status.Code(err) != codes.AlreadyExists {
+		t.Errorf("other parameters over v1alpha2: %v, want ALREADY_EXISTS", err)
+	}
+	if other := last().(*bucket.CreateBucketRequest); other.Fingerprint() == create1.Fingerprint() {
+		t.Error("a create with other parameters has the same fingerprint")
+	}
+
+	g1, err := p.prov1.DriverGrantBucketAccess(ctx, &cosi1.DriverGrantBucketAccessRequest{BucketId: c1.GetBucketId(), Name: "ba-fp",
+		AuthenticationType: cosi1.AuthenticationType_Key, Parameters: params})
+	if err != nil {
+		t.Fatal(err)
+	}
+	grant1 := last().(*bucket.GrantBucketAccessRequest)
+	g2, err := p.prov2.DriverGrantBucketAccess(ctx, &cosi2.DriverGrantBucketAccessRequest{AccountName: "ba-fp", Protocol: s3Proto(),
+		AuthenticationType: keyAuth(), Buckets: []*cosi2.DriverGrantBucketAccessRequest_AccessedBucket{rw(c1.GetBucketId())},
+		Parameters: params})
+	if err != nil || g2.GetAccountId() != g1.GetAccountId() {
+		t.Fatalf("the v1alpha1 grant repeated over v1alpha2: %v, %v; want account %q", g2, err, g1.GetAccountId())
+	}
+	grant2 := last().(*bucket.GrantBucketAccessRequest)
+	if grant1.Fingerprint() != grant2.Fingerprint() {
+		t.Errorf("GrantBucketAccess fingerprints differ between v1alpha1 (%s) and v1alpha2 (%s)", grant1.Fingerprint(), grant2.Fingerprint())
+	}
+	readOnly := &cosi2.DriverGrantBucketAccessRequest_AccessedBucket{BucketId: c1.GetBucketId(),
+		AccessMode: &cosi2.AccessMode{Mode: cosi2.AccessMode_READ_ONLY}}
+	if _, err := p.prov2.DriverGrantBucketAccess(ctx, &cosi2.DriverGrantBucketAccessRequest{AccountName: "ba-fp", Protocol: s3Proto(),
+		AuthenticationType: keyAuth(), Buckets: []*cosi2.DriverGrantBucketAccessRequest_AccessedBucket{readOnly},
+		Parameters: params}); status.Code(err) != codes.AlreadyExists {
+		t.Errorf("the grant repeated read-only: %v, want ALREADY_EXISTS", err)
+	}
+	if other := last().(*bucket.GrantBucketAccessRequest); other.Fingerprint() == grant1.Fingerprint() {
+		t.Error("a read-only grant has the same fingerprint as a read-write one")
 	}
 }

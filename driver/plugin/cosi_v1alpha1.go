@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 	cosi "sigs.k8s.io/container-object-storage-interface/proto"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
 	"github.com/csikit/csikit/idempotency"
 	"github.com/csikit/csikit/middleware/locking"
 	"github.com/csikit/csikit/middleware/validation"
@@ -92,24 +92,24 @@ type cosiProvisionerV1Alpha1 struct {
 }
 
 func (s *cosiProvisionerV1Alpha1) DriverCreateBucket(ctx context.Context, req *cosi.DriverCreateBucketRequest) (*cosi.DriverCreateBucketResponse, error) {
-	b, err := s.c.createBucket(ctx, &driver.CreateBucketRequest{Name: req.GetName(), Parameters: req.GetParameters(),
-		Version: driver.COSIV1Alpha1, Raw: req})
+	b, err := s.c.createBucket(ctx, &bucket.CreateBucketRequest{Name: req.GetName(), Parameters: req.GetParameters(),
+		Version: bucket.V1Alpha1, RawV1Alpha1: req})
 	if err != nil {
 		return nil, err
 	}
-	return &cosi.DriverCreateBucketResponse{BucketId: b.ID, BucketInfo: v1alpha1BucketInfo(b, s.c.d.cfg.BucketProtocols)}, nil
+	return &cosi.DriverCreateBucketResponse{BucketId: b.ID, BucketInfo: v1alpha1BucketInfo(b, s.c.d.cfg.COSI.Protocols)}, nil
 }
 
 // v1alpha1BucketInfo is the bucket's info for one protocol (the oneof holds one): the first of the
 // plugin's protocols the bucket reports.
-func v1alpha1BucketInfo(b *driver.Bucket, order []driver.ObjectProtocol) *cosi.Protocol {
+func v1alpha1BucketInfo(b *bucket.Bucket, order []bucket.Protocol) *cosi.Protocol {
 	for _, p := range order {
 		switch {
-		case p == driver.ProtocolS3 && b.S3 != nil:
+		case p == bucket.S3 && b.S3 != nil:
 			return &cosi.Protocol{Type: &cosi.Protocol_S3{S3: &cosi.S3{Region: b.S3.Region, SignatureVersion: cosi.S3SignatureVersion_S3V4}}}
-		case p == driver.ProtocolAzure && b.Azure != nil:
+		case p == bucket.Azure && b.Azure != nil:
 			return &cosi.Protocol{Type: &cosi.Protocol_AzureBlob{AzureBlob: &cosi.AzureBlob{StorageAccount: b.Azure.StorageAccount}}}
-		case p == driver.ProtocolGCS && b.GCS != nil:
+		case p == bucket.GCS && b.GCS != nil:
 			return &cosi.Protocol{Type: &cosi.Protocol_Gcs{Gcs: &cosi.GCS{ProjectId: b.GCS.ProjectID}}}
 		}
 	}
@@ -117,8 +117,8 @@ func v1alpha1BucketInfo(b *driver.Bucket, order []driver.ObjectProtocol) *cosi.P
 }
 
 func (s *cosiProvisionerV1Alpha1) DriverDeleteBucket(ctx context.Context, req *cosi.DriverDeleteBucketRequest) (*cosi.DriverDeleteBucketResponse, error) {
-	err := s.c.deleteBucket(ctx, &driver.DeleteBucketRequest{ID: req.GetBucketId(), Parameters: req.GetDeleteContext(),
-		Version: driver.COSIV1Alpha1, Raw: req})
+	err := s.c.deleteBucket(ctx, &bucket.DeleteBucketRequest{ID: req.GetBucketId(), Parameters: req.GetDeleteContext(),
+		Version: bucket.V1Alpha1, RawV1Alpha1: req})
 	if err != nil {
 		return nil, err
 	}
@@ -126,14 +126,14 @@ func (s *cosiProvisionerV1Alpha1) DriverDeleteBucket(ctx context.Context, req *c
 }
 
 func (s *cosiProvisionerV1Alpha1) DriverGrantBucketAccess(ctx context.Context, req *cosi.DriverGrantBucketAccessRequest) (*cosi.DriverGrantBucketAccessResponse, error) {
-	auth := driver.AuthKey
+	auth := bucket.AuthKey
 	if req.GetAuthenticationType() == cosi.AuthenticationType_IAM {
-		auth = driver.AuthServiceAccount
+		auth = bucket.AuthServiceAccount
 	}
-	protocol := s.c.d.cfg.BucketProtocols[0]
-	a, err := s.c.grant(ctx, &driver.GrantBucketAccessRequest{
+	protocol := s.c.d.cfg.COSI.Protocols[0]
+	a, err := s.c.grant(ctx, &bucket.GrantBucketAccessRequest{
 		AccountName: req.GetName(), Protocol: protocol, Authentication: auth, Parameters: req.GetParameters(),
-		Buckets: []driver.BucketGrant{{BucketID: req.GetBucketId(), Mode: driver.BucketReadWrite}}, Version: driver.COSIV1Alpha1, Raw: req})
+		Buckets: []bucket.Grant{{BucketID: req.GetBucketId(), Mode: bucket.ReadWrite}}, Version: bucket.V1Alpha1, RawV1Alpha1: req})
 	if err != nil {
 		if status.Code(err) == codes.AlreadyExists {
 			// The v1alpha1 sidecar crashes on ALREADY_EXISTS from a grant; this keeps the
@@ -145,13 +145,13 @@ func (s *cosiProvisionerV1Alpha1) DriverGrantBucketAccess(ctx context.Context, r
 	creds := map[string]*cosi.CredentialDetails{}
 	b := a.Buckets[0]
 	switch protocol {
-	case driver.ProtocolS3:
+	case bucket.S3:
 		if a.Credentials.S3 != nil {
 			creds[v1alpha1KeyS3] = &cosi.CredentialDetails{Secrets: map[string]string{
 				v1alpha1AccessKeyID: a.Credentials.S3.AccessKeyID, v1alpha1AccessSecret: a.Credentials.S3.SecretAccessKey,
 				v1alpha1Endpoint: b.S3.Endpoint, v1alpha1Region: b.S3.Region}}
 		}
-	case driver.ProtocolAzure:
+	case bucket.Azure:
 		if az := a.Credentials.Azure; az != nil {
 			m := map[string]string{v1alpha1AccessToken: az.AccessToken}
 			if !az.Expiry.IsZero() {
@@ -159,22 +159,22 @@ func (s *cosiProvisionerV1Alpha1) DriverGrantBucketAccess(ctx context.Context, r
 			}
 			creds[v1alpha1KeyAzure] = &cosi.CredentialDetails{Secrets: m}
 		}
-	case driver.ProtocolGCS:
+	case bucket.GCS:
 		if g := a.Credentials.GCS; g != nil {
 			creds[v1alpha1KeyGCS] = &cosi.CredentialDetails{Secrets: map[string]string{
 				v1alpha1AccessID: g.AccessID, v1alpha1AccessSecretGC: g.AccessSecret, v1alpha1PrivateKeyName: g.PrivateKeyName,
 				v1alpha1ServiceAccount: g.ServiceAccount, v1alpha1ProjectID: b.GCS.ProjectID}}
 		}
 	}
-	if len(creds) == 0 && auth == driver.AuthKey {
+	if len(creds) == 0 && auth == bucket.AuthKey {
 		return nil, pluginBug(rpcGrantBucketAccess, "account %q: no credentials for %v", a.AccountID, protocol)
 	}
 	return &cosi.DriverGrantBucketAccessResponse{AccountId: a.AccountID, Credentials: creds}, nil
 }
 
 func (s *cosiProvisionerV1Alpha1) DriverRevokeBucketAccess(ctx context.Context, req *cosi.DriverRevokeBucketAccessRequest) (*cosi.DriverRevokeBucketAccessResponse, error) {
-	err := s.c.revoke(ctx, &driver.RevokeBucketAccessRequest{AccountID: req.GetAccountId(), Parameters: req.GetRevokeAccessContext(),
-		BucketIDs: []string{req.GetBucketId()}, Version: driver.COSIV1Alpha1, Raw: req})
+	err := s.c.revoke(ctx, &bucket.RevokeBucketAccessRequest{AccountID: req.GetAccountId(), Parameters: req.GetRevokeAccessContext(),
+		BucketIDs: []string{req.GetBucketId()}, Version: bucket.V1Alpha1, RawV1Alpha1: req})
 	if err != nil {
 		return nil, err
 	}

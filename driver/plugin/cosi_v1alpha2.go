@@ -7,7 +7,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
 	"github.com/csikit/csikit/idempotency"
 	cosi "github.com/csikit/csikit/internal/cosi/v1alpha2"
 	"github.com/csikit/csikit/middleware/locking"
@@ -90,7 +90,7 @@ type cosiIdentityV1Alpha2 struct {
 
 func (s *cosiIdentityV1Alpha2) DriverGetInfo(context.Context, *cosi.DriverGetInfoRequest) (*cosi.DriverGetInfoResponse, error) {
 	out := &cosi.DriverGetInfoResponse{Name: s.d.cfg.Name}
-	for _, p := range s.d.cfg.BucketProtocols {
+	for _, p := range s.d.cfg.COSI.Protocols {
 		out.SupportedProtocols = append(out.SupportedProtocols, &cosi.ObjectProtocol{Type: v1alpha2Protocol(p)})
 	}
 	return out, nil
@@ -101,59 +101,59 @@ type cosiProvisionerV1Alpha2 struct {
 	c *cosiCore
 }
 
-func v1alpha2Protocol(p driver.ObjectProtocol) cosi.ObjectProtocol_Type {
+func v1alpha2Protocol(p bucket.Protocol) cosi.ObjectProtocol_Type {
 	switch p {
-	case driver.ProtocolS3:
+	case bucket.S3:
 		return cosi.ObjectProtocol_S3
-	case driver.ProtocolAzure:
+	case bucket.Azure:
 		return cosi.ObjectProtocol_AZURE
-	case driver.ProtocolGCS:
+	case bucket.GCS:
 		return cosi.ObjectProtocol_GCS
 	}
 	return cosi.ObjectProtocol_UNKNOWN
 }
 
 // neutralProtocol maps a validated wire protocol (never UNKNOWN: validation refuses it).
-func neutralProtocol(p *cosi.ObjectProtocol) driver.ObjectProtocol {
+func neutralProtocol(p *cosi.ObjectProtocol) bucket.Protocol {
 	switch p.GetType() {
 	case cosi.ObjectProtocol_S3:
-		return driver.ProtocolS3
+		return bucket.S3
 	case cosi.ObjectProtocol_AZURE:
-		return driver.ProtocolAzure
+		return bucket.Azure
 	case cosi.ObjectProtocol_GCS:
-		return driver.ProtocolGCS
+		return bucket.GCS
 	}
 	return 0
 }
 
-func neutralProtocols(ps []*cosi.ObjectProtocol) []driver.ObjectProtocol {
-	out := make([]driver.ObjectProtocol, 0, len(ps))
+func neutralProtocols(ps []*cosi.ObjectProtocol) []bucket.Protocol {
+	out := make([]bucket.Protocol, 0, len(ps))
 	for _, p := range ps {
 		out = append(out, neutralProtocol(p))
 	}
 	return out
 }
 
-func neutralAuth(a *cosi.AuthenticationType) driver.AuthenticationType {
+func neutralAuth(a *cosi.AuthenticationType) bucket.AuthenticationType {
 	if a.GetType() == cosi.AuthenticationType_SERVICE_ACCOUNT {
-		return driver.AuthServiceAccount
+		return bucket.AuthServiceAccount
 	}
-	return driver.AuthKey
+	return bucket.AuthKey
 }
 
-func neutralMode(m *cosi.AccessMode) driver.BucketAccessMode {
+func neutralMode(m *cosi.AccessMode) bucket.AccessMode {
 	switch m.GetMode() {
 	case cosi.AccessMode_READ_ONLY:
-		return driver.BucketReadOnly
+		return bucket.ReadOnly
 	case cosi.AccessMode_WRITE_ONLY:
-		return driver.BucketWriteOnly
+		return bucket.WriteOnly
 	}
-	return driver.BucketReadWrite
+	return bucket.ReadWrite
 }
 
 // v1alpha2BucketInfo is a bucket's info for the given protocols (all it reports when only is nil).
-func v1alpha2BucketInfo(b *driver.Bucket, only []driver.ObjectProtocol) *cosi.ObjectProtocolAndBucketInfo {
-	want := func(p driver.ObjectProtocol) bool {
+func v1alpha2BucketInfo(b *bucket.Bucket, only []bucket.Protocol) *cosi.ObjectProtocolAndBucketInfo {
+	want := func(p bucket.Protocol) bool {
 		if only == nil {
 			return true
 		}
@@ -165,22 +165,22 @@ func v1alpha2BucketInfo(b *driver.Bucket, only []driver.ObjectProtocol) *cosi.Ob
 		return false
 	}
 	out := &cosi.ObjectProtocolAndBucketInfo{}
-	if b.S3 != nil && want(driver.ProtocolS3) {
+	if b.S3 != nil && want(bucket.S3) {
 		name := b.S3.Name
 		if name == "" {
 			name = b.ID
 		}
 		style := cosi.S3AddressingStyle_PATH
-		if b.S3.AddressingStyle == driver.S3AddressingVirtual {
+		if b.S3.AddressingStyle == bucket.S3AddressingVirtual {
 			style = cosi.S3AddressingStyle_VIRTUAL
 		}
 		out.S3 = &cosi.S3BucketInfo{BucketId: name, Endpoint: b.S3.Endpoint, Region: b.S3.Region,
 			AddressingStyle: &cosi.S3AddressingStyle{Style: style}}
 	}
-	if b.Azure != nil && want(driver.ProtocolAzure) {
+	if b.Azure != nil && want(bucket.Azure) {
 		out.Azure = &cosi.AzureBucketInfo{StorageAccount: b.Azure.StorageAccount}
 	}
-	if b.GCS != nil && want(driver.ProtocolGCS) {
+	if b.GCS != nil && want(bucket.GCS) {
 		name := b.GCS.Name
 		if name == "" {
 			name = b.ID
@@ -191,8 +191,8 @@ func v1alpha2BucketInfo(b *driver.Bucket, only []driver.ObjectProtocol) *cosi.Ob
 }
 
 func (s *cosiProvisionerV1Alpha2) DriverCreateBucket(ctx context.Context, req *cosi.DriverCreateBucketRequest) (*cosi.DriverCreateBucketResponse, error) {
-	b, err := s.c.createBucket(ctx, &driver.CreateBucketRequest{Name: req.GetName(), Protocols: neutralProtocols(req.GetProtocols()),
-		Parameters: req.GetParameters(), Version: driver.COSIV1Alpha2, Raw: req})
+	b, err := s.c.createBucket(ctx, &bucket.CreateBucketRequest{Name: req.GetName(), Protocols: neutralProtocols(req.GetProtocols()),
+		Parameters: req.GetParameters(), Version: bucket.V1Alpha2, RawV1Alpha2: req})
 	if err != nil {
 		return nil, err
 	}
@@ -200,8 +200,8 @@ func (s *cosiProvisionerV1Alpha2) DriverCreateBucket(ctx context.Context, req *c
 }
 
 func (s *cosiProvisionerV1Alpha2) DriverGetExistingBucket(ctx context.Context, req *cosi.DriverGetExistingBucketRequest) (*cosi.DriverGetExistingBucketResponse, error) {
-	b, err := s.c.getBucket(ctx, &driver.GetBucketRequest{ID: req.GetExistingBucketId(), Protocols: neutralProtocols(req.GetProtocols()),
-		Parameters: req.GetParameters(), Version: driver.COSIV1Alpha2, Raw: req})
+	b, err := s.c.getBucket(ctx, &bucket.GetBucketRequest{ID: req.GetExistingBucketId(), Protocols: neutralProtocols(req.GetProtocols()),
+		Parameters: req.GetParameters(), Version: bucket.V1Alpha2, RawV1Alpha2: req})
 	if err != nil {
 		return nil, err
 	}
@@ -209,8 +209,8 @@ func (s *cosiProvisionerV1Alpha2) DriverGetExistingBucket(ctx context.Context, r
 }
 
 func (s *cosiProvisionerV1Alpha2) DriverDeleteBucket(ctx context.Context, req *cosi.DriverDeleteBucketRequest) (*cosi.DriverDeleteBucketResponse, error) {
-	err := s.c.deleteBucket(ctx, &driver.DeleteBucketRequest{ID: req.GetBucketId(), Parameters: req.GetParameters(),
-		Version: driver.COSIV1Alpha2, Raw: req})
+	err := s.c.deleteBucket(ctx, &bucket.DeleteBucketRequest{ID: req.GetBucketId(), Parameters: req.GetParameters(),
+		Version: bucket.V1Alpha2, RawV1Alpha2: req})
 	if err != nil {
 		return nil, err
 	}
@@ -218,15 +218,15 @@ func (s *cosiProvisionerV1Alpha2) DriverDeleteBucket(ctx context.Context, req *c
 }
 
 func (s *cosiProvisionerV1Alpha2) DriverGrantBucketAccess(ctx context.Context, req *cosi.DriverGrantBucketAccessRequest) (*cosi.DriverGrantBucketAccessResponse, error) {
-	grants := make([]driver.BucketGrant, 0, len(req.GetBuckets()))
+	grants := make([]bucket.Grant, 0, len(req.GetBuckets()))
 	for _, b := range req.GetBuckets() {
-		grants = append(grants, driver.BucketGrant{BucketID: b.GetBucketId(), Mode: neutralMode(b.GetAccessMode())})
+		grants = append(grants, bucket.Grant{BucketID: b.GetBucketId(), Mode: neutralMode(b.GetAccessMode())})
 	}
 	protocol := neutralProtocol(req.GetProtocol())
-	a, err := s.c.grant(ctx, &driver.GrantBucketAccessRequest{
+	a, err := s.c.grant(ctx, &bucket.GrantBucketAccessRequest{
 		AccountName: req.GetAccountName(), Protocol: protocol, Authentication: neutralAuth(req.GetAuthenticationType()),
 		ServiceAccountName: req.GetServiceAccountName(), Parameters: req.GetParameters(), Buckets: grants,
-		Version: driver.COSIV1Alpha2, Raw: req})
+		Version: bucket.V1Alpha2, RawV1Alpha2: req})
 	if err != nil {
 		return nil, err
 	}
@@ -236,22 +236,22 @@ func (s *cosiProvisionerV1Alpha2) DriverGrantBucketAccess(ctx context.Context, r
 		for i := range a.Buckets {
 			if a.Buckets[i].ID == want.GetBucketId() {
 				out.Buckets = append(out.Buckets, &cosi.DriverGrantBucketAccessResponse_BucketInfo{
-					BucketId: a.Buckets[i].ID, BucketInfo: v1alpha2BucketInfo(&a.Buckets[i], []driver.ObjectProtocol{protocol})})
+					BucketId: a.Buckets[i].ID, BucketInfo: v1alpha2BucketInfo(&a.Buckets[i], []bucket.Protocol{protocol})})
 				break
 			}
 		}
 	}
 	cr := a.Credentials
 	switch {
-	case protocol == driver.ProtocolS3 && cr.S3 != nil:
+	case protocol == bucket.S3 && cr.S3 != nil:
 		out.Credentials.S3 = &cosi.S3CredentialInfo{AccessKeyId: cr.S3.AccessKeyID, AccessSecretKey: cr.S3.SecretAccessKey}
-	case protocol == driver.ProtocolAzure && cr.Azure != nil:
+	case protocol == bucket.Azure && cr.Azure != nil:
 		az := &cosi.AzureCredentialInfo{AccessToken: cr.Azure.AccessToken}
 		if !cr.Azure.Expiry.IsZero() {
 			az.ExpiryTimestamp = cr.Azure.Expiry.UTC().Format(time.RFC3339)
 		}
 		out.Credentials.Azure = az
-	case protocol == driver.ProtocolGCS && cr.GCS != nil:
+	case protocol == bucket.GCS && cr.GCS != nil:
 		out.Credentials.Gcs = &cosi.GcsCredentialInfo{AccessId: cr.GCS.AccessID, AccessSecret: cr.GCS.AccessSecret,
 			PrivateKeyName: cr.GCS.PrivateKeyName, ServiceAccount: cr.GCS.ServiceAccount}
 	}
@@ -263,9 +263,9 @@ func (s *cosiProvisionerV1Alpha2) DriverRevokeBucketAccess(ctx context.Context, 
 	for _, b := range req.GetBuckets() {
 		ids = append(ids, b.GetBucketId())
 	}
-	err := s.c.revoke(ctx, &driver.RevokeBucketAccessRequest{AccountID: req.GetAccountId(), Protocol: neutralProtocol(req.GetProtocol()),
+	err := s.c.revoke(ctx, &bucket.RevokeBucketAccessRequest{AccountID: req.GetAccountId(), Protocol: neutralProtocol(req.GetProtocol()),
 		Authentication: neutralAuth(req.GetAuthenticationType()), ServiceAccountName: req.GetServiceAccountName(),
-		Parameters: req.GetParameters(), BucketIDs: ids, Version: driver.COSIV1Alpha2, Raw: req})
+		Parameters: req.GetParameters(), BucketIDs: ids, Version: bucket.V1Alpha2, RawV1Alpha2: req})
 	if err != nil {
 		return nil, err
 	}

@@ -58,7 +58,12 @@ var backendKinds = []backendKind{
 	{"GroupController", svcGroupController, func(c *Config) any { return c.GroupController }},
 	{"SnapshotMetadata", svcSnapshotMetadata, func(c *Config) any { return c.SnapshotMetadata }},
 	{"VolumeGroups", svcVolumeGroup, func(c *Config) any { return c.VolumeGroups }},
-	{"Buckets", svcCOSIProvisioner, func(c *Config) any { return c.Buckets }},
+	{"COSI.Provisioner", svcCOSIProvisioner, func(c *Config) any {
+		if c.COSI == nil {
+			return nil
+		}
+		return c.COSI.Provisioner
+	}},
 }
 
 // checkNearMisses reports every optional interface a configured backend means to implement but
@@ -103,7 +108,7 @@ func nearMiss(t, iface reflect.Type) string {
 	if len(have) == 0 && len(wrong) == 0 {
 		return ""
 	}
-	name := "driver." + iface.Name()
+	name := iface.String()
 	var parts []string
 	if len(wrong) > 0 {
 		parts = append(parts, "wrong signature: "+strings.Join(wrong, ", "))

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
 )
 
 // anyBackend is every required backend interface at once and no optional one: the base each
@@ -20,7 +21,7 @@ type anyBackend struct {
 	driver.GroupController
 	driver.SnapshotMetadata
 	driver.VolumeGroupController
-	driver.BucketProvisioner
+	bucket.Provisioner
 }
 
 // One fixture per optional interface, each with the kind of slip a vendor makes: a value for a
@@ -144,17 +145,17 @@ func (nearVolumeGroupPageLister) ListVolumeGroupsPage(context.Context, driver.Li
 	return nil, nil
 }
 
-func (nearBucketGetter) GetBucket(context.Context, *driver.GetBucketRequest) (driver.Bucket, error) {
-	return driver.Bucket{}, nil
+func (nearBucketGetter) GetBucket(context.Context, *bucket.GetBucketRequest) (bucket.Bucket, error) {
+	return bucket.Bucket{}, nil
 }
 
 // GrantBucketAccess answers a value where a pointer is expected: the slip of issue 18, which
 // once turned the RPC into UNIMPLEMENTED without a word.
-func (nearBucketAccessGranter) GrantBucketAccess(context.Context, *driver.GrantBucketAccessRequest) (driver.BucketAccess, error) {
-	return driver.BucketAccess{}, nil
+func (nearBucketAccessGranter) GrantBucketAccess(context.Context, *bucket.GrantBucketAccessRequest) (bucket.Access, error) {
+	return bucket.Access{}, nil
 }
 
-func (nearBucketAccessGranter) RevokeBucketAccess(context.Context, *driver.RevokeBucketAccessRequest) error {
+func (nearBucketAccessGranter) RevokeBucketAccess(context.Context, *bucket.RevokeBucketAccessRequest) error {
 	return nil
 }
 
@@ -184,41 +185,79 @@ var nearMissFixtures = map[reflect.Type]any{
 	typeOf[driver.VolumeGroupGetter]():      nearVolumeGroupGetter{},
 	typeOf[driver.VolumeGroupLister]():      nearVolumeGroupLister{},
 	typeOf[driver.VolumeGroupPageLister]():  nearVolumeGroupPageLister{},
-	typeOf[driver.BucketGetter]():           nearBucketGetter{},
-	typeOf[driver.BucketAccessGranter]():    nearBucketAccessGranter{},
+	typeOf[bucket.Getter]():                 nearBucketGetter{},
+	typeOf[bucket.AccessGranter]():          nearBucketAccessGranter{},
 	typeOf[driver.Prober]():                 nearProber{},
 }
 
-// driverPackage is this package's import path, as reflect reports it.
-var driverPackage = typeOf[Config]().PkgPath()
+// contractPackages are the import paths whose interfaces type a backend field of Config.
+var contractPackages = []string{
+	typeOf[driver.Controller]().PkgPath(),
+	typeOf[bucket.Provisioner]().PkgPath(),
+}
 
-// TestBackendKindsCoverEveryBackendField: every Config field typed by one of this package's
-// interfaces holds a backend, and New must look for near misses on it; backendKinds is the list
-// it walks. Config.Prober is the one exception (backendKinds says why).
-func TestBackendKindsCoverEveryBackendField(t *testing.T) {
-	cfgType := typeOf[Config]()
-	var fields []string
-	for i := range cfgType.NumField() {
-		f := cfgType.Field(i)
-		if f.Type.Kind() == reflect.Interface && f.Type.PkgPath() == driverPackage && f.Name != "Prober" {
-			fields = append(fields, f.Name)
+// backendFields lists the path ("Controller", "COSI.Provisioner") of every field of t, and of the
+// structs its pointer fields point to, that is typed by a contract interface.
+func backendFields(t reflect.Type, prefix string) []string {
+	var out []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		switch {
+		case f.Type.Kind() == reflect.Interface && slices.Contains(contractPackages, f.Type.PkgPath()) && f.Name != "Prober":
+			out = append(out, prefix+f.Name)
+		case f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct && f.Type.Elem().PkgPath() == t.PkgPath():
+			out = append(out, backendFields(f.Type.Elem(), prefix+f.Name+".")...)
 		}
+	}
+	return out
+}
+
+// configField returns the field of cfg at a path of backendFields, allocating the sub-structs on
+// the way, or false when there is none.
+func configField(cfg *Config, path string) (reflect.Value, bool) {
+	v := reflect.ValueOf(cfg).Elem()
+	for _, name := range strings.Split(path, ".") {
+		if v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				v.Set(reflect.New(v.Type().Elem()))
+			}
+			v = v.Elem()
+		}
+		if v.Kind() != reflect.Struct {
+			return reflect.Value{}, false
+		}
+		v = v.FieldByName(name)
+		if !v.IsValid() {
+			return reflect.Value{}, false
+		}
+	}
+	return v, true
+}
+
+// TestBackendKindsCoverEveryBackendField: every Config field typed by one of the contracts'
+// interfaces (directly or in a sub-struct such as COSIConfig) holds a backend, and New must look
+// for near misses on it; backendKinds is the list it walks. Config.Prober is the one exception
+// (backendKinds says why).
+func TestBackendKindsCoverEveryBackendField(t *testing.T) {
+	fields := backendFields(typeOf[Config](), "")
+	if len(fields) == 0 {
+		t.Fatal("no backend field found in Config: the walk is broken")
 	}
 	var listed []string
 	for _, k := range backendKinds {
 		listed = append(listed, k.field)
-		f, ok := cfgType.FieldByName(k.field)
+		var cfg Config
+		f, ok := configField(&cfg, k.field)
 		if !ok {
 			t.Errorf("backendKinds names Config.%s, which does not exist", k.field)
 			continue
 		}
-		if !typeOf[anyBackend]().AssignableTo(f.Type) {
-			t.Errorf("Config.%s is a %s, which anyBackend does not implement: add it to anyBackend", k.field, f.Type)
+		if !typeOf[anyBackend]().AssignableTo(f.Type()) {
+			t.Errorf("Config.%s is a %s, which anyBackend does not implement: add it to anyBackend", k.field, f.Type())
 			continue
 		}
 		// of must read the field it names.
-		var cfg Config
-		reflect.ValueOf(&cfg).Elem().FieldByName(k.field).Set(reflect.ValueOf(anyBackend{}))
+		f.Set(reflect.ValueOf(anyBackend{}))
 		if got := k.of(&cfg); got == nil || reflect.TypeOf(got) != typeOf[anyBackend]() {
 			t.Errorf("backendKinds entry %s reads another field than Config.%s", k.field, k.field)
 		}
@@ -240,27 +279,31 @@ func TestBackendKindsCoverEveryBackendField(t *testing.T) {
 func TestNewRefusesANearMissOfEveryOptionalInterface(t *testing.T) {
 	for _, k := range backendKinds {
 		for _, it := range optionalInterfaces(k.svc) {
-			name := "Config." + k.field + "/driver." + it.Name()
+			name := "Config." + k.field + "/" + it.String()
 			t.Run(name, func(t *testing.T) {
 				fixture, ok := nearMissFixtures[it]
 				if !ok {
-					t.Fatalf("no near-miss fixture for driver.%s: add one to nearMissFixtures, so that New is proven to refuse a backend that almost implements it", it.Name())
+					t.Fatalf("no near-miss fixture for %s: add one to nearMissFixtures, so that New is proven to refuse a backend that almost implements it", it)
 				}
 				ft := reflect.TypeOf(fixture)
 				if ft.Implements(it) {
-					t.Fatalf("the fixture %s implements driver.%s: it is no near miss", ft.Name(), it.Name())
+					t.Fatalf("the fixture %s implements %s: it is no near miss", ft.Name(), it)
 				}
 				cfg := Config{Name: "near.example.com", VendorVersion: "1"}
-				reflect.ValueOf(&cfg).Elem().FieldByName(k.field).Set(reflect.ValueOf(fixture))
-				if k.field == "Buckets" {
-					cfg.BucketProtocols = []driver.ObjectProtocol{driver.ProtocolS3}
+				f, ok := configField(&cfg, k.field)
+				if !ok {
+					t.Fatalf("no Config.%s", k.field)
+				}
+				f.Set(reflect.ValueOf(fixture))
+				if cfg.COSI != nil {
+					cfg.COSI.Protocols = []bucket.Protocol{bucket.S3}
 				}
 				_, err := New(cfg)
 				if err == nil {
-					t.Fatalf("New accepted %s in Config.%s, which almost implements driver.%s: the capability would silently disappear", ft.Name(), k.field, it.Name())
+					t.Fatalf("New accepted %s in Config.%s, which almost implements %s: the capability would silently disappear", ft.Name(), k.field, it)
 				}
 				msg := err.Error()
-				for _, want := range []string{"Config." + k.field, "driver." + it.Name()} {
+				for _, want := range []string{"Config." + k.field, it.String()} {
 					if !strings.Contains(msg, want) {
 						t.Errorf("New: %v\nwant it to name %q", err, want)
 					}

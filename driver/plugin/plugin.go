@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
 	"github.com/csikit/csikit/driver/endpoint"
 	"github.com/csikit/csikit/driver/httpserve"
 	"github.com/csikit/csikit/idempotency"
@@ -56,22 +57,10 @@ type Config struct {
 	// github.com/IBM/csi-volume-group) on the same socket; nil when the plugin has none. The
 	// group RPCs it serves are listed in GetPluginInfo's manifest under ManifestVolumeGroupRPCs.
 	VolumeGroups driver.VolumeGroupController
-	// Buckets serves object buckets over COSI (v1alpha1 and v1alpha2 on the same socket, see
-	// COSIVersions); nil when the plugin has none. Optional interfaces (BucketGetter,
-	// BucketAccessGranter) are found on the same value. A plugin with Buckets and no CSI backend
-	// serves no CSI service, and Run listens on $COSI_ENDPOINT.
-	Buckets driver.BucketProvisioner
-	// BucketProtocols are the object protocols the bucket backend serves, reported by
-	// DriverGetInfo; required with Buckets. A v1alpha1 grant, which names no protocol, is for
-	// the first one.
-	BucketProtocols []driver.ObjectProtocol
-	// COSIVersions are the COSI wire versions served; nil means every version this library
-	// knows (v1alpha1 and v1alpha2).
-	COSIVersions []driver.COSIVersion
-	// MultiBucketAccess says one account can be granted several buckets. Without it a grant that
-	// names more than one bucket is answered OUT_OF_RANGE before the backend is called, which is
-	// the code COSI reserves for exactly that.
-	MultiBucketAccess bool
+	// COSI serves object buckets over COSI (v1alpha1 and v1alpha2 on the same socket); nil when
+	// the plugin has none. A plugin with COSI and no CSI backend serves no CSI service, and Run
+	// listens on $COSI_ENDPOINT.
+	COSI *COSIConfig
 	// Prober is an extra readiness check beside any Probe method of the backends.
 	Prober driver.Prober
 
@@ -143,7 +132,25 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 }
 
-// Driver is an assembled plugin, ready to serve.
+// COSIConfig is a bucket backend and what the COSI sidecar asks of a driver beside it. It exists
+// only in a plugin that serves buckets, which keeps a CSI-only Config free of COSI settings.
+type COSIConfig struct {
+	// Provisioner is the bucket backend; required. Its optional interfaces (bucket.Getter,
+	// bucket.AccessGranter) are found on the same value.
+	Provisioner bucket.Provisioner
+	// Protocols are the object protocols the backend serves, reported by DriverGetInfo;
+	// required, at least one. A v1alpha1 grant, which names no protocol, is for the first one.
+	Protocols []bucket.Protocol
+	// Versions are the COSI wire versions served; nil means every version this library knows
+	// (v1alpha1 and v1alpha2).
+	Versions []bucket.Version
+	// MultiBucketAccess says one account can be granted several buckets. Without it a grant that
+	// names more than one bucket is answered OUT_OF_RANGE before the backend is called, which is
+	// the code COSI reserves for exactly that.
+	MultiBucketAccess bool
+}
+
+// Plugin is an assembled plugin, ready to serve: Run, Serve, NewServer or Register it.
 type Plugin struct {
 	cfg    Config
 	b      backendSet
@@ -180,8 +187,8 @@ func New(cfg Config) (*Plugin, error) {
 	if cfg.VendorVersion == "" {
 		return nil, errors.New("plugin vendor version is required")
 	}
-	if cfg.Controller == nil && cfg.Node == nil && cfg.GroupController == nil && cfg.SnapshotMetadata == nil && cfg.VolumeGroups == nil && cfg.Buckets == nil {
-		return nil, errors.New("no backend configured: set at least one of Controller, Node, GroupController, SnapshotMetadata, VolumeGroups, Buckets")
+	if cfg.Controller == nil && cfg.Node == nil && cfg.GroupController == nil && cfg.SnapshotMetadata == nil && cfg.VolumeGroups == nil && cfg.COSI == nil {
+		return nil, errors.New("no backend configured: set at least one of Controller, Node, GroupController, SnapshotMetadata, VolumeGroups, COSI")
 	}
 	if err := checkCOSIConfig(&cfg); err != nil {
 		return nil, err

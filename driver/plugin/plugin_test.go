@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
 	"github.com/csikit/csikit/driver/memdriver"
 	"github.com/csikit/csikit/driver/plugin"
 )
@@ -557,8 +558,8 @@ func (proberWithWrongSignature) Probe(context.Context) bool { return true }
 // grantByValue answers its grant by value where driver.BucketAccessGranter answers a pointer.
 type grantByValue struct{ *memdriver.Buckets }
 
-func (grantByValue) GrantBucketAccess(context.Context, *driver.GrantBucketAccessRequest) (driver.BucketAccess, error) {
-	return driver.BucketAccess{}, nil
+func (grantByValue) GrantBucketAccess(context.Context, *bucket.GrantBucketAccessRequest) (bucket.Access, error) {
+	return bucket.Access{}, nil
 }
 
 func TestNewRefusesABackendThatAlmostImplementsAnInterface(t *testing.T) {
@@ -573,9 +574,9 @@ func TestNewRefusesABackendThatAlmostImplementsAnInterface(t *testing.T) {
 			[]string{"Config.Controller", "driver.VolumeLister", "ListVolumes is (context.Context, *driver.ListVolumesRequest) ([]*driver.VolumeEntry, error), want (context.Context, *driver.ListVolumesRequest) ([]driver.VolumeEntry, error)"}},
 		{"probe with the wrong signature", plugin.Config{Controller: proberWithWrongSignature{}},
 			[]string{"driver.Prober", "Probe is (context.Context) bool"}},
-		{"a bucket grant answering a value", plugin.Config{Buckets: grantByValue{memdriver.NewBuckets("e", "r")},
-			BucketProtocols: []driver.ObjectProtocol{driver.ProtocolS3}},
-			[]string{"Config.Buckets", "driver.BucketAccessGranter", "GrantBucketAccess is (context.Context, *driver.GrantBucketAccessRequest) (driver.BucketAccess, error), want (context.Context, *driver.GrantBucketAccessRequest) (*driver.BucketAccess, error)"}},
+		{"a bucket grant answering a value", plugin.Config{COSI: &plugin.COSIConfig{Provisioner: grantByValue{memdriver.NewBuckets("e", "r")},
+			Protocols: []bucket.Protocol{bucket.S3}}},
+			[]string{"Config.COSI.Provisioner", "bucket.AccessGranter", "GrantBucketAccess is (context.Context, *bucket.GrantBucketAccessRequest) (bucket.Access, error), want (context.Context, *bucket.GrantBucketAccessRequest) (*bucket.Access, error)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -147,7 +147,7 @@ func (d *Plugin) gate(s *rpcSpec) error {
 	if !d.b.serves(s) {
 		var names []string
 		for _, t := range s.serves {
-			names = append(names, "driver."+t.Name())
+			names = append(names, t.String())
 		}
 		return status.Errorf(codes.Unimplemented, "%s is not implemented by this plugin (its backend does not implement %s)",
 			s.name, strings.Join(names, " or "))

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
 	"github.com/csikit/csikit/idempotency"
 	"github.com/csikit/csikit/middleware/locking"
 )
@@ -164,7 +165,7 @@ func (s *rpcSpec) iface() string {
 	if len(s.serves) == 0 {
 		return ""
 	}
-	return "driver." + s.serves[0].Name()
+	return s.serves[0].String()
 }
 
 func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
@@ -330,13 +331,13 @@ func init() {
 		{name: rpcCreateBucket, service: svcCOSIProvisioner, wire: []service{svcCOSIProvisionerV1alpha1, svcCOSIProvisionerV1alpha2},
 			locks: cosiKeysOf(rpcCreateBucket)},
 		{name: rpcGetExistingBucket, service: svcCOSIProvisioner, wire: []service{svcCOSIProvisionerV1alpha2},
-			serves: []reflect.Type{typeOf[driver.BucketGetter]()}},
+			serves: []reflect.Type{typeOf[bucket.Getter]()}},
 		{name: rpcDeleteBucket, service: svcCOSIProvisioner, wire: []service{svcCOSIProvisionerV1alpha1, svcCOSIProvisionerV1alpha2},
 			goneIsDone: true, locks: cosiKeysOf(rpcDeleteBucket)},
 		{name: rpcGrantBucketAccess, service: svcCOSIProvisioner, wire: []service{svcCOSIProvisionerV1alpha1, svcCOSIProvisionerV1alpha2},
-			serves: []reflect.Type{typeOf[driver.BucketAccessGranter]()}, locks: cosiKeysOf(rpcGrantBucketAccess)},
+			serves: []reflect.Type{typeOf[bucket.AccessGranter]()}, locks: cosiKeysOf(rpcGrantBucketAccess)},
 		{name: rpcRevokeBucketAccess, service: svcCOSIProvisioner, wire: []service{svcCOSIProvisionerV1alpha1, svcCOSIProvisionerV1alpha2},
-			serves: []reflect.Type{typeOf[driver.BucketAccessGranter]()}, goneIsDone: true, locks: cosiKeysOf(rpcRevokeBucketAccess)},
+			serves: []reflect.Type{typeOf[bucket.AccessGranter]()}, goneIsDone: true, locks: cosiKeysOf(rpcRevokeBucketAccess)},
 
 		{name: rpcGetMetadataAllocated, service: svcSnapshotMetadata, stream: true},
 		{name: rpcGetMetadataDelta, service: svcSnapshotMetadata, stream: true},

@@ -22,7 +22,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
 	"github.com/csikit/csikit/driver/cmdline"
 	"github.com/csikit/csikit/driver/plugin"
 	"github.com/csikit/csikit/examples/memorys3/bucketdriver"
@@ -85,8 +85,8 @@ func run(ctx context.Context, args []string, out io.Writer, started chan<- strin
 	defer s3.Close()
 
 	cfg := plugin.Config{
-		Name: *name, VendorVersion: version, Buckets: bucketdriver.New(s3),
-		BucketProtocols: []driver.ObjectProtocol{driver.ProtocolS3}, MultiBucketAccess: true,
+		Name: *name, VendorVersion: version,
+		COSI:   &plugin.COSIConfig{Provisioner: bucketdriver.New(s3), Protocols: []bucket.Protocol{bucket.S3}, MultiBucketAccess: true},
 		Logger: logger, Endpoint: settings.Endpoint,
 	}
 	if err := settings.Diagnostics(&cfg); err != nil {

@@ -1,4 +1,4 @@
-package driver_test
+package bucket_test
 
 import (
 	"encoding/json"
@@ -6,17 +6,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
 )
 
 // TestCredentialsNeverPrint: every credential type hides its values in every form a log line,
 // an error or a panic report may take.
 func TestCredentialsNeverPrint(t *testing.T) {
-	s3 := &driver.S3Credentials{AccessKeyID: "AKIDVALUE123", SecretAccessKey: "SECRETVALUE456"}
-	az := &driver.AzureCredentials{AccessToken: "TOKENVALUE789"}
-	gcs := &driver.GCSCredentials{AccessID: "GOOGVALUE1", AccessSecret: "GSECRETVALUE2", PrivateKeyName: "PKNAMEVALUE3", ServiceAccount: "sa@example"}
-	all := driver.Credentials{S3: s3, Azure: az, GCS: gcs}
-	for _, v := range []any{s3, *s3, az, *az, gcs, *gcs, all, &all, driver.BucketAccess{AccountID: "a", Credentials: all}} {
+	s3 := &bucket.S3Credentials{AccessKeyID: "AKIDVALUE123", SecretAccessKey: "SECRETVALUE456"}
+	az := &bucket.AzureCredentials{AccessToken: "TOKENVALUE789"}
+	gcs := &bucket.GCSCredentials{AccessID: "GOOGVALUE1", AccessSecret: "GSECRETVALUE2", PrivateKeyName: "PKNAMEVALUE3", ServiceAccount: "sa@example"}
+	all := bucket.Credentials{S3: s3, Azure: az, GCS: gcs}
+	for _, v := range []any{s3, *s3, az, *az, gcs, *gcs, all, &all, bucket.Access{AccountID: "a", Credentials: all}} {
 		js, err := json.Marshal(v)
 		if err != nil {
 			t.Fatal(err)

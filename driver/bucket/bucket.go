@@ -1,4 +1,4 @@
-package driver
+package bucket
 
 import (
 	"context"
@@ -7,84 +7,52 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
+	cosi "sigs.k8s.io/container-object-storage-interface/proto"
 
+	"github.com/csikit/csikit/driver"
 	"github.com/csikit/csikit/idempotency"
+	v1alpha2 "github.com/csikit/csikit/internal/cosi/v1alpha2"
 	"github.com/csikit/csikit/secrets"
 )
 
-// Object buckets (COSI). A bucket backend implements BucketProvisioner, and BucketGetter and
-// BucketAccessGranter when it can; Config.Buckets serves it as COSI v1alpha1 (cosi.v1alpha1, what
-// the deployed sidecars speak) and v1alpha2 (sigs.k8s.io.cosi.v1alpha2) on one socket.
-//
-// The interfaces speak of buckets, accounts and credentials, never of a wire version: each wire
-// version is one adapter file in this package that turns its messages into these requests and
-// these results into its answers. Upstream has already moved past the v1alpha2 served here
-// (DriverGetExistingBucket renamed DriverGetBucket, access modes renumbered and split into object
-// data, object metadata and bucket metadata, a two-phase bucket ID proposed); such a revision is
-// a new adapter, not a change to any backend.
-//
-// What the library does for a bucket backend, in both versions: validation (names are DNS
-// subdomains of at most 253 characters; bucket and account IDs at most 2048 characters of
-// [A-Za-z0-9._/-]; known protocols, authentication types and access modes), per-name, per-bucket
-// and per-account locking (ABORTED for a concurrent duplicate), the error tables (deletes and
-// revokes of what is gone answer OK; only a backend's own sentinel becomes a terminal code, so a
-// transient fault never looks final to the sidecar), the answer's shape (exactly the requested
-// buckets, only the requested protocol, the S3 fields the sidecar requires, both halves of a key),
-// and redaction of every credential in logs, errors and panics, and of every parameter value whose
-// key looks secret (see Config.RedactSecretLookingKeys: for COSI it is always on).
-//
-// Bucket and account IDs are opaque keys the backend chooses. The library checks only their shape,
-// 1 to 2048 characters of [A-Za-z0-9._/-], and that alphabet lets "/" and ".." through:
-// "../../etc", "/var/lib", ".", ".." and "a/../.." are all valid IDs. The CO sends back the IDs
-// the backend answered, but also IDs an administrator typed (static provisioning: a Bucket object
-// naming an existing bucket) and IDs of buckets that were never here. So a backend looks every
-// ID it is given up among the ones it issued (a map or database key, a storage API that takes
-// it as a name) and answers ErrNotFound for any other (ErrInvalidArgument for one it can tell is
-// malformed); it never uses an ID as a file path, or as part of one, without first checking that
-// it is one it issued and that it stays inside its own tree. A directory-per-bucket backend that
-// joins the ID onto its root answers a get of "../../../../etc" with OK, grants keys for it, and
-// deletes it. drivertest.COSI sends such IDs to every RPC that takes one and watches a canary
-// directory outside the driver.
-
-// ObjectProtocol is a protocol clients reach a bucket with.
-type ObjectProtocol int
+// Protocol is a protocol clients reach a bucket with.
+type Protocol int
 
 // The object protocols.
 const (
-	ProtocolS3 ObjectProtocol = iota + 1
-	ProtocolAzure
-	ProtocolGCS
+	S3 Protocol = iota + 1
+	Azure
+	GCS
 )
 
 // String names the protocol as COSI does (S3, Azure, GCS).
-func (p ObjectProtocol) String() string {
+func (p Protocol) String() string {
 	switch p {
-	case ProtocolS3:
+	case S3:
 		return "S3"
-	case ProtocolAzure:
+	case Azure:
 		return "Azure"
-	case ProtocolGCS:
+	case GCS:
 		return "GCS"
 	}
-	return fmt.Sprintf("ObjectProtocol(%d)", int(p))
+	return fmt.Sprintf("Protocol(%d)", int(p))
 }
 
-// COSIVersion is a COSI wire version the library serves.
-type COSIVersion string
+// Version is a COSI wire version the plugin serves; a request says which one it came by.
+type Version string
 
 // The COSI wire versions.
 const (
 	// COSIV1Alpha1 is package cosi.v1alpha1, spoken by the released COSI sidecar.
-	COSIV1Alpha1 COSIVersion = "v1alpha1"
+	V1Alpha1 Version = "v1alpha1"
 	// COSIV1Alpha2 is package sigs.k8s.io.cosi.v1alpha2.
-	COSIV1Alpha2 COSIVersion = "v1alpha2"
+	V1Alpha2 Version = "v1alpha2"
 )
 
-// BucketProvisioner is the required part of a bucket backend (DriverCreateBucket,
+// Provisioner is the required part of a bucket backend (DriverCreateBucket,
 // DriverDeleteBucket).
-type BucketProvisioner interface {
+type Provisioner interface {
 	// CreateBucket creates the bucket named req.Name or, when this backend already created one
 	// under that name, returns it if the request is compatible (CreateBucketRequest.CheckExisting)
 	// and an error wrapping ErrAlreadyExists if not. The same name must always give the same ID:
@@ -99,9 +67,9 @@ type BucketProvisioner interface {
 	DeleteBucket(ctx context.Context, req *DeleteBucketRequest) error
 }
 
-// BucketGetter reports a bucket that exists already, for static provisioning
+// Getter reports a bucket that exists already, for static provisioning
 // (DriverGetExistingBucket in v1alpha2).
-type BucketGetter interface {
+type Getter interface {
 	// GetBucket returns the bucket with the given ID, ErrNotFound when there is none. The ID is
 	// typed by an administrator, so it may be anything of the ID alphabet, "../../etc" included:
 	// find it among the buckets the storage knows by that name or key, never by resolving it as a
@@ -109,9 +77,9 @@ type BucketGetter interface {
 	GetBucket(ctx context.Context, req *GetBucketRequest) (*Bucket, error)
 }
 
-// BucketAccessGranter grants and revokes access to buckets (DriverGrantBucketAccess,
+// AccessGranter grants and revokes access to buckets (DriverGrantBucketAccess,
 // DriverRevokeBucketAccess).
-type BucketAccessGranter interface {
+type AccessGranter interface {
 	// GrantBucketAccess gives the account named req.AccountName access to req.Buckets. It must be
 	// idempotent by account name: the CO calls it again on every reconcile and writes the answer
 	// into the user's Secret each time, so a repeated compatible call returns the same account ID
@@ -119,7 +87,7 @@ type BucketAccessGranter interface {
 	// parameters) is ErrAlreadyExists. A bucket that does not exist is ErrNotFound, and so is a
 	// bucket ID this backend never issued or found, whatever its shape: a grant for
 	// "../../../../etc" must never issue keys.
-	GrantBucketAccess(ctx context.Context, req *GrantBucketAccessRequest) (*BucketAccess, error)
+	GrantBucketAccess(ctx context.Context, req *GrantBucketAccessRequest) (*Access, error)
 	// RevokeBucketAccess removes the account's access, after which its credentials must fail at
 	// once. An account or bucket that is gone counts as success (ErrNotFound answers OK); the
 	// account and bucket IDs may be ones this backend never issued, shaped like paths, and must
@@ -135,11 +103,11 @@ type Bucket struct {
 	// back as it is, and sends IDs the backend never answered too (see the package notes on IDs).
 	ID string
 	// S3 is how S3 clients reach the bucket.
-	S3 *S3Bucket
+	S3 *S3Info
 	// Azure is how Azure Blob clients reach the bucket.
-	Azure *AzureBucket
+	Azure *AzureInfo
 	// GCS is how Google Cloud Storage clients reach the bucket.
-	GCS *GCSBucket
+	GCS *GCSInfo
 }
 
 // S3AddressingStyle is how S3 clients address the bucket.
@@ -153,9 +121,9 @@ const (
 	S3AddressingVirtual
 )
 
-// S3Bucket is the S3 view of a bucket. Endpoint, Region and AddressingStyle are required by the
+// S3Info is the S3 view of a bucket. Endpoint, Region and AddressingStyle are required by the
 // COSI sidecar.
-type S3Bucket struct {
+type S3Info struct {
 	// Name is the bucket name S3 clients use; empty means Bucket.ID.
 	Name string
 	// Endpoint is the S3 endpoint URL, e.g. https://s3.example.com.
@@ -166,14 +134,14 @@ type S3Bucket struct {
 	AddressingStyle S3AddressingStyle
 }
 
-// AzureBucket is the Azure Blob view of a bucket.
-type AzureBucket struct {
+// AzureInfo is the Azure Blob view of a bucket.
+type AzureInfo struct {
 	// StorageAccount is the ID of the storage account.
 	StorageAccount string
 }
 
-// GCSBucket is the Google Cloud Storage view of a bucket.
-type GCSBucket struct {
+// GCSInfo is the Google Cloud Storage view of a bucket.
+type GCSInfo struct {
 	// ProjectID is the GCS project.
 	ProjectID string
 	// Name is the bucket name GCS clients use; empty means Bucket.ID.
@@ -185,23 +153,33 @@ type CreateBucketRequest struct {
 	// Name is the CO's name for the bucket: a DNS subdomain, and the idempotency key.
 	Name string
 	// Protocols are the protocols the bucket must be reachable with, without duplicates and only
-	// among Config.BucketProtocols (the library checks both). Empty means the CO named none: the
+	// among the plugin's protocols (the plugin checks both). Empty means the CO named none: the
 	// backend chooses (v1alpha1 never names any).
-	Protocols []ObjectProtocol
+	Protocols []Protocol
 	// Parameters are the opaque bucket-class parameters.
 	Parameters map[string]string
 	// Version is the wire version of the call.
-	Version COSIVersion
-	// Raw is the request as received (a *cosi.DriverCreateBucketRequest of
-	// sigs.k8s.io/container-object-storage-interface/proto for v1alpha1); read it, never modify it.
-	Raw proto.Message
+	Version Version
+	// RawV1Alpha1 is the request as received when it came by v1alpha1 (package cosi.v1alpha1 of
+	// sigs.k8s.io/container-object-storage-interface/proto), nil otherwise; read
+	// it, never modify it.
+	RawV1Alpha1 *cosi.DriverCreateBucketRequest
+	// RawV1Alpha2 is the request as received when it came by v1alpha2, nil otherwise; read it,
+	// never modify it. Exactly one of the two is set on a request the plugin passes on.
+	RawV1Alpha2 *v1alpha2.DriverCreateBucketRequest
 }
 
 // Fingerprint is a stable digest of what must be the same when a bucket is created again under
 // the same name: its parameters. Store it with the bucket and compare with CheckExisting. It is
-// the same for both wire versions, so a CO that moves from one to the other keeps its buckets.
+// the same for both wire versions, so a CO that moves from one to the other keeps its buckets
+// (see canonical for what it hashes and why).
 func (r *CreateBucketRequest) Fingerprint() string {
-	return fingerprintOf(map[string]*structpb.Value{"parameters": stringMapValue(r.Parameters)})
+	return idempotency.Fingerprint(r.canonical())
+}
+
+// canonical is the version-neutral form of the request that Fingerprint hashes.
+func (r *CreateBucketRequest) canonical() *structpb.Struct {
+	return canonicalForm(map[string]*structpb.Value{"parameters": stringMapValue(r.Parameters)})
 }
 
 // CheckExisting decides a repeated CreateBucket: nil when the stored fingerprint matches, an error
@@ -210,7 +188,7 @@ func (r *CreateBucketRequest) CheckExisting(fingerprint string, existing *Bucket
 	if existing == nil || fingerprint == r.Fingerprint() {
 		return nil
 	}
-	return fmt.Errorf("bucket %q (%s) was created with other parameters: %w", r.Name, existing.ID, ErrAlreadyExists)
+	return fmt.Errorf("bucket %q (%s) was created with other parameters: %w", r.Name, existing.ID, driver.ErrAlreadyExists)
 }
 
 // GetBucketRequest asks for a bucket that exists already.
@@ -219,13 +197,14 @@ type GetBucketRequest struct {
 	// [A-Za-z0-9._/-], "/" and ".." included, so never a file path until checked.
 	ID string
 	// Protocols are the protocols the bucket must be reachable with (as in CreateBucketRequest).
-	Protocols []ObjectProtocol
+	Protocols []Protocol
 	// Parameters are the opaque bucket-class parameters.
 	Parameters map[string]string
-	// Version is the wire version of the call.
-	Version COSIVersion
-	// Raw is the request as received; read it, never modify it.
-	Raw proto.Message
+	// Version is the wire version of the call (always V1Alpha2: v1alpha1 has no such call).
+	Version Version
+	// RawV1Alpha2 is the request as received; read it, never modify it. v1alpha1 has no
+	// DriverGetExistingBucket, so there is no RawV1Alpha1.
+	RawV1Alpha2 *v1alpha2.DriverGetExistingBucketRequest
 }
 
 // DeleteBucketRequest asks to delete a bucket.
@@ -236,32 +215,36 @@ type DeleteBucketRequest struct {
 	// Parameters are the opaque bucket-class parameters (v1alpha1: delete_context).
 	Parameters map[string]string
 	// Version is the wire version of the call.
-	Version COSIVersion
-	// Raw is the request as received; read it, never modify it.
-	Raw proto.Message
+	Version Version
+	// RawV1Alpha1 is the request as received when it came by v1alpha1, nil otherwise; read
+	// it, never modify it.
+	RawV1Alpha1 *cosi.DriverDeleteBucketRequest
+	// RawV1Alpha2 is the request as received when it came by v1alpha2, nil otherwise; read it,
+	// never modify it. Exactly one of the two is set on a request the plugin passes on.
+	RawV1Alpha2 *v1alpha2.DriverDeleteBucketRequest
 }
 
-// BucketAccessMode is what an account may do with a bucket's objects.
-type BucketAccessMode int
+// AccessMode is what an account may do with a bucket's objects.
+type AccessMode int
 
 // The bucket access modes.
 const (
-	BucketReadWrite BucketAccessMode = iota + 1
-	BucketReadOnly
-	BucketWriteOnly
+	ReadWrite AccessMode = iota + 1
+	ReadOnly
+	WriteOnly
 )
 
 // String names the mode (ReadWrite, ReadOnly, WriteOnly).
-func (m BucketAccessMode) String() string {
+func (m AccessMode) String() string {
 	switch m {
-	case BucketReadWrite:
+	case ReadWrite:
 		return "ReadWrite"
-	case BucketReadOnly:
+	case ReadOnly:
 		return "ReadOnly"
-	case BucketWriteOnly:
+	case WriteOnly:
 		return "WriteOnly"
 	}
-	return fmt.Sprintf("BucketAccessMode(%d)", int(m))
+	return fmt.Sprintf("AccessMode(%d)", int(m))
 }
 
 // AuthenticationType is how a granted account authenticates.
@@ -287,13 +270,13 @@ func (a AuthenticationType) String() string {
 	return fmt.Sprintf("AuthenticationType(%d)", int(a))
 }
 
-// BucketGrant is one bucket of a grant and what the account may do with it.
-type BucketGrant struct {
+// Grant is one bucket of a grant and what the account may do with it.
+type Grant struct {
 	// BucketID is the bucket: an opaque ID, possibly one the backend never issued and shaped like
 	// a path; never a file path unchecked.
 	BucketID string
 	// Mode is the access granted (v1alpha1 has no modes: read-write).
-	Mode BucketAccessMode
+	Mode AccessMode
 }
 
 // GrantBucketAccessRequest asks for an account with access to buckets.
@@ -302,7 +285,7 @@ type GrantBucketAccessRequest struct {
 	// UID): a DNS subdomain, and the idempotency key.
 	AccountName string
 	// Protocol is the protocol the credentials are for.
-	Protocol ObjectProtocol
+	Protocol Protocol
 	// Authentication is how the account authenticates.
 	Authentication AuthenticationType
 	// ServiceAccountName is the workload's service account (AuthServiceAccount only).
@@ -310,17 +293,29 @@ type GrantBucketAccessRequest struct {
 	// Parameters are the opaque bucket-access-class parameters.
 	Parameters map[string]string
 	// Buckets are the buckets to grant, sorted by ID by the library (the CO sends them in any
-	// order), without duplicates. More than one only when Config.MultiBucketAccess is set.
-	Buckets []BucketGrant
+	// order), without duplicates. More than one only when the plugin is configured for multi-bucket access.
+	Buckets []Grant
 	// Version is the wire version of the call.
-	Version COSIVersion
-	// Raw is the request as received; read it, never modify it.
-	Raw proto.Message
+	Version Version
+	// RawV1Alpha1 is the request as received when it came by v1alpha1, nil otherwise; read
+	// it, never modify it.
+	RawV1Alpha1 *cosi.DriverGrantBucketAccessRequest
+	// RawV1Alpha2 is the request as received when it came by v1alpha2, nil otherwise; read it,
+	// never modify it. Exactly one of the two is set on a request the plugin passes on.
+	RawV1Alpha2 *v1alpha2.DriverGrantBucketAccessRequest
 }
 
 // Fingerprint is a stable digest of what must be the same when an access is granted again under
-// the same account name: protocol, authentication, service account, parameters, buckets and modes.
+// the same account name: protocol, authentication, service account, parameters, buckets and modes,
+// the same for both wire versions (see canonical). Store it with the account and compare with
+// CheckExisting.
 func (r *GrantBucketAccessRequest) Fingerprint() string {
+	return idempotency.Fingerprint(r.canonical())
+}
+
+// canonical is the version-neutral form of the grant that Fingerprint hashes; the buckets are
+// sorted, so their order in the request does not matter.
+func (r *GrantBucketAccessRequest) canonical() *structpb.Struct {
 	grants := make([]string, 0, len(r.Buckets))
 	for _, b := range r.Buckets {
 		grants = append(grants, b.BucketID+"\x00"+b.Mode.String())
@@ -330,7 +325,7 @@ func (r *GrantBucketAccessRequest) Fingerprint() string {
 	for i, g := range grants {
 		buckets[i] = structpb.NewStringValue(g)
 	}
-	return fingerprintOf(map[string]*structpb.Value{
+	return canonicalForm(map[string]*structpb.Value{
 		"parameters":     stringMapValue(r.Parameters),
 		"protocol":       structpb.NewStringValue(r.Protocol.String()),
 		"authentication": structpb.NewStringValue(r.Authentication.String()),
@@ -339,17 +334,19 @@ func (r *GrantBucketAccessRequest) Fingerprint() string {
 	})
 }
 
-// CheckExisting decides a repeated GrantBucketAccess: nil when the stored fingerprint matches, an
-// error wrapping ErrAlreadyExists otherwise.
-func (r *GrantBucketAccessRequest) CheckExisting(fingerprint string) error {
-	if fingerprint == "" || fingerprint == r.Fingerprint() {
+// CheckExisting decides a repeated GrantBucketAccess: existing is the access the backend already
+// has under r.AccountName (nil when it has none), and fingerprint is what r.Fingerprint()
+// returned when it was granted. It returns nil when the existing access is the answer, an error
+// wrapping driver.ErrAlreadyExists otherwise.
+func (r *GrantBucketAccessRequest) CheckExisting(fingerprint string, existing *Access) error {
+	if existing == nil || fingerprint == r.Fingerprint() {
 		return nil
 	}
-	return fmt.Errorf("account %q was granted other buckets, modes or parameters: %w", r.AccountName, ErrAlreadyExists)
+	return fmt.Errorf("account %q (%s) was granted other buckets, modes or parameters: %w", r.AccountName, existing.AccountID, driver.ErrAlreadyExists)
 }
 
-// BucketAccess is the answer to a grant.
-type BucketAccess struct {
+// Access is the answer to a grant.
+type Access struct {
 	// AccountID identifies the account in RevokeBucketAccess; required, the same on every
 	// repeated grant, at most 2048 characters of [A-Za-z0-9._/-]. Like Bucket.ID, it is the
 	// backend's opaque key.
@@ -417,7 +414,7 @@ func (c Credentials) String() string {
 }
 
 // GoString is like String, so %#v does not leak values either.
-func (c Credentials) GoString() string { return "driver.Credentials" + c.String() }
+func (c Credentials) GoString() string { return "bucket.Credentials" + c.String() }
 
 // Format makes every verb (%v, %+v, %#v, %s) print String's form.
 func (c Credentials) Format(f fmt.State, verb rune) { formatRedacted(f, verb, c) }
@@ -434,7 +431,7 @@ type RevokeBucketAccessRequest struct {
 	// alphabet allows; never a file path unchecked.
 	AccountID string
 	// Protocol is the protocol the access was for (0 in v1alpha1, which does not say).
-	Protocol ObjectProtocol
+	Protocol Protocol
 	// Authentication is how the account authenticates (0 in v1alpha1).
 	Authentication AuthenticationType
 	// ServiceAccountName is the workload's service account (AuthServiceAccount only).
@@ -442,19 +439,35 @@ type RevokeBucketAccessRequest struct {
 	// Parameters are the opaque parameters (v1alpha1: revoke_access_context).
 	Parameters map[string]string
 	// BucketIDs are the buckets whose access is revoked, sorted and without duplicates; opaque
-	// IDs as in BucketGrant.
+	// IDs as in Grant.
 	BucketIDs []string
 	// Version is the wire version of the call.
-	Version COSIVersion
-	// Raw is the request as received; read it, never modify it.
-	Raw proto.Message
+	Version Version
+	// RawV1Alpha1 is the request as received when it came by v1alpha1, nil otherwise; read
+	// it, never modify it.
+	RawV1Alpha1 *cosi.DriverRevokeBucketAccessRequest
+	// RawV1Alpha2 is the request as received when it came by v1alpha2, nil otherwise; read it,
+	// never modify it. Exactly one of the two is set on a request the plugin passes on.
+	RawV1Alpha2 *v1alpha2.DriverRevokeBucketAccessRequest
 }
 
-// fingerprintOf digests a neutral description through the same versioned encoding as every other
-// fingerprint of the library. The values are built by hand rather than with structpb.NewStruct,
-// which refuses invalid UTF-8: a backend may fingerprint a request it built itself.
-func fingerprintOf(fields map[string]*structpb.Value) string {
-	return idempotency.Fingerprint(&structpb.Struct{Fields: fields})
+// canonicalForm is the one place a bucket request's canonical form is built: a protobuf Struct of
+// the request's version-neutral fields, which idempotency.Fingerprint digests through the same
+// versioned encoding as every other fingerprint of csikit.
+//
+// The CSI fingerprints hash Raw itself. A bucket request cannot: the same request comes as two
+// different messages (cosi.v1alpha1 and sigs.k8s.io.cosi.v1alpha2, with other field names and
+// numbers, and v1alpha1 names no protocol, access mode or service account), so hashing Raw would
+// give one bucket or grant two fingerprints, and a CO that moves from the v1alpha1 sidecar to the
+// v1alpha2 one would be answered ALREADY_EXISTS for everything it made. The version-neutral
+// fields are the plugin's one translation of either message (a v1alpha1 grant is read-write, for
+// the plugin's first protocol), so a canonical form of them is the same for the same request
+// whichever version it came by.
+//
+// The values are built by hand rather than with structpb.NewStruct, which refuses invalid UTF-8:
+// a backend may fingerprint a request it built itself.
+func canonicalForm(fields map[string]*structpb.Value) *structpb.Struct {
+	return &structpb.Struct{Fields: fields}
 }
 
 func stringMapValue(m map[string]string) *structpb.Value {
@@ -471,7 +484,7 @@ func (c S3Credentials) String() string {
 }
 
 // GoString is like String, so %#v does not leak values either.
-func (c S3Credentials) GoString() string { return "driver.S3Credentials" + c.String() }
+func (c S3Credentials) GoString() string { return "bucket.S3Credentials" + c.String() }
 
 // Format makes every verb print String's form.
 func (c S3Credentials) Format(f fmt.State, verb rune) { formatRedacted(f, verb, c) }
@@ -487,7 +500,7 @@ func (c AzureCredentials) String() string {
 }
 
 // GoString is like String, so %#v does not leak the token either.
-func (c AzureCredentials) GoString() string { return "driver.AzureCredentials" + c.String() }
+func (c AzureCredentials) GoString() string { return "bucket.AzureCredentials" + c.String() }
 
 // Format makes every verb print String's form.
 func (c AzureCredentials) Format(f fmt.State, verb rune) { formatRedacted(f, verb, c) }
@@ -504,7 +517,7 @@ func (c GCSCredentials) String() string {
 }
 
 // GoString is like String, so %#v does not leak values either.
-func (c GCSCredentials) GoString() string { return "driver.GCSCredentials" + c.String() }
+func (c GCSCredentials) GoString() string { return "bucket.GCSCredentials" + c.String() }
 
 // Format makes every verb print String's form.
 func (c GCSCredentials) Format(f fmt.State, verb rune) { formatRedacted(f, verb, c) }
