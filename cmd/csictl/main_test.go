@@ -55,7 +55,7 @@ func startPlugin(t *testing.T) *testPlugin {
 		Node:             p.mem,
 		GroupController:  p.mem,
 		SnapshotMetadata: p.mem,
-		VolumeGroups:     p.mem,
+		VolumeGroups:     &plugin.VolumeGroupConfig{Controller: p.mem},
 		Features: driver.Features{
 			CloneVolume:                    true,
 			PublishReadonly:                true,

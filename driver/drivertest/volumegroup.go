@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/IBM/csi-volume-group/lib/go/volumegroup"
+	vgpb "github.com/IBM/csi-volume-group/lib/go/volumegroup"
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/kubernetes-csi/csi-test/v5/pkg/sanity"
 	. "github.com/onsi/ginkgo/v2"
@@ -86,7 +86,7 @@ const vgGroups = 25
 // volumeGroupRequestsWithSecrets lists every volume-group request type with a secrets field.
 func volumeGroupRequestsWithSecrets() []string {
 	var out []string
-	msgs := volumegroup.File_volumegroup_volumegroup_proto.Messages()
+	msgs := vgpb.File_volumegroup_volumegroup_proto.Messages()
 	for i := range msgs.Len() {
 		md := msgs.Get(i)
 		if strings.HasSuffix(string(md.Name()), "Request") && len(secretFieldsOf(md)) > 0 {
@@ -100,7 +100,7 @@ func volumeGroupRequestsWithSecrets() []string {
 // vgFixture is what a volume-group spec works with, beside the CSI fixture.
 type vgFixture struct {
 	*fixture
-	vg   volumegroup.ControllerClient
+	vg   vgpb.ControllerClient
 	rpcs map[string]bool
 	opts VolumeGroupOptions
 }
@@ -109,7 +109,7 @@ type vgFixture struct {
 // the spec when the plugin serves none.
 func (v *vgFixture) setup(conn grpc.ClientConnInterface) {
 	GinkgoHelper()
-	v.vg = volumegroup.NewControllerClient(conn)
+	v.vg = vgpb.NewControllerClient(conn)
 	v.opts = v.run.opts.VolumeGroups
 	info, err := v.identity.GetPluginInfo(context.Background(), &csi.GetPluginInfoRequest{})
 	Expect(err).NotTo(HaveOccurred(), "GetPluginInfo")
@@ -134,13 +134,13 @@ func (v *vgFixture) require(rpc string) {
 
 func (v *vgFixture) secrets() map[string]string { return maps.Clone(v.opts.Secrets) }
 
-func (v *vgFixture) createReq(name string) *volumegroup.CreateVolumeGroupRequest {
-	return &volumegroup.CreateVolumeGroupRequest{Name: sanity.UniqueString(name), Parameters: v.opts.Parameters, Secrets: v.secrets()}
+func (v *vgFixture) createReq(name string) *vgpb.CreateVolumeGroupRequest {
+	return &vgpb.CreateVolumeGroupRequest{Name: sanity.UniqueString(name), Parameters: v.opts.Parameters, Secrets: v.secrets()}
 }
 
 // mustCreateGroup creates a group, and when the spec ends empties it (so the registered volumes
 // are deleted as usual) and deletes it.
-func (v *vgFixture) mustCreateGroup(name string) *volumegroup.VolumeGroup {
+func (v *vgFixture) mustCreateGroup(name string) *vgpb.VolumeGroup {
 	GinkgoHelper()
 	resp, err := v.vg.CreateVolumeGroup(context.Background(), v.createReq(name))
 	Expect(err).NotTo(HaveOccurred(), "CreateVolumeGroup")
@@ -154,17 +154,17 @@ func (v *vgFixture) cleanupGroup(id string) {
 	vg := v.vg
 	v.onEnd(func() {
 		ctx := context.Background()
-		_, _ = vg.ModifyVolumeGroupMembership(ctx, &volumegroup.ModifyVolumeGroupMembershipRequest{VolumeGroupId: id, Secrets: v.secrets()})
-		_, _ = vg.DeleteVolumeGroup(ctx, &volumegroup.DeleteVolumeGroupRequest{VolumeGroupId: id, Secrets: v.secrets()})
+		_, _ = vg.ModifyVolumeGroupMembership(ctx, &vgpb.ModifyVolumeGroupMembershipRequest{VolumeGroupId: id, Secrets: v.secrets()})
+		_, _ = vg.DeleteVolumeGroup(ctx, &vgpb.DeleteVolumeGroupRequest{VolumeGroupId: id, Secrets: v.secrets()})
 	})
 }
 
-func (v *vgFixture) modifyReq(id string, members ...string) *volumegroup.ModifyVolumeGroupMembershipRequest {
-	return &volumegroup.ModifyVolumeGroupMembershipRequest{VolumeGroupId: id, VolumeIds: members, Secrets: v.secrets()}
+func (v *vgFixture) modifyReq(id string, members ...string) *vgpb.ModifyVolumeGroupMembershipRequest {
+	return &vgpb.ModifyVolumeGroupMembershipRequest{VolumeGroupId: id, VolumeIds: members, Secrets: v.secrets()}
 }
 
 // setMembers sets the membership and checks the answer lists exactly the members asked for.
-func (v *vgFixture) setMembers(id string, members ...string) *volumegroup.VolumeGroup {
+func (v *vgFixture) setMembers(id string, members ...string) *vgpb.VolumeGroup {
 	GinkgoHelper()
 	resp, err := v.vg.ModifyVolumeGroupMembership(context.Background(), v.modifyReq(id, members...))
 	Expect(err).NotTo(HaveOccurred(), "ModifyVolumeGroupMembership of %s to %v", id, members)
@@ -180,7 +180,7 @@ func (v *vgFixture) expectMembers(id string, want []string, what string) {
 	if !v.rpcs["ControllerGetVolumeGroup"] {
 		return
 	}
-	resp, err := v.vg.ControllerGetVolumeGroup(context.Background(), &volumegroup.ControllerGetVolumeGroupRequest{VolumeGroupId: id, Secrets: v.secrets()})
+	resp, err := v.vg.ControllerGetVolumeGroup(context.Background(), &vgpb.ControllerGetVolumeGroupRequest{VolumeGroupId: id, Secrets: v.secrets()})
 	Expect(err).NotTo(HaveOccurred(), "ControllerGetVolumeGroup %s", what)
 	Expect(resp.GetVolumeGroup().GetVolumeGroupId()).To(Equal(id), "ControllerGetVolumeGroup answered another group")
 	Expect(memberIDs(resp.GetVolumeGroup())).To(Equal(sortedIDs(want)), "members of %s %s", id, what)
@@ -203,7 +203,7 @@ func ids(vols ...*csi.Volume) []string {
 	return out
 }
 
-func memberIDs(g *volumegroup.VolumeGroup) []string {
+func memberIDs(g *vgpb.VolumeGroup) []string {
 	out := []string{}
 	for _, m := range g.GetVolumes() {
 		out = append(out, m.GetVolumeId())
@@ -267,11 +267,11 @@ var _ = describeVolumeGroups(CheckVolumeGroups, func(sc *sanity.TestContext, v *
 		}
 
 		By("deleting it with its volumes")
-		dreq := &volumegroup.DeleteVolumeGroupRequest{VolumeGroupId: id, Secrets: v.secrets()}
+		dreq := &vgpb.DeleteVolumeGroupRequest{VolumeGroupId: id, Secrets: v.secrets()}
 		_, err := v.vg.DeleteVolumeGroup(ctx, dreq)
 		Expect(err).NotTo(HaveOccurred(), "DeleteVolumeGroup")
 		if v.rpcs["ControllerGetVolumeGroup"] {
-			_, err := v.vg.ControllerGetVolumeGroup(ctx, &volumegroup.ControllerGetVolumeGroupRequest{VolumeGroupId: id, Secrets: v.secrets()})
+			_, err := v.vg.ControllerGetVolumeGroup(ctx, &vgpb.ControllerGetVolumeGroupRequest{VolumeGroupId: id, Secrets: v.secrets()})
 			expectCode(err, codes.NotFound, "ControllerGetVolumeGroup of a deleted group")
 		}
 		for _, vol := range vols {
@@ -291,7 +291,7 @@ var _ = describeVolumeGroups(CheckVolumeGroups, func(sc *sanity.TestContext, v *
 		Expect(err).NotTo(HaveOccurred(), "repeated CreateVolumeGroup")
 		sameAnswer("CreateVolumeGroup", first, again)
 
-		other := proto.Clone(req).(*volumegroup.CreateVolumeGroupRequest)
+		other := proto.Clone(req).(*vgpb.CreateVolumeGroupRequest)
 		other.Parameters = v.opts.IncompatibleParameters
 		if other.Parameters == nil {
 			other.Parameters = maps.Clone(v.opts.Parameters)
@@ -313,17 +313,17 @@ var _ = describeVolumeGroups(CheckVolumeGroups, func(sc *sanity.TestContext, v *
 			sameAnswer("ModifyVolumeGroupMembership", m1, m2)
 		}
 		for i := range 2 {
-			_, err := v.vg.DeleteVolumeGroup(ctx, &volumegroup.DeleteVolumeGroupRequest{VolumeGroupId: id, Secrets: v.secrets()})
+			_, err := v.vg.DeleteVolumeGroup(ctx, &vgpb.DeleteVolumeGroupRequest{VolumeGroupId: id, Secrets: v.secrets()})
 			Expect(err).NotTo(HaveOccurred(), "DeleteVolumeGroup, call %d", i+1)
 		}
 	})
 
 	It(itVGMissing, func() {
 		missing := missingGroupID()
-		_, err := v.vg.DeleteVolumeGroup(ctx, &volumegroup.DeleteVolumeGroupRequest{VolumeGroupId: missing, Secrets: v.secrets()})
+		_, err := v.vg.DeleteVolumeGroup(ctx, &vgpb.DeleteVolumeGroupRequest{VolumeGroupId: missing, Secrets: v.secrets()})
 		Expect(err).NotTo(HaveOccurred(), "DeleteVolumeGroup of a missing group must succeed")
 		if v.rpcs["ControllerGetVolumeGroup"] {
-			_, err := v.vg.ControllerGetVolumeGroup(ctx, &volumegroup.ControllerGetVolumeGroupRequest{VolumeGroupId: missing, Secrets: v.secrets()})
+			_, err := v.vg.ControllerGetVolumeGroup(ctx, &vgpb.ControllerGetVolumeGroupRequest{VolumeGroupId: missing, Secrets: v.secrets()})
 			expectCode(err, codes.NotFound, "ControllerGetVolumeGroup of a missing group")
 		}
 		_, err = v.vg.ModifyVolumeGroupMembership(ctx, v.modifyReq(missing))
@@ -395,7 +395,7 @@ var _ = describeVolumeGroups(CheckVolumeGroups, func(sc *sanity.TestContext, v *
 		vol := v.mustCreateVolume("csikit-vg-inuse-vol")
 		v.setMembers(id, vol.GetVolumeId())
 		v.r.MustControllerPublishVolume(ctx, v.controllerPublishReq(vol))
-		dreq := &volumegroup.DeleteVolumeGroupRequest{VolumeGroupId: id, Secrets: v.secrets()}
+		dreq := &vgpb.DeleteVolumeGroupRequest{VolumeGroupId: id, Secrets: v.secrets()}
 		_, err := v.vg.DeleteVolumeGroup(ctx, dreq)
 		expectCode(err, codes.FailedPrecondition, "DeleteVolumeGroup with a published member")
 		v.expectMembers(id, []string{vol.GetVolumeId()}, "after a refused delete")
@@ -434,9 +434,9 @@ var _ = describeVolumeGroups(CheckVolumeGroups, func(sc *sanity.TestContext, v *
 			By(fmt.Sprintf("listing groups %d at a time", max))
 			expectEachOnce("ListVolumeGroups", max, walkPages("ListVolumeGroups", max, maxPages, v.listGroupIDs(max)), want)
 		}
-		_, err := v.vg.ListVolumeGroups(ctx, &volumegroup.ListVolumeGroupsRequest{StartingToken: sc.Config.TestInvalidListVolumesStartingToken, Secrets: v.secrets()})
+		_, err := v.vg.ListVolumeGroups(ctx, &vgpb.ListVolumeGroupsRequest{StartingToken: sc.Config.TestInvalidListVolumesStartingToken, Secrets: v.secrets()})
 		expectCode(err, codes.Aborted, "ListVolumeGroups with an invalid starting_token")
-		_, err = v.vg.ListVolumeGroups(ctx, &volumegroup.ListVolumeGroupsRequest{MaxEntries: -1, Secrets: v.secrets()})
+		_, err = v.vg.ListVolumeGroups(ctx, &vgpb.ListVolumeGroupsRequest{MaxEntries: -1, Secrets: v.secrets()})
 		expectCode(err, codes.InvalidArgument, "ListVolumeGroups with max_entries -1")
 	})
 
@@ -446,7 +446,7 @@ var _ = describeVolumeGroups(CheckVolumeGroups, func(sc *sanity.TestContext, v *
 		vols := ids(v.volumes("csikit-vg-concurrent-vol", 3)...)
 		By("modifying it identically from several callers at once")
 		req := v.modifyReq(id, vols[0], vols[1])
-		res, errs := concurrently(concurrentCalls, func() (*volumegroup.ModifyVolumeGroupMembershipResponse, error) {
+		res, errs := concurrently(concurrentCalls, func() (*vgpb.ModifyVolumeGroupMembershipResponse, error) {
 			return v.vg.ModifyVolumeGroupMembership(ctx, req)
 		})
 		oneProceeds("ModifyVolumeGroupMembership", res, errs)
@@ -475,7 +475,7 @@ var _ = describeVolumeGroups(CheckVolumeGroups, func(sc *sanity.TestContext, v *
 		if !v.rpcs["ControllerGetVolumeGroup"] {
 			return
 		}
-		resp, err := v.vg.ControllerGetVolumeGroup(ctx, &volumegroup.ControllerGetVolumeGroupRequest{VolumeGroupId: id, Secrets: v.secrets()})
+		resp, err := v.vg.ControllerGetVolumeGroup(ctx, &vgpb.ControllerGetVolumeGroupRequest{VolumeGroupId: id, Secrets: v.secrets()})
 		Expect(err).NotTo(HaveOccurred(), "ControllerGetVolumeGroup")
 		got := memberIDs(resp.GetVolumeGroup())
 		for _, l := range append(lists, req.GetVolumeIds()) {
@@ -551,7 +551,7 @@ var _ = describeVolumeGroups(CheckVolumeGroups, func(sc *sanity.TestContext, v *
 
 func (v *vgFixture) listGroupIDs(max int32) func(string) ([]string, string, error) {
 	return func(token string) ([]string, string, error) {
-		resp, err := v.vg.ListVolumeGroups(context.Background(), &volumegroup.ListVolumeGroupsRequest{MaxEntries: max, StartingToken: token, Secrets: v.secrets()})
+		resp, err := v.vg.ListVolumeGroups(context.Background(), &vgpb.ListVolumeGroupsRequest{MaxEntries: max, StartingToken: token, Secrets: v.secrets()})
 		var out []string
 		for _, e := range resp.GetEntries() {
 			out = append(out, e.GetVolumeGroup().GetVolumeGroupId())
@@ -561,12 +561,12 @@ func (v *vgFixture) listGroupIDs(max int32) func(string) ([]string, string, erro
 }
 
 // listAll follows ListVolumeGroups to the end.
-func (v *vgFixture) listAll() []*volumegroup.VolumeGroup {
+func (v *vgFixture) listAll() []*vgpb.VolumeGroup {
 	GinkgoHelper()
-	var out []*volumegroup.VolumeGroup
+	var out []*vgpb.VolumeGroup
 	token := ""
 	for page := 0; page < 1000; page++ {
-		resp, err := v.vg.ListVolumeGroups(context.Background(), &volumegroup.ListVolumeGroupsRequest{StartingToken: token, Secrets: v.secrets()})
+		resp, err := v.vg.ListVolumeGroups(context.Background(), &vgpb.ListVolumeGroupsRequest{StartingToken: token, Secrets: v.secrets()})
 		Expect(err).NotTo(HaveOccurred(), "ListVolumeGroups")
 		for _, e := range resp.GetEntries() {
 			out = append(out, e.GetVolumeGroup())

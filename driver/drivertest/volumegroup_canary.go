@@ -4,7 +4,7 @@ import (
 	"context"
 	"slices"
 
-	"github.com/IBM/csi-volume-group/lib/go/volumegroup"
+	vgpb "github.com/IBM/csi-volume-group/lib/go/volumegroup"
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/kubernetes-csi/csi-test/v5/pkg/sanity"
 	"github.com/kubernetes-csi/csi-test/v5/utils"
@@ -16,7 +16,7 @@ import (
 // dialVolumeGroupCanary opens a connection to the plugin's controller that passes through the
 // canary and returns a volume-group client on it. dialCanary has already pointed the CSI clients
 // at connections of their own.
-func (v *vgFixture) dialVolumeGroupCanary(c *canary) volumegroup.ControllerClient {
+func (v *vgFixture) dialVolumeGroupCanary(c *canary) vgpb.ControllerClient {
 	GinkgoHelper()
 	cfg := v.sc.Config
 	addr, opts := cfg.Address, cfg.DialOptions
@@ -27,7 +27,7 @@ func (v *vgFixture) dialVolumeGroupCanary(c *canary) volumegroup.ControllerClien
 	conn, err := utils.Connect(addr, opts...)
 	Expect(err).NotTo(HaveOccurred(), "connecting to the plugin's controller")
 	v.after(func() { conn.Close() })
-	return volumegroup.NewControllerClient(conn)
+	return vgpb.NewControllerClient(conn)
 }
 
 // The volume-group canary: a fresh random value in every vg_csi_secret field of every call (the
@@ -50,8 +50,8 @@ var _ = describeVolumeGroups(CheckSecretCanary, func(sc *sanity.TestContext, v *
 		other := v.createReq("csikit-canary-vg")
 		other.Name = req.GetName()
 		other.Parameters = map[string]string{"csikit.dev/incompatible": "true"}
-		ignore(v.vg.CreateVolumeGroup(ctx, other))                                   // ALREADY_EXISTS
-		ignore(v.vg.CreateVolumeGroup(ctx, &volumegroup.CreateVolumeGroupRequest{})) // INVALID_ARGUMENT: no name
+		ignore(v.vg.CreateVolumeGroup(ctx, other))                            // ALREADY_EXISTS
+		ignore(v.vg.CreateVolumeGroup(ctx, &vgpb.CreateVolumeGroupRequest{})) // INVALID_ARGUMENT: no name
 		badKey := v.createReq("csikit-canary-vg-badkey")
 		badKey.Secrets = map[string]string{"not a valid key!": c.value("CreateVolumeGroup (under an invalid key)")}
 		ignore(v.vg.CreateVolumeGroup(ctx, badKey))
@@ -65,12 +65,12 @@ var _ = describeVolumeGroups(CheckSecretCanary, func(sc *sanity.TestContext, v *
 		}
 		ignore(v.vg.ModifyVolumeGroupMembership(ctx, v.modifyReq(missingGroupID()))) // NOT_FOUND
 		if v.rpcs["ControllerGetVolumeGroup"] {
-			_, err := v.vg.ControllerGetVolumeGroup(ctx, &volumegroup.ControllerGetVolumeGroupRequest{VolumeGroupId: id, Secrets: v.secrets()})
+			_, err := v.vg.ControllerGetVolumeGroup(ctx, &vgpb.ControllerGetVolumeGroupRequest{VolumeGroupId: id, Secrets: v.secrets()})
 			Expect(err).NotTo(HaveOccurred(), "ControllerGetVolumeGroup")
-			ignore(v.vg.ControllerGetVolumeGroup(ctx, &volumegroup.ControllerGetVolumeGroupRequest{VolumeGroupId: missingGroupID()}))
+			ignore(v.vg.ControllerGetVolumeGroup(ctx, &vgpb.ControllerGetVolumeGroupRequest{VolumeGroupId: missingGroupID()}))
 		}
 		if v.rpcs["ListVolumeGroups"] {
-			for _, lreq := range []*volumegroup.ListVolumeGroupsRequest{{}, {MaxEntries: 1}, {StartingToken: sc.Config.TestInvalidListVolumesStartingToken}, {MaxEntries: -1}} {
+			for _, lreq := range []*vgpb.ListVolumeGroupsRequest{{}, {MaxEntries: 1}, {StartingToken: sc.Config.TestInvalidListVolumesStartingToken}, {MaxEntries: -1}} {
 				ignore(v.vg.ListVolumeGroups(ctx, lreq))
 			}
 		}
@@ -78,7 +78,7 @@ var _ = describeVolumeGroups(CheckSecretCanary, func(sc *sanity.TestContext, v *
 			v.setMembers(id)
 		}
 		for range 2 {
-			_, err := v.vg.DeleteVolumeGroup(ctx, &volumegroup.DeleteVolumeGroupRequest{VolumeGroupId: id, Secrets: v.secrets()})
+			_, err := v.vg.DeleteVolumeGroup(ctx, &vgpb.DeleteVolumeGroupRequest{VolumeGroupId: id, Secrets: v.secrets()})
 			Expect(err).NotTo(HaveOccurred(), "DeleteVolumeGroup")
 		}
 		v.verify(c)

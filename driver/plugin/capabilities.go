@@ -10,6 +10,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/csikit/csikit/driver"
 	"github.com/csikit/csikit/driver/bucket"
+	"github.com/csikit/csikit/driver/volumegroup"
 )
 
 // CapabilityOverrides replace the derived capability lists. The library checks them at start-up: a
@@ -50,22 +51,22 @@ type backendSet struct {
 	group      driver.GroupController
 	metadata   driver.SnapshotMetadata
 	// volumeGroups serves the volumegroup.Controller service.
-	volumeGroups driver.VolumeGroupController
+	volumeGroups volumegroup.Controller
 	// buckets serves COSI's Provisioner service (every wire version configured).
 	buckets bucket.Provisioner
 	probers []driver.Prober
 }
 
 func discover(cfg *Config) backendSet {
-	b := backendSet{controller: cfg.Controller, node: cfg.Node, group: cfg.GroupController, metadata: cfg.SnapshotMetadata,
-		volumeGroups: cfg.VolumeGroups}
-	var buckets any
+	b := backendSet{controller: cfg.Controller, node: cfg.Node, group: cfg.GroupController, metadata: cfg.SnapshotMetadata}
+	if cfg.VolumeGroups != nil {
+		b.volumeGroups = cfg.VolumeGroups.Controller
+	}
 	if cfg.COSI != nil {
 		b.buckets = cfg.COSI.Provisioner
-		buckets = cfg.COSI.Provisioner
 	}
 	var seen []any
-	for _, v := range []any{cfg.Controller, cfg.Node, cfg.GroupController, cfg.SnapshotMetadata, cfg.VolumeGroups, buckets, cfg.Prober} {
+	for _, v := range []any{b.controller, b.node, b.group, b.metadata, b.volumeGroups, b.buckets, cfg.Prober} {
 		if v == nil || slices.ContainsFunc(seen, func(o any) bool { return sameBackend(o, v) }) {
 			continue
 		}

@@ -57,7 +57,12 @@ var backendKinds = []backendKind{
 	{"Node", svcNode, func(c *Config) any { return c.Node }},
 	{"GroupController", svcGroupController, func(c *Config) any { return c.GroupController }},
 	{"SnapshotMetadata", svcSnapshotMetadata, func(c *Config) any { return c.SnapshotMetadata }},
-	{"VolumeGroups", svcVolumeGroup, func(c *Config) any { return c.VolumeGroups }},
+	{"VolumeGroups.Controller", svcVolumeGroup, func(c *Config) any {
+		if c.VolumeGroups == nil {
+			return nil
+		}
+		return c.VolumeGroups.Controller
+	}},
 	{"COSI.Provisioner", svcCOSIProvisioner, func(c *Config) any {
 		if c.COSI == nil {
 			return nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/csikit/csikit/driver"
 	"github.com/csikit/csikit/driver/bucket"
+	"github.com/csikit/csikit/driver/volumegroup"
 )
 
 // anyBackend is every required backend interface at once and no optional one: the base each
@@ -20,9 +21,12 @@ type anyBackend struct {
 	driver.Node
 	driver.GroupController
 	driver.SnapshotMetadata
-	driver.VolumeGroupController
+	groupController
 	bucket.Provisioner
 }
+
+// groupController names volumegroup.Controller apart from driver.Controller in anyBackend.
+type groupController = volumegroup.Controller
 
 // One fixture per optional interface, each with the kind of slip a vendor makes: a value for a
 // pointer, a pointer for a value, a forgotten error or context, a result of the wrong type, a
@@ -133,15 +137,15 @@ func (nearStorageHealthReporter) NodeGetStorageHealth(context.Context) ([]driver
 	return nil, nil
 }
 
-func (nearVolumeGroupGetter) ControllerGetVolumeGroup(context.Context, *driver.GetVolumeGroupRequest) (driver.VolumeGroup, error) {
-	return driver.VolumeGroup{}, nil
+func (nearVolumeGroupGetter) ControllerGetVolumeGroup(context.Context, *volumegroup.ControllerGetVolumeGroupRequest) (volumegroup.Group, error) {
+	return volumegroup.Group{}, nil
 }
 
-func (nearVolumeGroupLister) ListVolumeGroups(context.Context, *driver.ListVolumeGroupsRequest) ([]*driver.VolumeGroup, error) {
+func (nearVolumeGroupLister) ListVolumeGroups(context.Context, *volumegroup.ListVolumeGroupsRequest) ([]*volumegroup.Group, error) {
 	return nil, nil
 }
 
-func (nearVolumeGroupPageLister) ListVolumeGroupsPage(context.Context, driver.ListVolumeGroupsRequest) ([]driver.VolumeGroup, error) {
+func (nearVolumeGroupPageLister) ListVolumeGroupsPage(context.Context, volumegroup.ListVolumeGroupsRequest) ([]volumegroup.Group, error) {
 	return nil, nil
 }
 
@@ -182,9 +186,9 @@ var nearMissFixtures = map[reflect.Type]any{
 	typeOf[driver.NodeExpander]():           nearNodeExpander{},
 	typeOf[driver.NodeVolumeHealthGetter](): nearNodeVolumeHealth{},
 	typeOf[driver.StorageHealthReporter]():  nearStorageHealthReporter{},
-	typeOf[driver.VolumeGroupGetter]():      nearVolumeGroupGetter{},
-	typeOf[driver.VolumeGroupLister]():      nearVolumeGroupLister{},
-	typeOf[driver.VolumeGroupPageLister]():  nearVolumeGroupPageLister{},
+	typeOf[volumegroup.Getter]():            nearVolumeGroupGetter{},
+	typeOf[volumegroup.Lister]():            nearVolumeGroupLister{},
+	typeOf[volumegroup.PageLister]():        nearVolumeGroupPageLister{},
 	typeOf[bucket.Getter]():                 nearBucketGetter{},
 	typeOf[bucket.AccessGranter]():          nearBucketAccessGranter{},
 	typeOf[driver.Prober]():                 nearProber{},

@@ -22,6 +22,7 @@ import (
 	"github.com/csikit/csikit/driver/bucket"
 	"github.com/csikit/csikit/driver/endpoint"
 	"github.com/csikit/csikit/driver/httpserve"
+	"github.com/csikit/csikit/driver/volumegroup"
 	"github.com/csikit/csikit/idempotency"
 	"github.com/csikit/csikit/internal/pagetoken"
 	"github.com/csikit/csikit/middleware/metrics"
@@ -56,7 +57,7 @@ type Config struct {
 	// VolumeGroups serves volume groups (the volumegroup.Controller service of
 	// github.com/IBM/csi-volume-group) on the same socket; nil when the plugin has none. The
 	// group RPCs it serves are listed in GetPluginInfo's manifest under ManifestVolumeGroupRPCs.
-	VolumeGroups driver.VolumeGroupController
+	VolumeGroups *VolumeGroupConfig
 	// COSI serves object buckets over COSI (v1alpha1 and v1alpha2 on the same socket); nil when
 	// the plugin has none. A plugin with COSI and no CSI backend serves no CSI service, and Run
 	// listens on $COSI_ENDPOINT.
@@ -132,6 +133,15 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 }
 
+// VolumeGroupConfig is a volume-group backend. It exists only in a plugin that serves volume
+// groups, which keeps a CSI-only Config free of them, and is where settings of that service go.
+type VolumeGroupConfig struct {
+	// Controller is the volume-group backend; required. Its optional interfaces
+	// (volumegroup.Getter, volumegroup.Lister or volumegroup.PageLister) are found on the same
+	// value, which is often the CSI Controller too.
+	Controller volumegroup.Controller
+}
+
 // COSIConfig is a bucket backend and what the COSI sidecar asks of a driver beside it. It exists
 // only in a plugin that serves buckets, which keeps a CSI-only Config free of COSI settings.
 type COSIConfig struct {
@@ -189,6 +199,9 @@ func New(cfg Config) (*Plugin, error) {
 	}
 	if cfg.Controller == nil && cfg.Node == nil && cfg.GroupController == nil && cfg.SnapshotMetadata == nil && cfg.VolumeGroups == nil && cfg.COSI == nil {
 		return nil, errors.New("no backend configured: set at least one of Controller, Node, GroupController, SnapshotMetadata, VolumeGroups, COSI")
+	}
+	if cfg.VolumeGroups != nil && cfg.VolumeGroups.Controller == nil {
+		return nil, errors.New("Config.VolumeGroups.Controller: a volume-group configuration needs a volume-group backend")
 	}
 	if err := checkCOSIConfig(&cfg); err != nil {
 		return nil, err

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/IBM/csi-volume-group/lib/go/volumegroup"
+	vgpb "github.com/IBM/csi-volume-group/lib/go/volumegroup"
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -59,7 +59,7 @@ func (d *Plugin) Register(s grpc.ServiceRegistrar) {
 		s.RegisterService(d.wrap(&csi.SnapshotMetadata_ServiceDesc), &metadataServer{d: d, b: &d.b})
 	}
 	if d.b.volumeGroups != nil {
-		s.RegisterService(d.wrap(&volumegroup.Controller_ServiceDesc), &volumeGroupServer{d: d, b: &d.b})
+		s.RegisterService(d.wrap(&vgpb.Controller_ServiceDesc), &volumeGroupServer{d: d, b: &d.b})
 	}
 	if d.b.buckets != nil {
 		d.registerCOSI(s)

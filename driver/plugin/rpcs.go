@@ -3,12 +3,13 @@ package plugin
 import (
 	"reflect"
 
-	"github.com/IBM/csi-volume-group/lib/go/volumegroup"
+	vgpb "github.com/IBM/csi-volume-group/lib/go/volumegroup"
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 
 	"github.com/csikit/csikit/driver"
 	"github.com/csikit/csikit/driver/bucket"
+	"github.com/csikit/csikit/driver/volumegroup"
 	"github.com/csikit/csikit/idempotency"
 	"github.com/csikit/csikit/middleware/locking"
 )
@@ -305,25 +306,25 @@ func init() {
 		{name: rpcGetGroupSnapshot, service: svcGroupController},
 
 		{name: rpcCreateVolumeGroup, service: svcVolumeGroup,
-			locks: keys(func(r *volumegroup.CreateVolumeGroupRequest) []idempotency.Key {
+			locks: keys(func(r *vgpb.CreateVolumeGroupRequest) []idempotency.Key {
 				return []idempotency.Key{excl(locking.KindVolumeGroupName, r.GetName())}
 			})},
 		{name: rpcDeleteVolumeGroup, service: svcVolumeGroup, goneIsDone: true,
-			locks: keys(func(r *volumegroup.DeleteVolumeGroupRequest) []idempotency.Key {
+			locks: keys(func(r *vgpb.DeleteVolumeGroupRequest) []idempotency.Key {
 				return []idempotency.Key{excl(locking.KindVolumeGroup, r.GetVolumeGroupId())}
 			})},
 		// A membership change holds the group and every volume it names: a volume joining or
 		// staying must not be deleted or expanded while the group is rearranged.
 		{name: rpcModifyVolumeGroup, service: svcVolumeGroup,
-			locks: keys(func(r *volumegroup.ModifyVolumeGroupMembershipRequest) []idempotency.Key {
+			locks: keys(func(r *vgpb.ModifyVolumeGroupMembershipRequest) []idempotency.Key {
 				ks := []idempotency.Key{excl(locking.KindVolumeGroup, r.GetVolumeGroupId())}
 				for _, id := range r.GetVolumeIds() {
 					ks = append(ks, excl(locking.KindVolume, id))
 				}
 				return ks
 			})},
-		{name: rpcGetVolumeGroup, service: svcVolumeGroup, serves: []reflect.Type{typeOf[driver.VolumeGroupGetter]()}},
-		{name: rpcListVolumeGroups, service: svcVolumeGroup, serves: []reflect.Type{typeOf[driver.VolumeGroupLister](), typeOf[driver.VolumeGroupPageLister]()}},
+		{name: rpcGetVolumeGroup, service: svcVolumeGroup, serves: []reflect.Type{typeOf[volumegroup.Getter]()}},
+		{name: rpcListVolumeGroups, service: svcVolumeGroup, serves: []reflect.Type{typeOf[volumegroup.Lister](), typeOf[volumegroup.PageLister]()}},
 
 		// COSI: one entry per RPC for every wire version (cosiKeys reads the requests of each);
 		// DriverGetExistingBucket exists in v1alpha2 only.

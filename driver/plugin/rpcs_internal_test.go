@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/IBM/csi-volume-group/lib/go/volumegroup"
+	vgpb "github.com/IBM/csi-volume-group/lib/go/volumegroup"
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 	cosiv1alpha1 "sigs.k8s.io/container-object-storage-interface/proto"
@@ -21,7 +21,7 @@ import (
 func TestRPCTableCoversEveryMethod(t *testing.T) {
 	descs := []*grpc.ServiceDesc{
 		&csi.Identity_ServiceDesc, &csi.Controller_ServiceDesc, &csi.Node_ServiceDesc,
-		&csi.GroupController_ServiceDesc, &csi.SnapshotMetadata_ServiceDesc, &volumegroup.Controller_ServiceDesc,
+		&csi.GroupController_ServiceDesc, &csi.SnapshotMetadata_ServiceDesc, &vgpb.Controller_ServiceDesc,
 		&cosiv1alpha1.Identity_ServiceDesc, &cosiv1alpha1.Provisioner_ServiceDesc,
 		&cosiv1alpha2.Identity_ServiceDesc, &cosiv1alpha2.Provisioner_ServiceDesc,
 	}
@@ -114,11 +114,11 @@ func TestLockKeys(t *testing.T) {
 			[]idempotency.Key{excl(locking.KindGroupSnapshotName, "g"), shared(locking.KindVolume, "a"), shared(locking.KindVolume, "b")}},
 		{"delete group snapshot", &csi.DeleteVolumeGroupSnapshotRequest{GroupSnapshotId: "g", SnapshotIds: []string{"s1"}},
 			[]idempotency.Key{excl(locking.KindGroupSnapshot, "g"), excl(locking.KindSnapshot, "s1")}},
-		{"create volume group", &volumegroup.CreateVolumeGroupRequest{Name: "g"}, []idempotency.Key{excl(locking.KindVolumeGroupName, "g")}},
-		{"delete volume group", &volumegroup.DeleteVolumeGroupRequest{VolumeGroupId: "vg"}, []idempotency.Key{excl(locking.KindVolumeGroup, "vg")}},
-		{"membership change holds the group and every named volume", &volumegroup.ModifyVolumeGroupMembershipRequest{VolumeGroupId: "vg", VolumeIds: []string{"a", "b"}},
+		{"create volume group", &vgpb.CreateVolumeGroupRequest{Name: "g"}, []idempotency.Key{excl(locking.KindVolumeGroupName, "g")}},
+		{"delete volume group", &vgpb.DeleteVolumeGroupRequest{VolumeGroupId: "vg"}, []idempotency.Key{excl(locking.KindVolumeGroup, "vg")}},
+		{"membership change holds the group and every named volume", &vgpb.ModifyVolumeGroupMembershipRequest{VolumeGroupId: "vg", VolumeIds: []string{"a", "b"}},
 			[]idempotency.Key{excl(locking.KindVolumeGroup, "vg"), excl(locking.KindVolume, "a"), excl(locking.KindVolume, "b")}},
-		{"get volume group takes no lock", &volumegroup.ControllerGetVolumeGroupRequest{VolumeGroupId: "vg"}, nil},
+		{"get volume group takes no lock", &vgpb.ControllerGetVolumeGroupRequest{VolumeGroupId: "vg"}, nil},
 		{"create bucket v1alpha1 holds its name", &cosiv1alpha1.DriverCreateBucketRequest{Name: "b"}, []idempotency.Key{excl(locking.KindBucketName, "b")}},
 		{"create bucket v1alpha2 holds its name", &cosiv1alpha2.DriverCreateBucketRequest{Name: "b"}, []idempotency.Key{excl(locking.KindBucketName, "b")}},
 		{"delete bucket", &cosiv1alpha2.DriverDeleteBucketRequest{BucketId: "b"}, []idempotency.Key{excl(locking.KindBucket, "b")}},

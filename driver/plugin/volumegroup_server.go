@@ -6,12 +6,13 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/IBM/csi-volume-group/lib/go/volumegroup"
+	vgpb "github.com/IBM/csi-volume-group/lib/go/volumegroup"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/volumegroup"
 	"github.com/csikit/csikit/middleware/validation"
 )
 
@@ -44,13 +45,13 @@ func init() {
 }
 
 type volumeGroupServer struct {
-	volumegroup.UnimplementedControllerServer
+	vgpb.UnimplementedControllerServer
 	d *Plugin
 	b *backendSet
 }
 
-func (s *volumeGroupServer) CreateVolumeGroup(ctx context.Context, req *volumegroup.CreateVolumeGroupRequest) (*volumegroup.CreateVolumeGroupResponse, error) {
-	g, err := s.b.volumeGroups.CreateVolumeGroup(ctx, &driver.CreateVolumeGroupRequest{
+func (s *volumeGroupServer) CreateVolumeGroup(ctx context.Context, req *vgpb.CreateVolumeGroupRequest) (*vgpb.CreateVolumeGroupResponse, error) {
+	g, err := s.b.volumeGroups.CreateVolumeGroup(ctx, &volumegroup.CreateVolumeGroupRequest{
 		Name: req.GetName(), Parameters: req.GetParameters(), Secrets: req.GetSecrets(), Raw: req})
 	if err != nil {
 		return nil, mapError(rpcCreateVolumeGroup, err)
@@ -59,19 +60,19 @@ func (s *volumeGroupServer) CreateVolumeGroup(ctx context.Context, req *volumegr
 	if err != nil {
 		return nil, err
 	}
-	return &volumegroup.CreateVolumeGroupResponse{VolumeGroup: vg}, nil
+	return &vgpb.CreateVolumeGroupResponse{VolumeGroup: vg}, nil
 }
 
-func (s *volumeGroupServer) DeleteVolumeGroup(ctx context.Context, req *volumegroup.DeleteVolumeGroupRequest) (*volumegroup.DeleteVolumeGroupResponse, error) {
-	err := s.b.volumeGroups.DeleteVolumeGroup(ctx, &driver.DeleteVolumeGroupRequest{
+func (s *volumeGroupServer) DeleteVolumeGroup(ctx context.Context, req *vgpb.DeleteVolumeGroupRequest) (*vgpb.DeleteVolumeGroupResponse, error) {
+	err := s.b.volumeGroups.DeleteVolumeGroup(ctx, &volumegroup.DeleteVolumeGroupRequest{
 		GroupID: req.GetVolumeGroupId(), Secrets: req.GetSecrets(), Raw: req})
 	if err := mapError(rpcDeleteVolumeGroup, err); err != nil {
 		return nil, err
 	}
-	return &volumegroup.DeleteVolumeGroupResponse{}, nil
+	return &vgpb.DeleteVolumeGroupResponse{}, nil
 }
 
-func (s *volumeGroupServer) ModifyVolumeGroupMembership(ctx context.Context, req *volumegroup.ModifyVolumeGroupMembershipRequest) (*volumegroup.ModifyVolumeGroupMembershipResponse, error) {
+func (s *volumeGroupServer) ModifyVolumeGroupMembership(ctx context.Context, req *vgpb.ModifyVolumeGroupMembershipRequest) (*vgpb.ModifyVolumeGroupMembershipResponse, error) {
 	ids := req.GetVolumeIds()
 	for i, id := range ids {
 		if id == "" {
@@ -81,7 +82,7 @@ func (s *volumeGroupServer) ModifyVolumeGroupMembership(ctx context.Context, req
 			return nil, status.Errorf(codes.InvalidArgument, "ModifyVolumeGroupMembershipRequest.volume_ids[%d]: volume %q is listed twice", i, id)
 		}
 	}
-	g, err := s.b.volumeGroups.ModifyVolumeGroupMembership(ctx, &driver.ModifyVolumeGroupMembershipRequest{
+	g, err := s.b.volumeGroups.ModifyVolumeGroupMembership(ctx, &volumegroup.ModifyVolumeGroupMembershipRequest{
 		GroupID: req.GetVolumeGroupId(), VolumeIDs: ids, Secrets: req.GetSecrets(), Raw: req})
 	if err != nil {
 		return nil, mapError(rpcModifyVolumeGroup, err)
@@ -103,11 +104,11 @@ func (s *volumeGroupServer) ModifyVolumeGroupMembership(ctx context.Context, req
 		return nil, pluginBug(rpcModifyVolumeGroup, "group %q has members [%s] after asking for [%s]",
 			vg.GetVolumeGroupId(), strings.Join(got, ", "), strings.Join(want, ", "))
 	}
-	return &volumegroup.ModifyVolumeGroupMembershipResponse{VolumeGroup: vg}, nil
+	return &vgpb.ModifyVolumeGroupMembershipResponse{VolumeGroup: vg}, nil
 }
 
-func (s *volumeGroupServer) ControllerGetVolumeGroup(ctx context.Context, req *volumegroup.ControllerGetVolumeGroupRequest) (*volumegroup.ControllerGetVolumeGroupResponse, error) {
-	g, err := impl[driver.VolumeGroupGetter](s.b.volumeGroups).ControllerGetVolumeGroup(ctx, &driver.GetVolumeGroupRequest{
+func (s *volumeGroupServer) ControllerGetVolumeGroup(ctx context.Context, req *vgpb.ControllerGetVolumeGroupRequest) (*vgpb.ControllerGetVolumeGroupResponse, error) {
+	g, err := impl[volumegroup.Getter](s.b.volumeGroups).ControllerGetVolumeGroup(ctx, &volumegroup.ControllerGetVolumeGroupRequest{
 		GroupID: req.GetVolumeGroupId(), Secrets: req.GetSecrets(), Raw: req})
 	if err != nil {
 		return nil, mapError(rpcGetVolumeGroup, err)
@@ -116,32 +117,32 @@ func (s *volumeGroupServer) ControllerGetVolumeGroup(ctx context.Context, req *v
 	if err != nil {
 		return nil, err
 	}
-	return &volumegroup.ControllerGetVolumeGroupResponse{VolumeGroup: vg}, nil
+	return &vgpb.ControllerGetVolumeGroupResponse{VolumeGroup: vg}, nil
 }
 
-func volumeGroupID(g *driver.VolumeGroup) string { return g.ID }
+func volumeGroupID(g *volumegroup.Group) string { return g.ID }
 
-func (s *volumeGroupServer) ListVolumeGroups(ctx context.Context, req *volumegroup.ListVolumeGroupsRequest) (*volumegroup.ListVolumeGroupsResponse, error) {
+func (s *volumeGroupServer) ListVolumeGroups(ctx context.Context, req *vgpb.ListVolumeGroupsRequest) (*vgpb.ListVolumeGroupsResponse, error) {
 	after, err := s.d.startAfter(rpcListVolumeGroups, req.GetStartingToken(), "")
 	if err != nil {
 		return nil, err
 	}
 	limit := int(req.GetMaxEntries())
-	var groups []driver.VolumeGroup
-	if pager, ok := s.b.volumeGroups.(driver.VolumeGroupPageLister); ok {
+	var groups []volumegroup.Group
+	if pager, ok := s.b.volumeGroups.(volumegroup.PageLister); ok {
 		want := 0
 		if limit > 0 {
 			want = limit + 1 // one more tells whether another page exists
 		}
-		groups, err = collectPages(rpcListVolumeGroups, after, want, volumeGroupID, func(after string, n int) ([]driver.VolumeGroup, error) {
-			page, err := pager.ListVolumeGroupsPage(ctx, &driver.ListVolumeGroupsRequest{After: after, Limit: n, Secrets: req.GetSecrets(), Raw: req})
+		groups, err = collectPages(rpcListVolumeGroups, after, want, volumeGroupID, func(after string, n int) ([]volumegroup.Group, error) {
+			page, err := pager.ListVolumeGroupsPage(ctx, &volumegroup.ListVolumeGroupsRequest{After: after, Limit: n, Secrets: req.GetSecrets(), Raw: req})
 			return page, mapError(rpcListVolumeGroups, err)
 		})
 		if err != nil {
 			return nil, err
 		}
 	} else {
-		groups, err = impl[driver.VolumeGroupLister](s.b.volumeGroups).ListVolumeGroups(ctx, &driver.ListVolumeGroupsRequest{Secrets: req.GetSecrets(), Raw: req})
+		groups, err = impl[volumegroup.Lister](s.b.volumeGroups).ListVolumeGroups(ctx, &volumegroup.ListVolumeGroupsRequest{Secrets: req.GetSecrets(), Raw: req})
 		if err != nil {
 			return nil, mapError(rpcListVolumeGroups, err)
 		}
@@ -153,23 +154,23 @@ func (s *volumeGroupServer) ListVolumeGroups(ctx context.Context, req *volumegro
 	if err != nil {
 		return nil, err
 	}
-	resp := &volumegroup.ListVolumeGroupsResponse{NextToken: next, Entries: make([]*volumegroup.ListVolumeGroupsResponse_Entry, len(groups))}
+	resp := &vgpb.ListVolumeGroupsResponse{NextToken: next, Entries: make([]*vgpb.ListVolumeGroupsResponse_Entry, len(groups))}
 	for i := range groups {
 		vg, err := volumeGroupToProto(rpcListVolumeGroups, &groups[i])
 		if err != nil {
 			return nil, err
 		}
-		resp.Entries[i] = &volumegroup.ListVolumeGroupsResponse_Entry{VolumeGroup: vg}
+		resp.Entries[i] = &vgpb.ListVolumeGroupsResponse_Entry{VolumeGroup: vg}
 	}
 	return resp, nil
 }
 
 // volumeGroupToProto converts a backend's group, catching the answers the CO cannot use.
-func volumeGroupToProto(r rpc, g *driver.VolumeGroup) (*volumegroup.VolumeGroup, error) {
+func volumeGroupToProto(r rpc, g *volumegroup.Group) (*vgpb.VolumeGroup, error) {
 	if g == nil || g.ID == "" {
 		return nil, pluginBug(r, "the backend returned no volume group ID")
 	}
-	vg := &volumegroup.VolumeGroup{VolumeGroupId: g.ID, VolumeGroupContext: g.Context, Volumes: make([]*volumegroup.VgVolume, len(g.Volumes))}
+	vg := &vgpb.VolumeGroup{VolumeGroupId: g.ID, VolumeGroupContext: g.Context, Volumes: make([]*vgpb.VgVolume, len(g.Volumes))}
 	for i := range g.Volumes {
 		v := &g.Volumes[i]
 		if v.ID == "" {
@@ -178,17 +179,17 @@ func volumeGroupToProto(r rpc, g *driver.VolumeGroup) (*volumegroup.VolumeGroup,
 		if slices.ContainsFunc(g.Volumes[:i], func(o driver.Volume) bool { return o.ID == v.ID }) {
 			return nil, pluginBug(r, "volume group %q lists volume %q twice", g.ID, v.ID)
 		}
-		pv := &volumegroup.VgVolume{CapacityBytes: v.CapacityBytes, VolumeId: v.ID, VolumeContext: v.Context}
+		pv := &vgpb.VgVolume{CapacityBytes: v.CapacityBytes, VolumeId: v.ID, VolumeContext: v.Context}
 		switch {
 		case v.Source.SnapshotID != "":
-			pv.ContentSource = &volumegroup.VgVolumeContentSource{Type: &volumegroup.VgVolumeContentSource_Snapshot{
-				Snapshot: &volumegroup.VgVolumeContentSource_SnapshotSource{SnapshotId: v.Source.SnapshotID}}}
+			pv.ContentSource = &vgpb.VgVolumeContentSource{Type: &vgpb.VgVolumeContentSource_Snapshot{
+				Snapshot: &vgpb.VgVolumeContentSource_SnapshotSource{SnapshotId: v.Source.SnapshotID}}}
 		case v.Source.VolumeID != "":
-			pv.ContentSource = &volumegroup.VgVolumeContentSource{Type: &volumegroup.VgVolumeContentSource_Volume{
-				Volume: &volumegroup.VgVolumeContentSource_VolumeSource{VolumeId: v.Source.VolumeID}}}
+			pv.ContentSource = &vgpb.VgVolumeContentSource{Type: &vgpb.VgVolumeContentSource_Volume{
+				Volume: &vgpb.VgVolumeContentSource_VolumeSource{VolumeId: v.Source.VolumeID}}}
 		}
 		for _, t := range v.AccessibleTopology {
-			pv.AccessibleTopology = append(pv.AccessibleTopology, &volumegroup.VgTopology{Segments: t})
+			pv.AccessibleTopology = append(pv.AccessibleTopology, &vgpb.VgTopology{Segments: t})
 		}
 		vg.Volumes[i] = pv
 	}

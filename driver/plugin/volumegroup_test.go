@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/IBM/csi-volume-group/lib/go/volumegroup"
+	vgpb "github.com/IBM/csi-volume-group/lib/go/volumegroup"
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -21,11 +21,11 @@ import (
 )
 
 // groupPlugin serves memdriver with volume groups and returns its CSI and volume-group clients.
-func groupPlugin(t *testing.T, opts memdriver.Options, logger *zap.Logger) (*testPlugin, volumegroup.ControllerClient) {
+func groupPlugin(t *testing.T, opts memdriver.Options, logger *zap.Logger) (*testPlugin, vgpb.ControllerClient) {
 	t.Helper()
 	mem := memdriver.New(opts)
 	cfg := fullConfig(mem)
-	cfg.VolumeGroups = mem
+	cfg.VolumeGroups = &plugin.VolumeGroupConfig{Controller: mem}
 	cfg.Logger = logger
 	p := start(t, cfg)
 	conn, err := grpc.NewClient("unix://"+p.socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -33,10 +33,10 @@ func groupPlugin(t *testing.T, opts memdriver.Options, logger *zap.Logger) (*tes
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return p, volumegroup.NewControllerClient(conn)
+	return p, vgpb.NewControllerClient(conn)
 }
 
-func members(vg *volumegroup.VolumeGroup) string {
+func members(vg *vgpb.VolumeGroup) string {
 	var ids []string
 	for _, v := range vg.GetVolumes() {
 		ids = append(ids, v.GetVolumeId())
@@ -52,12 +52,12 @@ func TestVolumeGroupLifecycle(t *testing.T) {
 	ctx := context.Background()
 	v1, v2, v3 := createVolume(t, p, "pvc-1").GetVolumeId(), createVolume(t, p, "pvc-2").GetVolumeId(), createVolume(t, p, "pvc-3").GetVolumeId()
 
-	created, err := vg.CreateVolumeGroup(ctx, &volumegroup.CreateVolumeGroupRequest{Name: "g", Parameters: map[string]string{"a": "1"}})
+	created, err := vg.CreateVolumeGroup(ctx, &vgpb.CreateVolumeGroupRequest{Name: "g", Parameters: map[string]string{"a": "1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := created.GetVolumeGroup().GetVolumeGroupId()
-	again, err := vg.CreateVolumeGroup(ctx, &volumegroup.CreateVolumeGroupRequest{Name: "g", Parameters: map[string]string{"a": "1"}})
+	again, err := vg.CreateVolumeGroup(ctx, &vgpb.CreateVolumeGroupRequest{Name: "g", Parameters: map[string]string{"a": "1"}})
 	if err != nil || again.GetVolumeGroup().GetVolumeGroupId() != id {
 		t.Fatalf("repeated create: %v, %v; want the same group", again, err)
 	}
@@ -67,47 +67,47 @@ func TestVolumeGroupLifecycle(t *testing.T) {
 		want codes.Code
 	}{
 		{"create with other parameters is ALREADY_EXISTS", func() error {
-			_, err := vg.CreateVolumeGroup(ctx, &volumegroup.CreateVolumeGroupRequest{Name: "g", Parameters: map[string]string{"a": "2"}})
+			_, err := vg.CreateVolumeGroup(ctx, &vgpb.CreateVolumeGroupRequest{Name: "g", Parameters: map[string]string{"a": "2"}})
 			return err
 		}, codes.AlreadyExists},
 		{"create without a name is INVALID_ARGUMENT", func() error {
-			_, err := vg.CreateVolumeGroup(ctx, &volumegroup.CreateVolumeGroupRequest{})
+			_, err := vg.CreateVolumeGroup(ctx, &vgpb.CreateVolumeGroupRequest{})
 			return err
 		}, codes.InvalidArgument},
 		{"modify of a missing group is NOT_FOUND", func() error {
-			_, err := vg.ModifyVolumeGroupMembership(ctx, &volumegroup.ModifyVolumeGroupMembershipRequest{VolumeGroupId: "vg-none", VolumeIds: []string{v1}})
+			_, err := vg.ModifyVolumeGroupMembership(ctx, &vgpb.ModifyVolumeGroupMembershipRequest{VolumeGroupId: "vg-none", VolumeIds: []string{v1}})
 			return err
 		}, codes.NotFound},
 		{"modify with a missing volume is NOT_FOUND", func() error {
-			_, err := vg.ModifyVolumeGroupMembership(ctx, &volumegroup.ModifyVolumeGroupMembershipRequest{VolumeGroupId: id, VolumeIds: []string{"vol-none"}})
+			_, err := vg.ModifyVolumeGroupMembership(ctx, &vgpb.ModifyVolumeGroupMembershipRequest{VolumeGroupId: id, VolumeIds: []string{"vol-none"}})
 			return err
 		}, codes.NotFound},
 		{"modify past the member limit is RESOURCE_EXHAUSTED", func() error {
-			_, err := vg.ModifyVolumeGroupMembership(ctx, &volumegroup.ModifyVolumeGroupMembershipRequest{VolumeGroupId: id, VolumeIds: []string{v1, v2, v3}})
+			_, err := vg.ModifyVolumeGroupMembership(ctx, &vgpb.ModifyVolumeGroupMembershipRequest{VolumeGroupId: id, VolumeIds: []string{v1, v2, v3}})
 			return err
 		}, codes.ResourceExhausted},
 		{"modify listing a volume twice is INVALID_ARGUMENT", func() error {
-			_, err := vg.ModifyVolumeGroupMembership(ctx, &volumegroup.ModifyVolumeGroupMembershipRequest{VolumeGroupId: id, VolumeIds: []string{v1, v1}})
+			_, err := vg.ModifyVolumeGroupMembership(ctx, &vgpb.ModifyVolumeGroupMembershipRequest{VolumeGroupId: id, VolumeIds: []string{v1, v1}})
 			return err
 		}, codes.InvalidArgument},
 		{"get of a missing group is NOT_FOUND", func() error {
-			_, err := vg.ControllerGetVolumeGroup(ctx, &volumegroup.ControllerGetVolumeGroupRequest{VolumeGroupId: "vg-none"})
+			_, err := vg.ControllerGetVolumeGroup(ctx, &vgpb.ControllerGetVolumeGroupRequest{VolumeGroupId: "vg-none"})
 			return err
 		}, codes.NotFound},
 		{"get without an ID is INVALID_ARGUMENT", func() error {
-			_, err := vg.ControllerGetVolumeGroup(ctx, &volumegroup.ControllerGetVolumeGroupRequest{})
+			_, err := vg.ControllerGetVolumeGroup(ctx, &vgpb.ControllerGetVolumeGroupRequest{})
 			return err
 		}, codes.InvalidArgument},
 		{"delete of a missing group is OK", func() error {
-			_, err := vg.DeleteVolumeGroup(ctx, &volumegroup.DeleteVolumeGroupRequest{VolumeGroupId: "vg-none"})
+			_, err := vg.DeleteVolumeGroup(ctx, &vgpb.DeleteVolumeGroupRequest{VolumeGroupId: "vg-none"})
 			return err
 		}, codes.OK},
 		{"a negative max_entries is INVALID_ARGUMENT", func() error {
-			_, err := vg.ListVolumeGroups(ctx, &volumegroup.ListVolumeGroupsRequest{MaxEntries: -1})
+			_, err := vg.ListVolumeGroups(ctx, &vgpb.ListVolumeGroupsRequest{MaxEntries: -1})
 			return err
 		}, codes.InvalidArgument},
 		{"a bad starting token is ABORTED", func() error {
-			_, err := vg.ListVolumeGroups(ctx, &volumegroup.ListVolumeGroupsRequest{StartingToken: "not-ours"})
+			_, err := vg.ListVolumeGroups(ctx, &vgpb.ListVolumeGroupsRequest{StartingToken: "not-ours"})
 			return err
 		}, codes.Aborted},
 	}
@@ -117,11 +117,11 @@ func TestVolumeGroupLifecycle(t *testing.T) {
 		}
 	}
 
-	mod, err := vg.ModifyVolumeGroupMembership(ctx, &volumegroup.ModifyVolumeGroupMembershipRequest{VolumeGroupId: id, VolumeIds: []string{v1, v2}})
+	mod, err := vg.ModifyVolumeGroupMembership(ctx, &vgpb.ModifyVolumeGroupMembershipRequest{VolumeGroupId: id, VolumeIds: []string{v1, v2}})
 	if err != nil || members(mod.GetVolumeGroup()) != v1+","+v2 {
 		t.Fatalf("modify to [v1 v2]: %v, %v", members(mod.GetVolumeGroup()), err)
 	}
-	mod, err = vg.ModifyVolumeGroupMembership(ctx, &volumegroup.ModifyVolumeGroupMembershipRequest{VolumeGroupId: id, VolumeIds: []string{v2}})
+	mod, err = vg.ModifyVolumeGroupMembership(ctx, &vgpb.ModifyVolumeGroupMembershipRequest{VolumeGroupId: id, VolumeIds: []string{v2}})
 	if err != nil || members(mod.GetVolumeGroup()) != v2 {
 		t.Fatalf("modify to [v2]: %v, %v; v1 must leave", members(mod.GetVolumeGroup()), err)
 	}
@@ -131,7 +131,7 @@ func TestVolumeGroupLifecycle(t *testing.T) {
 	if _, err := p.controller.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: v1}); err != nil {
 		t.Fatalf("DeleteVolume of a volume that left the group: %v", err)
 	}
-	if _, err := vg.DeleteVolumeGroup(ctx, &volumegroup.DeleteVolumeGroupRequest{VolumeGroupId: id}); err != nil {
+	if _, err := vg.DeleteVolumeGroup(ctx, &vgpb.DeleteVolumeGroupRequest{VolumeGroupId: id}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.controller.ControllerGetVolume(ctx, &csi.ControllerGetVolumeRequest{VolumeId: v2}); status.Code(err) != codes.NotFound {
@@ -153,14 +153,14 @@ func TestListVolumeGroupsPagesEveryGroupOnce(t *testing.T) {
 	ctx := context.Background()
 	const n = 1000
 	for i := range n {
-		if _, err := vg.CreateVolumeGroup(ctx, &volumegroup.CreateVolumeGroupRequest{Name: fmt.Sprintf("g-%04d", i)}); err != nil {
+		if _, err := vg.CreateVolumeGroup(ctx, &vgpb.CreateVolumeGroupRequest{Name: fmt.Sprintf("g-%04d", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	seen := map[string]bool{}
 	token, pages := "", 0
 	for {
-		resp, err := vg.ListVolumeGroups(ctx, &volumegroup.ListVolumeGroupsRequest{MaxEntries: 10, StartingToken: token})
+		resp, err := vg.ListVolumeGroups(ctx, &vgpb.ListVolumeGroupsRequest{MaxEntries: 10, StartingToken: token})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -189,7 +189,7 @@ func TestVolumeGroupSecretsNeverLogged(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
 	_, vg := groupPlugin(t, memdriver.Options{}, zap.New(core))
 	const secret = "vg-s3cr3t-canary"
-	if _, err := vg.CreateVolumeGroup(context.Background(), &volumegroup.CreateVolumeGroupRequest{Name: "g", Secrets: map[string]string{"password": secret}}); err != nil {
+	if _, err := vg.CreateVolumeGroup(context.Background(), &vgpb.CreateVolumeGroupRequest{Name: "g", Secrets: map[string]string{"password": secret}}); err != nil {
 		t.Fatal(err)
 	}
 	all := logs.All()

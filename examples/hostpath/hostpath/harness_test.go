@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/IBM/csi-volume-group/lib/go/volumegroup"
+	vgpb "github.com/IBM/csi-volume-group/lib/go/volumegroup"
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
@@ -28,7 +28,7 @@ type env struct {
 	node       csi.NodeClient
 	group      csi.GroupControllerClient
 	metadata   csi.SnapshotMetadataClient
-	vg         volumegroup.ControllerClient
+	vg         vgpb.ControllerClient
 	stop       func()
 }
 
@@ -127,7 +127,7 @@ func (e *env) start() {
 	e.plugin = p
 	e.controller, e.node = csi.NewControllerClient(conn), csi.NewNodeClient(conn)
 	e.group, e.metadata = csi.NewGroupControllerClient(conn), csi.NewSnapshotMetadataClient(conn)
-	e.vg = volumegroup.NewControllerClient(conn)
+	e.vg = vgpb.NewControllerClient(conn)
 	e.stop = func() {
 		conn.Close()
 		cancel()

@@ -79,7 +79,7 @@ func (p *Plugin) Config() plugin.Config {
 		cfg.Controller = p.Controller
 		cfg.GroupController = p.Controller
 		cfg.SnapshotMetadata = p.Controller
-		cfg.VolumeGroups = p.Controller
+		cfg.VolumeGroups = &plugin.VolumeGroupConfig{Controller: p.Controller}
 	} else {
 		// Controller promises mean nothing in a node-only process, and New refuses them there.
 		f.CloneVolume, f.PublishReadonly, f.ListVolumesPublishedNodes = false, false, false

@@ -1,27 +1,23 @@
-package driver
+package volumegroup
 
 import (
 	"context"
 	"fmt"
 
-	"github.com/IBM/csi-volume-group/lib/go/volumegroup"
+	vgpb "github.com/IBM/csi-volume-group/lib/go/volumegroup"
 
+	"github.com/csikit/csikit/driver"
 	"github.com/csikit/csikit/idempotency"
 )
 
-// Volume groups (the volumegroup.Controller service of github.com/IBM/csi-volume-group, which
-// the IBM volume-group operator speaks) keep several volumes consistent together. A backend
-// implements VolumeGroupController, and optionally VolumeGroupGetter and VolumeGroupLister or
-// VolumeGroupPageLister; Config.VolumeGroups serves it on the same socket as the CSI services.
-// The proto has no capability RPC, so the library lists the served group RPCs in
-// GetPluginInfo's manifest under ManifestVolumeGroupRPCs and answers UNIMPLEMENTED for the rest.
-
-// VolumeGroupController is the required part of a volume-group backend.
-type VolumeGroupController interface {
+// Controller is the required part of a volume-group backend: create, delete and change the
+// membership of groups. Getter, Lister and PageLister are optional on the same value.
+type Controller interface {
 	// CreateVolumeGroup creates an empty group or, for a name it has seen, returns the existing
 	// group when the request is compatible (CreateVolumeGroupRequest.CheckExisting) and an error
-	// wrapping ErrAlreadyExists otherwise. Parameters it does not accept are ErrInvalidArgument.
-	CreateVolumeGroup(ctx context.Context, req *CreateVolumeGroupRequest) (*VolumeGroup, error)
+	// wrapping driver.ErrAlreadyExists otherwise. Parameters it does not accept are
+	// driver.ErrInvalidArgument.
+	CreateVolumeGroup(ctx context.Context, req *CreateVolumeGroupRequest) (*Group, error)
 	// DeleteVolumeGroup deletes a group and the volumes in it; ErrNotFound counts as success, a
 	// group whose volumes are still in use is ErrInUse.
 	DeleteVolumeGroup(ctx context.Context, req *DeleteVolumeGroupRequest) error
@@ -30,39 +26,39 @@ type VolumeGroupController interface {
 	// is afterwards. A missing group or volume is ErrNotFound; a volume that cannot join (another
 	// group, another kind of storage) is ErrUnsupported or ErrInvalidArgument; the member limit
 	// reached is ErrResourceExhausted. A failure must leave the membership as it was.
-	ModifyVolumeGroupMembership(ctx context.Context, req *ModifyVolumeGroupMembershipRequest) (*VolumeGroup, error)
+	ModifyVolumeGroupMembership(ctx context.Context, req *ModifyVolumeGroupMembershipRequest) (*Group, error)
 }
 
-// VolumeGroupGetter reports one group (ControllerGetVolumeGroup).
-type VolumeGroupGetter interface {
+// Getter reports one group (ControllerGetVolumeGroup).
+type Getter interface {
 	// ControllerGetVolumeGroup returns the group with its members; a missing group is
 	// ErrNotFound.
-	ControllerGetVolumeGroup(ctx context.Context, req *GetVolumeGroupRequest) (*VolumeGroup, error)
+	ControllerGetVolumeGroup(ctx context.Context, req *ControllerGetVolumeGroupRequest) (*Group, error)
 }
 
-// VolumeGroupLister returns every group; the library sorts, filters and pages the answer
+// Lister returns every group; the plugin sorts, filters and pages the answer
 // (ListVolumeGroups).
-type VolumeGroupLister interface {
+type Lister interface {
 	// ListVolumeGroups returns all groups; After and Limit of the request are to be ignored.
-	ListVolumeGroups(ctx context.Context, req *ListVolumeGroupsRequest) ([]VolumeGroup, error)
+	ListVolumeGroups(ctx context.Context, req *ListVolumeGroupsRequest) ([]Group, error)
 }
 
-// VolumeGroupPageLister returns one page of groups after a cursor, so a page costs O(page)
+// PageLister returns one page of groups after a cursor, so a page costs O(page)
 // (ListVolumeGroups).
-type VolumeGroupPageLister interface {
+type PageLister interface {
 	// ListVolumeGroupsPage returns at most Limit groups (0 = no limit) whose IDs sort strictly
 	// after After, in ascending ID order.
-	ListVolumeGroupsPage(ctx context.Context, req *ListVolumeGroupsRequest) ([]VolumeGroup, error)
+	ListVolumeGroupsPage(ctx context.Context, req *ListVolumeGroupsRequest) ([]Group, error)
 }
 
-// VolumeGroup is what a backend reports about one group.
-type VolumeGroup struct {
+// Group is what a backend reports about one volume group.
+type Group struct {
 	// ID is the plugin-chosen identifier; required.
 	ID string
 	// Context is opaque data the CO passes back on later calls about the group.
 	Context map[string]string
 	// Volumes are the members.
-	Volumes []Volume
+	Volumes []driver.Volume
 }
 
 // CreateVolumeGroupRequest asks for a new, empty volume group.
@@ -72,9 +68,9 @@ type CreateVolumeGroupRequest struct {
 	// Parameters are the opaque group-class parameters.
 	Parameters map[string]string
 	// Secrets are the credentials the CO passed (vg_csi_secret); never log them.
-	Secrets Secrets
+	Secrets driver.Secrets
 	// Raw is the original request; backends must not modify it.
-	Raw *volumegroup.CreateVolumeGroupRequest
+	Raw *vgpb.CreateVolumeGroupRequest
 }
 
 // Fingerprint is a stable digest of what must be the same when a group is created again under
@@ -85,11 +81,11 @@ func (r *CreateVolumeGroupRequest) Fingerprint() string {
 
 // CheckExisting decides a repeated CreateVolumeGroup: nil when the stored fingerprint matches, an
 // error wrapping ErrAlreadyExists otherwise.
-func (r *CreateVolumeGroupRequest) CheckExisting(fingerprint string, existing *VolumeGroup) error {
+func (r *CreateVolumeGroupRequest) CheckExisting(fingerprint string, existing *Group) error {
 	if existing == nil || fingerprint == r.Fingerprint() {
 		return nil
 	}
-	return fmt.Errorf("volume group %q (%s) was created with other parameters: %w", r.Name, existing.ID, ErrAlreadyExists)
+	return fmt.Errorf("volume group %q (%s) was created with other parameters: %w", r.Name, existing.ID, driver.ErrAlreadyExists)
 }
 
 // DeleteVolumeGroupRequest asks to delete a group and its volumes.
@@ -97,9 +93,9 @@ type DeleteVolumeGroupRequest struct {
 	// GroupID is the group to delete.
 	GroupID string
 	// Secrets are the credentials the CO passed; never log them.
-	Secrets Secrets
+	Secrets driver.Secrets
 	// Raw is the original request; backends must not modify it.
-	Raw *volumegroup.DeleteVolumeGroupRequest
+	Raw *vgpb.DeleteVolumeGroupRequest
 }
 
 // ModifyVolumeGroupMembershipRequest asks to set a group's members to exactly VolumeIDs.
@@ -109,23 +105,23 @@ type ModifyVolumeGroupMembershipRequest struct {
 	// VolumeIDs are the members it must have afterwards, without duplicates.
 	VolumeIDs []string
 	// Secrets are the credentials the CO passed; never log them.
-	Secrets Secrets
+	Secrets driver.Secrets
 	// Raw is the original request; backends must not modify it.
-	Raw *volumegroup.ModifyVolumeGroupMembershipRequest
+	Raw *vgpb.ModifyVolumeGroupMembershipRequest
 }
 
-// GetVolumeGroupRequest asks for one group.
-type GetVolumeGroupRequest struct {
+// ControllerGetVolumeGroupRequest asks for one group.
+type ControllerGetVolumeGroupRequest struct {
 	// GroupID is the group asked for.
 	GroupID string
 	// Secrets are the credentials the CO passed; never log them.
-	Secrets Secrets
+	Secrets driver.Secrets
 	// Raw is the original request; backends must not modify it.
-	Raw *volumegroup.ControllerGetVolumeGroupRequest
+	Raw *vgpb.ControllerGetVolumeGroupRequest
 }
 
-// ListVolumeGroupsRequest asks for groups. A VolumeGroupLister ignores After and Limit; a
-// VolumeGroupPageLister returns at most Limit groups (0 = no limit) whose IDs sort strictly after
+// ListVolumeGroupsRequest asks for groups. A Lister ignores After and Limit; a
+// PageLister returns at most Limit groups (0 = no limit) whose IDs sort strictly after
 // After, in ascending ID order.
 type ListVolumeGroupsRequest struct {
 	// After is the cursor: the last group ID of the previous page, or "".
@@ -133,7 +129,7 @@ type ListVolumeGroupsRequest struct {
 	// Limit is the most groups to return; 0 means no limit.
 	Limit int
 	// Secrets are the credentials the CO passed; never log them.
-	Secrets Secrets
+	Secrets driver.Secrets
 	// Raw is the original request; backends must not modify it.
-	Raw *volumegroup.ListVolumeGroupsRequest
+	Raw *vgpb.ListVolumeGroupsRequest
 }
