@@ -31,7 +31,7 @@ import (
 
 // BenchmarkChainControllerPublish measures what csikit's interceptor chain and server layer add to
 // a ControllerPublishVolume call over a real unix socket: a plain grpc.Server with a hand-written
-// handler ("bare") against driver.New(...).Serve with a backend doing the same work and a zap
+// handler ("bare") against plugin.New(...).Serve with a backend doing the same work and a zap
 // JSON logger at info writing one line per call to a file. The interleaved case is the one to
 // read: both servers run at once and calls alternate, so machine noise hits both alike.
 func BenchmarkChainControllerPublish(b *testing.B) {

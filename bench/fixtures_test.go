@@ -121,10 +121,10 @@ func (backend) DeleteVolume(context.Context, *driver.DeleteVolumeRequest) error 
 func (backend) ValidateVolumeCapabilities(context.Context, *driver.ValidateVolumeCapabilitiesRequest) error {
 	return nil
 }
-func (backend) ControllerPublishVolume(context.Context, *driver.ControllerPublishRequest) (map[string]string, error) {
+func (backend) ControllerPublishVolume(context.Context, *driver.ControllerPublishVolumeRequest) (map[string]string, error) {
 	return publishContext(), nil
 }
-func (backend) ControllerUnpublishVolume(context.Context, *driver.ControllerUnpublishRequest) error {
+func (backend) ControllerUnpublishVolume(context.Context, *driver.ControllerUnpublishVolumeRequest) error {
 	return nil
 }
 

@@ -32,8 +32,8 @@ var requestTypes = []any{
 	driver.CreateVolumeRequest{},
 	driver.DeleteVolumeRequest{},
 	driver.ValidateVolumeCapabilitiesRequest{},
-	driver.ControllerPublishRequest{},
-	driver.ControllerUnpublishRequest{},
+	driver.ControllerPublishVolumeRequest{},
+	driver.ControllerUnpublishVolumeRequest{},
 	driver.ListVolumesRequest{},
 	driver.GetCapacityRequest{},
 	driver.CreateSnapshotRequest{},
@@ -45,10 +45,10 @@ var requestTypes = []any{
 	driver.ControllerModifyVolumeRequest{},
 	driver.ControllerGetVolumeHealthRequest{},
 	driver.ControllerListVolumeHealthRequest{},
-	driver.NodeStageRequest{},
-	driver.NodeUnstageRequest{},
-	driver.NodePublishRequest{},
-	driver.NodeUnpublishRequest{},
+	driver.NodeStageVolumeRequest{},
+	driver.NodeUnstageVolumeRequest{},
+	driver.NodePublishVolumeRequest{},
+	driver.NodeUnpublishVolumeRequest{},
 	driver.NodeGetVolumeStatsRequest{},
 	driver.NodeExpandVolumeRequest{},
 	driver.NodeGetVolumeHealthRequest{},
@@ -255,5 +255,31 @@ func TestPrintingARequestNeverLeaksItsSecrets(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSecretsNeverPrint: a Secrets map shows its keys and never a value in every form a log line
+// may take: fmt's verbs, encoding/json, and zap's Any and Reflect (zap finds the redacted String
+// or MarshalJSON; the contract has no zap-specific method).
+func TestSecretsNeverPrint(t *testing.T) {
+	s := driver.Secrets{"password": printCanary, "token": printCanary + "2"}
+	var logged bytes.Buffer
+	logger := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(&logged), zapcore.DebugLevel))
+	logger.Info("call", zap.Any("secrets", s), zap.Reflect("reflected", s), zap.Any("pointer", &s))
+	js, err := json.Marshal(map[string]any{"s": s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forms := []string{logged.String(), string(js)}
+	for _, verb := range []string{"%v", "%+v", "%s", "%#v", "%q"} {
+		forms = append(forms, fmt.Sprintf(verb, s))
+	}
+	for _, form := range forms {
+		if strings.Contains(form, printCanary) {
+			t.Errorf("a secret value printed: %s", form)
+		}
+		if !strings.Contains(form, "password") {
+			t.Errorf("the key is gone: %s", form)
+		}
 	}
 }

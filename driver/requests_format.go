@@ -34,26 +34,26 @@ func (r ValidateVolumeCapabilitiesRequest) GoString() string { return r.String()
 func (r ValidateVolumeCapabilitiesRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
-func (r ControllerPublishRequest) String() string {
-	return reqfmt.String("ControllerPublishRequest", r.Raw)
+func (r ControllerPublishVolumeRequest) String() string {
+	return reqfmt.String("ControllerPublishVolumeRequest", r.Raw)
 }
 
 // GoString is String, so %#v does not leak either.
-func (r ControllerPublishRequest) GoString() string { return r.String() }
+func (r ControllerPublishVolumeRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r ControllerPublishRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
+func (r ControllerPublishVolumeRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
-func (r ControllerUnpublishRequest) String() string {
-	return reqfmt.String("ControllerUnpublishRequest", r.Raw)
+func (r ControllerUnpublishVolumeRequest) String() string {
+	return reqfmt.String("ControllerUnpublishVolumeRequest", r.Raw)
 }
 
 // GoString is String, so %#v does not leak either.
-func (r ControllerUnpublishRequest) GoString() string { return r.String() }
+func (r ControllerUnpublishVolumeRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r ControllerUnpublishRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
+func (r ControllerUnpublishVolumeRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
 func (r ListVolumesRequest) String() string { return reqfmt.String("ListVolumesRequest", r.Raw) }
@@ -165,40 +165,48 @@ func (r ControllerListVolumeHealthRequest) GoString() string { return r.String()
 func (r ControllerListVolumeHealthRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
-func (r NodeStageRequest) String() string { return reqfmt.String("NodeStageRequest", r.Raw) }
+func (r NodeStageVolumeRequest) String() string {
+	return reqfmt.String("NodeStageVolumeRequest", r.Raw)
+}
 
 // GoString is String, so %#v does not leak either.
-func (r NodeStageRequest) GoString() string { return r.String() }
+func (r NodeStageVolumeRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r NodeStageRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
+func (r NodeStageVolumeRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
-func (r NodeUnstageRequest) String() string { return reqfmt.String("NodeUnstageRequest", r.Raw) }
+func (r NodeUnstageVolumeRequest) String() string {
+	return reqfmt.String("NodeUnstageVolumeRequest", r.Raw)
+}
 
 // GoString is String, so %#v does not leak either.
-func (r NodeUnstageRequest) GoString() string { return r.String() }
+func (r NodeUnstageVolumeRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r NodeUnstageRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
+func (r NodeUnstageVolumeRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
-func (r NodePublishRequest) String() string { return reqfmt.String("NodePublishRequest", r.Raw) }
+func (r NodePublishVolumeRequest) String() string {
+	return reqfmt.String("NodePublishVolumeRequest", r.Raw)
+}
 
 // GoString is String, so %#v does not leak either.
-func (r NodePublishRequest) GoString() string { return r.String() }
+func (r NodePublishVolumeRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r NodePublishRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
+func (r NodePublishVolumeRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
-func (r NodeUnpublishRequest) String() string { return reqfmt.String("NodeUnpublishRequest", r.Raw) }
+func (r NodeUnpublishVolumeRequest) String() string {
+	return reqfmt.String("NodeUnpublishVolumeRequest", r.Raw)
+}
 
 // GoString is String, so %#v does not leak either.
-func (r NodeUnpublishRequest) GoString() string { return r.String() }
+func (r NodeUnpublishVolumeRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r NodeUnpublishRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
+func (r NodeUnpublishVolumeRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
 func (r NodeGetVolumeStatsRequest) String() string {

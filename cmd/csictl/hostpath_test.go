@@ -37,7 +37,7 @@ func startHostpath(t *testing.T) (p *testPlugin, dir string) {
 	cfg.Logger, cfg.CheckResponses = zap.NewNop(), true
 	d, err := plugin.New(cfg)
 	if err != nil {
-		t.Fatalf("driver.New: %v", err)
+		t.Fatalf("plugin.New: %v", err)
 	}
 	sock := filepath.Join(dir, "csi.sock")
 	ctx, cancel := context.WithCancel(context.Background())

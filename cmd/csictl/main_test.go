@@ -85,7 +85,7 @@ func (p *testPlugin) serve(cfg plugin.Config) {
 	}
 	d, err := plugin.New(cfg)
 	if err != nil {
-		t.Fatalf("driver.New: %v", err)
+		t.Fatalf("plugin.New: %v", err)
 	}
 	// A short directory keeps the socket path under the unix address limit on every OS.
 	dir, err := os.MkdirTemp("", "csictl")

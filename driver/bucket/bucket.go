@@ -44,9 +44,9 @@ type Version string
 
 // The COSI wire versions.
 const (
-	// COSIV1Alpha1 is package cosi.v1alpha1, spoken by the released COSI sidecar.
+	// V1Alpha1 is package cosi.v1alpha1, spoken by the released COSI sidecar.
 	V1Alpha1 Version = "v1alpha1"
-	// COSIV1Alpha2 is package sigs.k8s.io.cosi.v1alpha2.
+	// V1Alpha2 is package sigs.k8s.io.cosi.v1alpha2.
 	V1Alpha2 Version = "v1alpha2"
 )
 

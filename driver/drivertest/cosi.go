@@ -32,7 +32,7 @@ type COSIOptions struct {
 	// suite always tries another bucket as the incompatible change; these add a second try.
 	IncompatibleAccessParameters map[string]string
 	// MultiBucketAccess says the driver can put several buckets behind one access
-	// (driver.Config.MultiBucketAccess). When false, a grant of several buckets must be
+	// (plugin.COSIConfig.MultiBucketAccess). When false, a grant of several buckets must be
 	// OUT_OF_RANGE; when true, it must succeed. OUT_OF_RANGE is never right for one bucket.
 	MultiBucketAccess bool
 	// CheckCredentials, when set, proves that granted credentials really work: it returns nil when
@@ -55,7 +55,7 @@ type COSIOptions struct {
 }
 
 // COSI runs the COSI conformance suite against a plugin built from cfg, which must have Buckets.
-// The plugin is built with driver.New, with a debug-level logger captured for the credential
+// The plugin is built with plugin.New, with a debug-level logger captured for the credential
 // canary (added beside cfg.Logger when that is set), and served on a unix socket until the test
 // ends. Each wire version is a subtest of t, skipped when the plugin does not serve it.
 func COSI(t *testing.T, cfg plugin.Config, opts COSIOptions) {
@@ -82,7 +82,7 @@ func COSIEndpoint(t *testing.T, endpoint string, opts COSIOptions) {
 func serveCOSI(t *testing.T, cfg plugin.Config) (endpoint string, logs func() string) {
 	t.Helper()
 	if cfg.COSI == nil {
-		t.Fatal("drivertest: COSI needs a driver.Config with Buckets")
+		t.Fatal("drivertest: COSI needs a plugin.Config with COSI set")
 	}
 	sock, capture := serveCaptured(t, cfg, "cosi.sock")
 	return "unix://" + sock, capture.String

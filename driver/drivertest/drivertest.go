@@ -120,7 +120,7 @@ var (
 )
 
 // CSI runs csi-sanity v5.6.0 in-process, plus csikit's own specs, against a plugin built from cfg.
-// The plugin is built with driver.New, with a debug-level logger captured for the secret canary
+// The plugin is built with plugin.New, with a debug-level logger captured for the secret canary
 // (added beside cfg.Logger when that is set), and served on a unix socket until the test ends.
 // When the backend logs through a logger of its own, give those logs as Options.Logs too: the
 // canary then searches both.

@@ -28,7 +28,7 @@ func serveCaptured(t *testing.T, cfg plugin.Config, name string) (sock string, l
 	}
 	d, err := plugin.New(cfg)
 	if err != nil {
-		t.Fatalf("drivertest: driver.New: %v", err)
+		t.Fatalf("drivertest: plugin.New: %v", err)
 	}
 	sock = socketPath(t, name)
 	lis, err := net.Listen("unix", sock)

@@ -21,7 +21,7 @@ import (
 
 // CheckVolumeGroups names csikit's specs for the volume-group service of seed 001
 // (volumegroup.Controller). They run when GetPluginInfo's manifest lists the served group RPCs
-// under driver.ManifestVolumeGroupRPCs, which every csikit plugin with Config.VolumeGroups does,
+// under plugin.ManifestVolumeGroupRPCs, which every csikit plugin with Config.VolumeGroups does,
 // and are skipped otherwise.
 const CheckVolumeGroups Check = "volume-groups"
 

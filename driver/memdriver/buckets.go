@@ -13,8 +13,8 @@ import (
 )
 
 // Buckets is a complete COSI bucket backend in memory: buckets by name, accounts by name with
-// keys minted once, grants per bucket and mode. It implements driver.BucketProvisioner,
-// driver.BucketGetter and driver.BucketAccessGranter, and is the smallest correct one: create is
+// keys minted once, grants per bucket and mode. It implements bucket.Provisioner,
+// bucket.Getter and bucket.AccessGranter, and is the smallest correct one: create is
 // idempotent by name with CreateBucketRequest.CheckExisting, a grant by account name returns the
 // same account and keys every time, and "not found" on delete and revoke is left to the library.
 // It serves S3 info only (no S3 server stands behind it: use examples/memorys3 for keys that
@@ -62,7 +62,7 @@ func (m *Buckets) info(id string) *bucket.Bucket {
 	return &bucket.Bucket{ID: id, S3: &bucket.S3Info{Endpoint: m.Endpoint, Region: m.Region, AddressingStyle: bucket.S3AddressingPath}}
 }
 
-// CreateBucket implements driver.BucketProvisioner.
+// CreateBucket implements bucket.Provisioner.
 func (m *Buckets) CreateBucket(_ context.Context, req *bucket.CreateBucketRequest) (*bucket.Bucket, error) {
 	for _, p := range req.Protocols {
 		if p != bucket.S3 {
@@ -85,7 +85,7 @@ func (m *Buckets) CreateBucket(_ context.Context, req *bucket.CreateBucketReques
 	return m.info(b.id), nil
 }
 
-// GetBucket implements driver.BucketGetter.
+// GetBucket implements bucket.Getter.
 func (m *Buckets) GetBucket(_ context.Context, req *bucket.GetBucketRequest) (*bucket.Bucket, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -95,7 +95,7 @@ func (m *Buckets) GetBucket(_ context.Context, req *bucket.GetBucketRequest) (*b
 	return m.info(req.ID), nil
 }
 
-// DeleteBucket implements driver.BucketProvisioner. A bucket an account still has access to is
+// DeleteBucket implements bucket.Provisioner. A bucket an account still has access to is
 // in use: revoke first, as Kubernetes does (a BucketAccess holds its BucketClaim).
 func (m *Buckets) DeleteBucket(_ context.Context, req *bucket.DeleteBucketRequest) error {
 	m.mu.Lock()
@@ -117,7 +117,7 @@ func (m *Buckets) DeleteBucket(_ context.Context, req *bucket.DeleteBucketReques
 	return nil
 }
 
-// GrantBucketAccess implements driver.BucketAccessGranter.
+// GrantBucketAccess implements bucket.AccessGranter.
 func (m *Buckets) GrantBucketAccess(_ context.Context, req *bucket.GrantBucketAccessRequest) (*bucket.Access, error) {
 	if req.Authentication != bucket.AuthKey {
 		return nil, fmt.Errorf("authentication %v: only keys: %w", req.Authentication, driver.ErrUnsupported)
@@ -160,7 +160,7 @@ func (m *Buckets) access(a *memAccount) *bucket.Access {
 	return out
 }
 
-// RevokeBucketAccess implements driver.BucketAccessGranter: the account goes, with its keys.
+// RevokeBucketAccess implements bucket.AccessGranter: the account goes, with its keys.
 func (m *Buckets) RevokeBucketAccess(_ context.Context, req *bucket.RevokeBucketAccessRequest) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -377,7 +377,7 @@ func (d *Driver) ValidateVolumeCapabilities(_ context.Context, req *driver.Valid
 }
 
 // ControllerPublishVolume attaches a volume to a node.
-func (d *Driver) ControllerPublishVolume(_ context.Context, req *driver.ControllerPublishRequest) (map[string]string, error) {
+func (d *Driver) ControllerPublishVolume(_ context.Context, req *driver.ControllerPublishVolumeRequest) (map[string]string, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	v, err := d.volume(req.VolumeID)
@@ -415,7 +415,7 @@ func (d *Driver) ControllerPublishVolume(_ context.Context, req *driver.Controll
 }
 
 // ControllerUnpublishVolume detaches a volume from one node or all.
-func (d *Driver) ControllerUnpublishVolume(_ context.Context, req *driver.ControllerUnpublishRequest) error {
+func (d *Driver) ControllerUnpublishVolume(_ context.Context, req *driver.ControllerUnpublishVolumeRequest) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	v, err := d.volume(req.VolumeID)
@@ -649,7 +649,7 @@ func (d *Driver) NodeGetInfo(context.Context) (*driver.NodeInfo, error) {
 }
 
 // NodeStageVolume records the staging path.
-func (d *Driver) NodeStageVolume(_ context.Context, req *driver.NodeStageRequest) error {
+func (d *Driver) NodeStageVolume(_ context.Context, req *driver.NodeStageVolumeRequest) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if _, ok := d.volumes[req.VolumeID]; !ok {
@@ -664,7 +664,7 @@ func (d *Driver) NodeStageVolume(_ context.Context, req *driver.NodeStageRequest
 }
 
 // NodeUnstageVolume forgets the staging path; volumes still published stay staged.
-func (d *Driver) NodeUnstageVolume(_ context.Context, req *driver.NodeUnstageRequest) error {
+func (d *Driver) NodeUnstageVolume(_ context.Context, req *driver.NodeUnstageVolumeRequest) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if _, ok := d.volumes[req.VolumeID]; !ok {
@@ -678,7 +678,7 @@ func (d *Driver) NodeUnstageVolume(_ context.Context, req *driver.NodeUnstageReq
 }
 
 // NodePublishVolume creates the target (a directory, or a file for block access) and records it.
-func (d *Driver) NodePublishVolume(_ context.Context, req *driver.NodePublishRequest) error {
+func (d *Driver) NodePublishVolume(_ context.Context, req *driver.NodePublishVolumeRequest) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	v, err := d.volume(req.VolumeID)
@@ -719,7 +719,7 @@ func (d *Driver) NodePublishVolume(_ context.Context, req *driver.NodePublishReq
 }
 
 // NodeUnpublishVolume removes the target it created.
-func (d *Driver) NodeUnpublishVolume(_ context.Context, req *driver.NodeUnpublishRequest) error {
+func (d *Driver) NodeUnpublishVolume(_ context.Context, req *driver.NodeUnpublishVolumeRequest) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if _, ok := d.volumes[req.VolumeID]; !ok {

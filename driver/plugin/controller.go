@@ -101,7 +101,7 @@ func (s *controllerServer) ControllerPublishVolume(ctx context.Context, req *csi
 	if req.GetReadonly() && !s.d.caps.features.PublishReadonly {
 		return nil, status.Error(codes.InvalidArgument, "readonly: this plugin does not advertise PUBLISH_READONLY, so readonly must be false")
 	}
-	pc, err := impl[driver.ControllerPublisher](s.b.controller).ControllerPublishVolume(ctx, &driver.ControllerPublishRequest{
+	pc, err := impl[driver.ControllerPublisher](s.b.controller).ControllerPublishVolume(ctx, &driver.ControllerPublishVolumeRequest{
 		VolumeID:      req.GetVolumeId(),
 		NodeID:        req.GetNodeId(),
 		Capability:    capabilityFromCSI(req.GetVolumeCapability()),
@@ -117,7 +117,7 @@ func (s *controllerServer) ControllerPublishVolume(ctx context.Context, req *csi
 }
 
 func (s *controllerServer) ControllerUnpublishVolume(ctx context.Context, req *csi.ControllerUnpublishVolumeRequest) (*csi.ControllerUnpublishVolumeResponse, error) {
-	err := impl[driver.ControllerPublisher](s.b.controller).ControllerUnpublishVolume(ctx, &driver.ControllerUnpublishRequest{
+	err := impl[driver.ControllerPublisher](s.b.controller).ControllerUnpublishVolume(ctx, &driver.ControllerUnpublishVolumeRequest{
 		VolumeID: req.GetVolumeId(), NodeID: req.GetNodeId(), Secrets: req.GetSecrets(), Raw: req})
 	if err := mapError(rpcControllerUnpublish, err); err != nil {
 		return nil, err

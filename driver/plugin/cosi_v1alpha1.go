@@ -12,7 +12,6 @@ import (
 	"github.com/csikit/csikit/driver/bucket"
 	"github.com/csikit/csikit/idempotency"
 	"github.com/csikit/csikit/middleware/locking"
-	"github.com/csikit/csikit/middleware/validation"
 )
 
 // The COSI v1alpha1 adapter (package cosi.v1alpha1 of
@@ -39,23 +38,6 @@ const (
 	v1alpha1ServiceAccount = "serviceAccount"
 	v1alpha1ProjectID      = "projectId"
 )
-
-func init() {
-	const p = "cosi.v1alpha1."
-	for msg, fields := range map[string][]string{
-		"DriverCreateBucketRequest":       {"name"},
-		"DriverDeleteBucketRequest":       {"bucket_id"},
-		"DriverGrantBucketAccessRequest":  {"bucket_id", "name", "authentication_type"},
-		"DriverRevokeBucketAccessRequest": {"bucket_id", "account_id"},
-		"DriverGetInfoResponse":           {"name"},
-		"DriverCreateBucketResponse":      {"bucket_id"},
-		"DriverGrantBucketAccessResponse": {"account_id"},
-	} {
-		if err := validation.RegisterRequired(protoName(p+msg), protoNames(fields)...); err != nil {
-			panic(err) // the names above are checked by tests against the linked proto
-		}
-	}
-}
 
 // cosiV1Alpha1Keys is the lock policy of cosiKeys for this version's requests.
 func cosiV1Alpha1Keys(req any) ([]idempotency.Key, bool) {

@@ -26,7 +26,7 @@ type mountFailing struct {
 	panics bool
 }
 
-func (b mountFailing) NodePublishVolume(_ context.Context, r *driver.NodePublishRequest) error {
+func (b mountFailing) NodePublishVolume(_ context.Context, r *driver.NodePublishVolumeRequest) error {
 	flags := r.Raw.GetVolumeCapability().GetMount().GetMountFlags()
 	msg := fmt.Sprintf("mount -o %s /dev/x %s: exit status 32 (flags %q)", strings.Join(flags, ","), r.TargetPath, flags)
 	if b.panics {

@@ -69,7 +69,7 @@ func serve(t testing.TB, cfg plugin.Config, name string) (*grpc.ClientConn, stri
 	t.Helper()
 	d, err := plugin.New(cfg)
 	if err != nil {
-		t.Fatalf("driver.New: %v", err)
+		t.Fatalf("plugin.New: %v", err)
 	}
 	sock := filepath.Join(t.TempDir(), name)
 	lis, err := net.Listen("unix", sock)

@@ -510,7 +510,7 @@ type slowNode struct {
 	entered, release chan struct{}
 }
 
-func (s slowNode) NodePublishVolume(context.Context, *driver.NodePublishRequest) error {
+func (s slowNode) NodePublishVolume(context.Context, *driver.NodePublishVolumeRequest) error {
 	close(s.entered)
 	<-s.release
 	return nil
@@ -565,7 +565,7 @@ func TestServeStopsGracefully(t *testing.T) {
 // mountLeaky fails with errors that quote mount options, parameters and secrets.
 type mountLeaky struct{ minimal }
 
-func (mountLeaky) NodePublishVolume(_ context.Context, r *driver.NodePublishRequest) error {
+func (mountLeaky) NodePublishVolume(_ context.Context, r *driver.NodePublishVolumeRequest) error {
 	return fmt.Errorf("mount -o %s failed", strings.Join(r.Capability.MountFlags, ","))
 }
 

@@ -58,11 +58,11 @@ type (
 	nearProber                struct{ anyBackend }
 )
 
-func (nearControllerPublisher) ControllerPublishVolume(context.Context, *driver.ControllerPublishRequest) map[string]string {
+func (nearControllerPublisher) ControllerPublishVolume(context.Context, *driver.ControllerPublishVolumeRequest) map[string]string {
 	return nil
 }
 
-func (nearControllerPublisher) ControllerUnpublishVolume(context.Context, *driver.ControllerUnpublishRequest) error {
+func (nearControllerPublisher) ControllerUnpublishVolume(context.Context, *driver.ControllerUnpublishVolumeRequest) error {
 	return nil
 }
 
@@ -119,7 +119,9 @@ func (nearVolumeHealthLister) ControllerListVolumeHealth(context.Context, *drive
 }
 
 // NodeStageVolume is right; NodeUnstageVolume is missing.
-func (nearNodeStager) NodeStageVolume(context.Context, *driver.NodeStageRequest) error { return nil }
+func (nearNodeStager) NodeStageVolume(context.Context, *driver.NodeStageVolumeRequest) error {
+	return nil
+}
 
 func (nearVolumeStatsReporter) NodeGetVolumeStats(context.Context, *driver.NodeGetVolumeStatsRequest) (*driver.VolumeUsage, error) {
 	return nil, nil

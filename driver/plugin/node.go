@@ -31,7 +31,7 @@ func (s *nodeServer) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolu
 	if err := s.d.checkMountGroup(req.GetVolumeCapability()); err != nil {
 		return nil, err
 	}
-	err := impl[driver.NodeStager](s.b.node).NodeStageVolume(ctx, &driver.NodeStageRequest{
+	err := impl[driver.NodeStager](s.b.node).NodeStageVolume(ctx, &driver.NodeStageVolumeRequest{
 		VolumeID:          req.GetVolumeId(),
 		StagingTargetPath: req.GetStagingTargetPath(),
 		Capability:        capabilityFromCSI(req.GetVolumeCapability()),
@@ -47,7 +47,7 @@ func (s *nodeServer) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolu
 }
 
 func (s *nodeServer) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
-	err := impl[driver.NodeStager](s.b.node).NodeUnstageVolume(ctx, &driver.NodeUnstageRequest{
+	err := impl[driver.NodeStager](s.b.node).NodeUnstageVolume(ctx, &driver.NodeUnstageVolumeRequest{
 		VolumeID: req.GetVolumeId(), StagingTargetPath: req.GetStagingTargetPath(), Raw: req})
 	if err != nil {
 		return nil, mapError(rpcNodeUnstage, err)
@@ -68,7 +68,7 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 		return nil, status.Error(codes.FailedPrecondition,
 			"staging_target_path is empty: this plugin stages volumes (STAGE_UNSTAGE_VOLUME), so NodeStageVolume must succeed first and its path be passed here")
 	}
-	err := s.b.node.NodePublishVolume(ctx, &driver.NodePublishRequest{
+	err := s.b.node.NodePublishVolume(ctx, &driver.NodePublishVolumeRequest{
 		VolumeID:          req.GetVolumeId(),
 		StagingTargetPath: req.GetStagingTargetPath(),
 		TargetPath:        req.GetTargetPath(),
@@ -86,7 +86,7 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 }
 
 func (s *nodeServer) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
-	err := s.b.node.NodeUnpublishVolume(ctx, &driver.NodeUnpublishRequest{VolumeID: req.GetVolumeId(), TargetPath: req.GetTargetPath(), Raw: req})
+	err := s.b.node.NodeUnpublishVolume(ctx, &driver.NodeUnpublishVolumeRequest{VolumeID: req.GetVolumeId(), TargetPath: req.GetTargetPath(), Raw: req})
 	if err != nil {
 		return nil, mapError(rpcNodeUnpublish, err)
 	}

@@ -191,6 +191,9 @@ type Plugin struct {
 // New checks the configuration and returns a plugin. It refuses an invalid plugin name or
 // inconsistent capabilities, so a misconfigured plugin fails at start-up, not in production.
 func New(cfg Config) (*Plugin, error) {
+	if err := registerRequiredFields(); err != nil {
+		return nil, err
+	}
 	if err := validation.PluginName(cfg.Name); err != nil {
 		return nil, fmt.Errorf("Config.Name %q: %w", cfg.Name, err)
 	}

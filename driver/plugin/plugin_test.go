@@ -28,8 +28,10 @@ func (minimal) DeleteVolume(context.Context, *driver.DeleteVolumeRequest) error 
 func (minimal) ValidateVolumeCapabilities(context.Context, *driver.ValidateVolumeCapabilitiesRequest) error {
 	return nil
 }
-func (minimal) NodePublishVolume(context.Context, *driver.NodePublishRequest) error     { return nil }
-func (minimal) NodeUnpublishVolume(context.Context, *driver.NodeUnpublishRequest) error { return nil }
+func (minimal) NodePublishVolume(context.Context, *driver.NodePublishVolumeRequest) error { return nil }
+func (minimal) NodeUnpublishVolume(context.Context, *driver.NodeUnpublishVolumeRequest) error {
+	return nil
+}
 func (minimal) NodeGetInfo(context.Context) (*driver.NodeInfo, error) {
 	return &driver.NodeInfo{NodeID: "n1"}, nil
 }
@@ -227,16 +229,16 @@ func (b errBackend) CreateVolume(context.Context, *driver.CreateVolumeRequest) (
 	return nil, b.err
 }
 func (b errBackend) DeleteVolume(context.Context, *driver.DeleteVolumeRequest) error { return b.err }
-func (b errBackend) ControllerPublishVolume(context.Context, *driver.ControllerPublishRequest) (map[string]string, error) {
+func (b errBackend) ControllerPublishVolume(context.Context, *driver.ControllerPublishVolumeRequest) (map[string]string, error) {
 	return nil, b.err
 }
-func (b errBackend) ControllerUnpublishVolume(context.Context, *driver.ControllerUnpublishRequest) error {
+func (b errBackend) ControllerUnpublishVolume(context.Context, *driver.ControllerUnpublishVolumeRequest) error {
 	return b.err
 }
-func (b errBackend) NodePublishVolume(context.Context, *driver.NodePublishRequest) error {
+func (b errBackend) NodePublishVolume(context.Context, *driver.NodePublishVolumeRequest) error {
 	return b.err
 }
-func (b errBackend) NodeUnpublishVolume(context.Context, *driver.NodeUnpublishRequest) error {
+func (b errBackend) NodeUnpublishVolume(context.Context, *driver.NodeUnpublishVolumeRequest) error {
 	return b.err
 }
 func (b errBackend) ValidateVolumeCapabilities(context.Context, *driver.ValidateVolumeCapabilitiesRequest) error {
@@ -539,7 +541,7 @@ func TestCapabilityEdgeCases(t *testing.T) {
 // stagerWithoutUnstage has NodeStageVolume but no NodeUnstageVolume: it means NodeStager.
 type stagerWithoutUnstage struct{ minimal }
 
-func (stagerWithoutUnstage) NodeStageVolume(context.Context, *driver.NodeStageRequest) error {
+func (stagerWithoutUnstage) NodeStageVolume(context.Context, *driver.NodeStageVolumeRequest) error {
 	return nil
 }
 
@@ -555,7 +557,7 @@ type proberWithWrongSignature struct{ minimal }
 
 func (proberWithWrongSignature) Probe(context.Context) bool { return true }
 
-// grantByValue answers its grant by value where driver.BucketAccessGranter answers a pointer.
+// grantByValue answers its grant by value where bucket.AccessGranter answers a pointer.
 type grantByValue struct{ *memdriver.Buckets }
 
 func (grantByValue) GrantBucketAccess(context.Context, *bucket.GrantBucketAccessRequest) (bucket.Access, error) {
@@ -569,7 +571,7 @@ func TestNewRefusesABackendThatAlmostImplementsAnInterface(t *testing.T) {
 		want []string
 	}{
 		{"stage without unstage", plugin.Config{Node: stagerWithoutUnstage{}},
-			[]string{"Config.Node", "driver.NodeStager", "missing NodeUnstageVolume(context.Context, *driver.NodeUnstageRequest) error"}},
+			[]string{"Config.Node", "driver.NodeStager", "missing NodeUnstageVolume(context.Context, *driver.NodeUnstageVolumeRequest) error"}},
 		{"list with the wrong result type", plugin.Config{Controller: listerWithWrongSignature{}},
 			[]string{"Config.Controller", "driver.VolumeLister", "ListVolumes is (context.Context, *driver.ListVolumesRequest) ([]*driver.VolumeEntry, error), want (context.Context, *driver.ListVolumesRequest) ([]driver.VolumeEntry, error)"}},
 		{"probe with the wrong signature", plugin.Config{Controller: proberWithWrongSignature{}},

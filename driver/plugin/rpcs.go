@@ -206,9 +206,11 @@ func volumeKey(id string) []idempotency.Key { return []idempotency.Key{excl(lock
 // rpcTable lists every RPC of every service this package serves. TestRPCTableCoversEveryMethod
 // checks it against the generated service descriptors, so a spec upgrade that adds an RPC fails a
 // test until it has an entry.
-var rpcTable = map[rpc]*rpcSpec{}
+var rpcTable = buildRPCTable()
 
-func init() {
+// buildRPCTable describes every RPC once; unsupported defaults to INVALID_ARGUMENT.
+func buildRPCTable() map[rpc]*rpcSpec {
+	table := map[rpc]*rpcSpec{}
 	for _, s := range []*rpcSpec{
 		{name: "GetPluginInfo", service: svcIdentity},
 		{name: "GetPluginCapabilities", service: svcIdentity},
@@ -346,6 +348,7 @@ func init() {
 		if s.unsupported == codes.OK {
 			s.unsupported = codes.InvalidArgument
 		}
-		rpcTable[s.name] = s
+		table[s.name] = s
 	}
+	return table
 }

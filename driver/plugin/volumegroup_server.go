@@ -2,47 +2,20 @@ package plugin
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 
 	vgpb "github.com/IBM/csi-volume-group/lib/go/volumegroup"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/csikit/csikit/driver"
 	"github.com/csikit/csikit/driver/volumegroup"
-	"github.com/csikit/csikit/middleware/validation"
 )
 
 // ManifestVolumeGroupRPCs is the GetPluginInfo manifest key listing, comma-separated, the
 // volume-group RPCs the plugin serves.
 const ManifestVolumeGroupRPCs = "volumegroup.csikit.dev/rpcs"
-
-// The required fields of seed 001 ("This field is REQUIRED"), checked like csi.v1's.
-func init() {
-	for msg, fields := range map[string][]string{
-		"volumegroup.CreateVolumeGroupRequest":            {"name"},
-		"volumegroup.DeleteVolumeGroupRequest":            {"volume_group_id"},
-		"volumegroup.ModifyVolumeGroupMembershipRequest":  {"volume_group_id"},
-		"volumegroup.ControllerGetVolumeGroupRequest":     {"volume_group_id"},
-		"volumegroup.CreateVolumeGroupResponse":           {"volume_group"},
-		"volumegroup.ModifyVolumeGroupMembershipResponse": {"volume_group"},
-		"volumegroup.ControllerGetVolumeGroupResponse":    {"volume_group"},
-		"volumegroup.VolumeGroup":                         {"volume_group_id"},
-		"volumegroup.VgVolume":                            {"volume_id"},
-	} {
-		names := make([]protoreflect.Name, len(fields))
-		for i, f := range fields {
-			names[i] = protoreflect.Name(f)
-		}
-		if err := validation.RegisterRequired(protoreflect.FullName(msg), names...); err != nil {
-			// The bindings are linked into this package: a failure is a build mismatch.
-			panic(fmt.Sprintf("csikit: volume group validation: %v", err))
-		}
-	}
-}
 
 type volumeGroupServer struct {
 	vgpb.UnimplementedControllerServer

@@ -161,7 +161,7 @@ func directoriesOnly(caps []driver.VolumeCapability) error {
 	return nil
 }
 
-func (d dirs) NodePublishVolume(_ context.Context, r *driver.NodePublishRequest) error {
+func (d dirs) NodePublishVolume(_ context.Context, r *driver.NodePublishVolumeRequest) error {
 	p, _, err := d.existing(r.VolumeID)
 	if err != nil {
 		return err
@@ -172,7 +172,7 @@ func (d dirs) NodePublishVolume(_ context.Context, r *driver.NodePublishRequest)
 	return d.mounts.Bind(p, r.TargetPath, nodemount.Options{ReadOnly: r.Readonly, MountFlags: r.Capability.MountFlags})
 }
 
-func (d dirs) NodeUnpublishVolume(_ context.Context, r *driver.NodeUnpublishRequest) error {
+func (d dirs) NodeUnpublishVolume(_ context.Context, r *driver.NodeUnpublishVolumeRequest) error {
 	p, _, err := d.existing(r.VolumeID)
 	if err != nil {
 		return err

@@ -29,7 +29,7 @@ func TestEveryModeReportsTheSamePluginCapabilities(t *testing.T) {
 			defer p.Close()
 			d, err := plugin.New(p.Config())
 			if err != nil {
-				t.Fatalf("driver.New in mode %s: %v", mode, err)
+				t.Fatalf("plugin.New in mode %s: %v", mode, err)
 			}
 			sock := filepath.Join(dir, "csi.sock")
 			lis, err := net.Listen("unix", sock)

@@ -1,5 +1,5 @@
-// Package bucketdriver is memorys3's COSI backend: it implements driver.BucketProvisioner,
-// driver.BucketGetter and driver.BucketAccessGranter on an s3server.Server, so the buckets COSI
+// Package bucketdriver is memorys3's COSI backend: it implements bucket.Provisioner,
+// bucket.Getter and bucket.AccessGranter on an s3server.Server, so the buckets COSI
 // creates are real S3 buckets and the keys a grant returns really sign requests.
 //
 // What it adds to the S3 server is COSI's idempotency and ownership:
@@ -100,7 +100,7 @@ func mapS3Error(err error) error {
 	return err
 }
 
-// CreateBucket implements driver.BucketProvisioner.
+// CreateBucket implements bucket.Provisioner.
 func (b *Backend) CreateBucket(ctx context.Context, req *bucket.CreateBucketRequest) (*bucket.Bucket, error) {
 	if err := noParameters("bucket", req.Parameters); err != nil {
 		return nil, err
@@ -118,7 +118,7 @@ func (b *Backend) CreateBucket(ctx context.Context, req *bucket.CreateBucketRequ
 	return b.info(id), nil
 }
 
-// GetBucket implements driver.BucketGetter: it finds the buckets this driver created and, for
+// GetBucket implements bucket.Getter: it finds the buckets this driver created and, for
 // COSI's static provisioning, those that exist in the store without it.
 func (b *Backend) GetBucket(ctx context.Context, req *bucket.GetBucketRequest) (*bucket.Bucket, error) {
 	if err := noParameters("bucket", req.Parameters); err != nil {
@@ -130,7 +130,7 @@ func (b *Backend) GetBucket(ctx context.Context, req *bucket.GetBucketRequest) (
 	return b.info(req.ID), nil
 }
 
-// DeleteBucket implements driver.BucketProvisioner: the bucket goes with its objects and its
+// DeleteBucket implements bucket.Provisioner: the bucket goes with its objects and its
 // grants. A bucket this driver did not create is refused, never deleted. The S3 server is asked
 // whatever the store holds: while it has a record of the bucket, it has work to finish.
 func (b *Backend) DeleteBucket(ctx context.Context, req *bucket.DeleteBucketRequest) error {
@@ -154,7 +154,7 @@ func s3Mode(m bucket.AccessMode) s3server.Mode {
 	return s3server.ReadWrite
 }
 
-// GrantBucketAccess implements driver.BucketAccessGranter.
+// GrantBucketAccess implements bucket.AccessGranter.
 func (b *Backend) GrantBucketAccess(ctx context.Context, req *bucket.GrantBucketAccessRequest) (*bucket.Access, error) {
 	if req.Authentication != bucket.AuthKey {
 		return nil, fmt.Errorf("memorys3 grants access keys only, not %v: %w", req.Authentication, driver.ErrUnsupported)
@@ -189,7 +189,7 @@ func (b *Backend) GrantBucketAccess(ctx context.Context, req *bucket.GrantBucket
 	return out, nil
 }
 
-// RevokeBucketAccess implements driver.BucketAccessGranter: the given buckets leave the
+// RevokeBucketAccess implements bucket.AccessGranter: the given buckets leave the
 // account's grant, and when none is left the account and its keys go. Both wire versions name at
 // least one bucket (v1alpha1 its one bucket_id, v1alpha2 one or more; the library refuses an
 // empty list); a request naming none, which only a Go caller can make, revokes the whole account.
