@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"flag"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/drivertest"
 	"github.com/csikit/csikit/driver/memdriver"
 	"github.com/csikit/csikit/driver/plugin"
 )
@@ -68,8 +68,8 @@ func startPlugin(t *testing.T) *testPlugin {
 	return p
 }
 
-// serve serves cfg, with every unary request recorded in p.requests, on a unix socket in a fresh
-// directory until the test ends.
+// serve serves cfg, with every unary request recorded in p.requests, on a fresh unix socket until
+// the test ends.
 func (p *testPlugin) serve(cfg plugin.Config) {
 	t := p.t
 	t.Helper()
@@ -83,30 +83,7 @@ func (p *testPlugin) serve(cfg plugin.Config) {
 			return h(ctx, req)
 		},
 	}
-	d, err := plugin.New(cfg)
-	if err != nil {
-		t.Fatalf("plugin.New: %v", err)
-	}
-	// A short directory keeps the socket path under the unix address limit on every OS.
-	dir, err := os.MkdirTemp("", "csictl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.sock = filepath.Join(dir, "csi.sock")
-	lis, err := net.Listen("unix", p.sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Serve(ctx, lis) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-		os.RemoveAll(dir)
-	})
+	p.sock = drivertest.NewServer(t, cfg).Socket
 }
 
 // reached returns how many unary requests the plugin has seen, to check that a bad command line

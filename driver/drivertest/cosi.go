@@ -54,10 +54,10 @@ type COSIOptions struct {
 	CallTimeout time.Duration
 }
 
-// COSI runs the COSI conformance suite against a plugin built from cfg, which must have Buckets.
-// The plugin is built with plugin.New, with a debug-level logger captured for the credential
-// canary (added beside cfg.Logger when that is set), and served on a unix socket until the test
-// ends. Each wire version is a subtest of t, skipped when the plugin does not serve it.
+// COSI runs the COSI conformance suite against a plugin built from cfg, which must have COSI set.
+// NewServer serves the plugin until the test ends; what it captures of the plugin's log at debug
+// level (beside cfg.Logger when that is set) feeds the credential canary. Each wire version is a
+// subtest of t, skipped when the plugin does not serve it.
 func COSI(t *testing.T, cfg plugin.Config, opts COSIOptions) {
 	t.Helper()
 	endpoint, logs := serveCOSI(t, cfg)
@@ -78,14 +78,14 @@ func COSIEndpoint(t *testing.T, endpoint string, opts COSIOptions) {
 }
 
 // serveCOSI serves cfg on a fresh socket until the test ends and returns its endpoint and the
-// library's captured log.
+// plugin's captured log.
 func serveCOSI(t *testing.T, cfg plugin.Config) (endpoint string, logs func() string) {
 	t.Helper()
 	if cfg.COSI == nil {
 		t.Fatal("drivertest: COSI needs a plugin.Config with COSI set")
 	}
-	sock, capture := serveCaptured(t, cfg, "cosi.sock")
-	return "unix://" + sock, capture.String
+	srv := NewServer(t, cfg)
+	return srv.Endpoint, srv.Logs
 }
 
 // dialCOSI connects to endpoint with the recorder's interceptor, so every call the suite makes is

@@ -120,22 +120,22 @@ var (
 )
 
 // CSI runs csi-sanity v5.6.0 in-process, plus csikit's own specs, against a plugin built from cfg.
-// The plugin is built with plugin.New, with a debug-level logger captured for the secret canary
-// (added beside cfg.Logger when that is set), and served on a unix socket until the test ends.
-// When the backend logs through a logger of its own, give those logs as Options.Logs too: the
-// canary then searches both.
+// NewServer serves the plugin until the test ends; what it captures of the plugin's log at debug
+// level (beside cfg.Logger when that is set) feeds the secret canary. When the backend logs
+// through a logger of its own, give those logs as Options.Logs too: the canary then searches
+// both.
 //
 // Ginkgo runs one suite per process, so CSI (or CSIEndpoint) may be called once per test binary;
 // a second call fails the test. Put each driver's conformance test in its own package.
 func CSI(t *testing.T, cfg plugin.Config, opts Options) Result {
 	t.Helper()
-	sock, capture := serveCaptured(t, cfg, "csi.sock")
+	srv := NewServer(t, cfg)
 	if backendLogs := opts.Logs; backendLogs != nil {
-		opts.Logs = func() string { return capture.String() + "\n" + backendLogs() }
+		opts.Logs = func() string { return srv.Logs() + "\n" + backendLogs() }
 	} else {
-		opts.Logs = capture.String
+		opts.Logs = srv.Logs
 	}
-	return CSIEndpoint(t, "unix://"+sock, opts)
+	return CSIEndpoint(t, srv.Endpoint, opts)
 }
 
 // CSIEndpoint runs the same suite as CSI against an already running plugin at endpoint, e.g.

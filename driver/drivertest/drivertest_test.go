@@ -22,7 +22,7 @@ import (
 	"github.com/csikit/csikit/driver/volumegroup"
 )
 
-// fullConfig is every memdriver backend and feature, as in driver/harness_test.go.
+// fullConfig is every memdriver backend and feature, as in driver/plugin/harness_test.go.
 func fullConfig(backend driver.Controller) plugin.Config {
 	return plugin.Config{
 		Name:             "mem.csikit.dev",

@@ -22,6 +22,7 @@ import (
 	cosi1 "sigs.k8s.io/container-object-storage-interface/proto"
 
 	"github.com/csikit/csikit/driver/bucket"
+	"github.com/csikit/csikit/driver/drivertest"
 	"github.com/csikit/csikit/driver/memdriver"
 	"github.com/csikit/csikit/driver/plugin"
 	cosi2 "github.com/csikit/csikit/internal/cosi/v1alpha2"
@@ -64,7 +65,7 @@ func startCOSI(t testing.TB, cfg plugin.Config) *cosiPlugin {
 		enc := zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
 		cfg.Logger = zap.New(zapcore.NewCore(enc, buf, zap.DebugLevel))
 	}
-	conn, _ := serve(t, cfg, "cosi.sock")
+	conn := drivertest.NewServer(t, cfg).Conn
 	p := &cosiPlugin{id1: cosi1.NewIdentityClient(conn), prov1: cosi1.NewProvisionerClient(conn),
 		id2: cosi2.NewIdentityClient(conn), prov2: cosi2.NewProvisionerClient(conn), conn: conn, log: &buf.Buffer}
 	p.mem, _ = cfg.COSI.Provisioner.(*memdriver.Buckets)

@@ -2,16 +2,12 @@ package plugin_test
 
 import (
 	"context"
-	"net"
-	"path/filepath"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"go.uber.org/zap"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/drivertest"
 	"github.com/csikit/csikit/driver/memdriver"
 	"github.com/csikit/csikit/driver/plugin"
 )
@@ -49,48 +45,15 @@ func fullConfig(mem *memdriver.Driver) plugin.Config {
 // start serves cfg on a fresh socket until the test ends.
 func start(t testing.TB, cfg plugin.Config) *testPlugin {
 	t.Helper()
-	if cfg.Logger == nil {
-		cfg.Logger = zap.NewNop()
-	}
-	conn, sock := serve(t, cfg, "csi.sock")
+	srv := drivertest.NewServer(t, cfg)
 	return &testPlugin{
-		identity:   csi.NewIdentityClient(conn),
-		controller: csi.NewControllerClient(conn),
-		node:       csi.NewNodeClient(conn),
-		group:      csi.NewGroupControllerClient(conn),
-		metadata:   csi.NewSnapshotMetadataClient(conn),
-		socket:     sock,
+		identity:   csi.NewIdentityClient(srv.Conn),
+		controller: csi.NewControllerClient(srv.Conn),
+		node:       csi.NewNodeClient(srv.Conn),
+		group:      csi.NewGroupControllerClient(srv.Conn),
+		metadata:   csi.NewSnapshotMetadataClient(srv.Conn),
+		socket:     srv.Socket,
 	}
-}
-
-// serve builds cfg's plugin, serves it on a fresh socket named name until the test ends, and
-// returns a client connection to it.
-func serve(t testing.TB, cfg plugin.Config, name string) (*grpc.ClientConn, string) {
-	t.Helper()
-	d, err := plugin.New(cfg)
-	if err != nil {
-		t.Fatalf("plugin.New: %v", err)
-	}
-	sock := filepath.Join(t.TempDir(), name)
-	lis, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Serve(ctx, lis) }()
-	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn.Close()
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return conn, sock
 }
 
 func mountCap(mode csi.VolumeCapability_AccessMode_Mode) *csi.VolumeCapability {

@@ -10,19 +10,17 @@ import (
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	"github.com/csikit/csikit/driver/cmdline"
 	"github.com/csikit/csikit/driver/drivertest"
 	"github.com/csikit/csikit/driver/nodemount"
 	"github.com/csikit/csikit/internal/testenv"
 )
 
-// testPlugin is the example served by run on a real unix socket, as a newcomer runs it.
+// testPlugin is the example's Config (config) served on a real unix socket.
 type testPlugin struct {
 	dir        string // the test's scratch directory; volumes live in dir/volumes
 	identity   csi.IdentityClient
@@ -36,29 +34,13 @@ func serve(t *testing.T) *testPlugin {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sock := filepath.Join(dir, "csi.sock")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, &cmdline.Settings{Endpoint: "unix://" + sock, LogLevel: "error"}, filepath.Join(dir, "volumes"))
-	}()
-	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn.Close()
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-		unmountUnder(dir) // a failed test must not leave mounts that stop TempDir's removal
-	})
-	p := &testPlugin{dir: dir, identity: csi.NewIdentityClient(conn), controller: csi.NewControllerClient(conn), node: csi.NewNodeClient(conn)}
-	if _, err := p.identity.Probe(ctx, &csi.ProbeRequest{}, grpc.WaitForReady(true)); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	// Registered before the server, so it runs after the server's own cleanup: a failed test
+	// must not leave mounts that stop TempDir's removal.
+	t.Cleanup(func() { unmountUnder(dir) })
+	cfg := config(filepath.Join(dir, "volumes"))
+	cfg.Logger = zap.NewNop()
+	conn := drivertest.NewServer(t, cfg).Conn
+	return &testPlugin{dir: dir, identity: csi.NewIdentityClient(conn), controller: csi.NewControllerClient(conn), node: csi.NewNodeClient(conn)}
 }
 
 func unmountUnder(dir string) {

@@ -3,8 +3,6 @@ package bucketdriver_test
 import (
 	"context"
 	"errors"
-	"net"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,12 +10,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 	"go.uber.org/zap"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	cosi1 "sigs.k8s.io/container-object-storage-interface/proto"
 
 	"github.com/csikit/csikit/driver/bucket"
+	"github.com/csikit/csikit/driver/drivertest"
 	"github.com/csikit/csikit/driver/plugin"
 	"github.com/csikit/csikit/examples/memorys3/bucketdriver"
 	"github.com/csikit/csikit/examples/memorys3/s3server"
@@ -41,25 +38,8 @@ type wire interface {
 // of each wire version.
 func cosiWires(t *testing.T, srv *s3server.Server) []wire {
 	t.Helper()
-	d, err := plugin.New(plugin.Config{Name: "memorys3.csikit.dev", VendorVersion: "test", Logger: zap.NewNop(),
-		COSI: &plugin.COSIConfig{Provisioner: bucketdriver.New(srv), Protocols: []bucket.Protocol{bucket.S3}, MultiBucketAccess: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lis, err := net.Listen("unix", filepath.Join(t.TempDir(), "cosi.sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Serve(ctx, lis) }()
-	conn, err := grpc.NewClient("unix://"+lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		cancel()
-		<-done
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(); cancel(); <-done })
+	conn := drivertest.NewServer(t, plugin.Config{Name: "memorys3.csikit.dev", VendorVersion: "test", Logger: zap.NewNop(),
+		COSI: &plugin.COSIConfig{Provisioner: bucketdriver.New(srv), Protocols: []bucket.Protocol{bucket.S3}, MultiBucketAccess: true}}).Conn
 	return []wire{v1alpha1Wire{cosi1.NewProvisionerClient(conn)}, v1alpha2Wire{cosi2.NewProvisionerClient(conn)}}
 }
 
