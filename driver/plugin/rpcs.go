@@ -161,14 +161,6 @@ func (s *rpcSpec) carries(svc string) bool {
 	return false
 }
 
-// iface names the interface that serves the RPC, for UNIMPLEMENTED messages.
-func (s *rpcSpec) iface() string {
-	if len(s.serves) == 0 {
-		return ""
-	}
-	return s.serves[0].String()
-}
-
 func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
 
 // keys adapts a typed lock-key function to the table's untyped one. f must return a slice of its
