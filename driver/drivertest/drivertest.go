@@ -119,6 +119,19 @@ var (
 	current   *run
 )
 
+// registerSpecs adds csikit's spec groups to csi-sanity's suite (sanity.DescribeSanity), in a
+// fixed order, once per process, just before the suite is built: set-up code of the run rather
+// than package initialisation writing into csi-sanity's table whenever drivertest is linked.
+var registerSpecs = sync.OnceFunc(func() {
+	describeSecretCanary()
+	describePagination()
+	describeGroupSnapshot()
+	describeConcurrency()
+	describeIdempotency()
+	describeVolumeGroupSpecs()
+	describeVolumeGroupCanary()
+})
+
 // CSI runs csi-sanity v5.6.0 in-process, plus csikit's own specs, against a plugin built from cfg.
 // NewServer serves the plugin until the test ends; what it captures of the plugin's log at debug
 // level (beside cfg.Logger when that is set) feeds the secret canary. When the backend logs
@@ -171,6 +184,7 @@ func CSIEndpoint(t *testing.T, endpoint string, opts Options) Result {
 		currentMu.Unlock()
 	}()
 
+	registerSpecs()
 	sc := sanity.GinkgoTest(&cfg)
 	defer sc.Finalize()
 	var report types.Report
