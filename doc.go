@@ -1,17 +1,29 @@
 // Package csikit is a Go SDK for writing storage drivers for Kubernetes and other container
-// orchestrators. A storage vendor implements a few small Go interfaces about their storage
-// (package driver); csikit serves them as a CSI plugin that honours every MUST of the spec: field
-// validation and size limits, secret redaction in logs and errors, per-resource ABORTED locking,
-// tamper-evident pagination tokens, the per-RPC error codes, capability derivation, and unix socket
-// handling with graceful shutdown.
+// orchestrators. A storage vendor implements a few small Go interfaces about their storage (a
+// contract package); csikit serves them as a CSI plugin (and, beside it, a COSI bucket driver or a
+// volume-group service) that honours every MUST of the spec: field validation and size limits,
+// secret redaction in logs and errors, per-resource ABORTED locking, tamper-evident pagination
+// tokens, the per-RPC error codes, capability derivation, and unix socket handling with graceful
+// shutdown.
 //
 // The packages, from the vendor's view inwards:
 //
-//   - driver: the backend interfaces, Config, New, Serve and Run.
-//   - driver/cmdline: the shared operator knobs (CSI_ENDPOINT, LOG_LEVEL and their flags).
-//   - driver/endpoint: endpoint parsing and safe unix socket listening.
+//   - driver: the CSI contract: backend interfaces, requests, values, the sentinel errors every
+//     protocol shares, Features.
+//   - driver/bucket: the COSI contract, version-neutral over v1alpha1 and v1alpha2.
+//   - driver/volumegroup: the volume-group contract (the volumegroup.Controller service).
+//   - driver/plugin: the server: Config, New, Run, Serve, NewServer and Register; the RPC table,
+//     the interceptor chain, capability derivation, error mapping and the COSI wire adapters.
+//   - driver/cmdline: the shared operator knobs (CSI_ENDPOINT, LOG_LEVEL, metrics, tracing and
+//     their flags).
+//   - driver/endpoint, driver/httpserve: endpoint parsing and safe unix socket listening; the
+//     diagnostics HTTP endpoint.
+//   - driver/nodemount: node-side mounting that is easy to get wrong.
+//   - driver/memdriver: complete in-memory backends of every contract.
+//   - driver/drivertest: a test server (NewServer) and one-call conformance suites for CSI, COSI
+//     and volume groups.
 //   - middleware/...: the gRPC interceptors, each usable alone (requestid, recovery, logging,
-//     sanitize, validation, locking).
+//     sanitize, validation, locking, metrics, tracing).
 //   - secrets: finding and redacting sensitive fields from the proto descriptors.
 //   - idempotency: keyed in-flight locks and request fingerprints.
 //

@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/stats"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/plugin"
 	"github.com/csikit/csikit/idempotency"
 	"github.com/csikit/csikit/middleware/locking"
 	"github.com/csikit/csikit/middleware/logging"
@@ -31,7 +31,7 @@ import (
 
 // BenchmarkChainControllerPublish measures what csikit's interceptor chain and server layer add to
 // a ControllerPublishVolume call over a real unix socket: a plain grpc.Server with a hand-written
-// handler ("bare") against driver.New(...).Serve with a backend doing the same work and a zap
+// handler ("bare") against plugin.New(...).Serve with a backend doing the same work and a zap
 // JSON logger at info writing one line per call to a file. The interleaved case is the one to
 // read: both servers run at once and calls alternate, so machine noise hits both alike.
 func BenchmarkChainControllerPublish(b *testing.B) {
@@ -83,7 +83,7 @@ func BenchmarkChainBreakdown(b *testing.B) {
 	nop := zap.NewNop()
 	nolog := newCsikit(b, nil)
 	discard := newCsikit(b, zapJSON(io.Discard, zapcore.InfoLevel))
-	workers, err := driver.New(driver.Config{
+	workers, err := plugin.New(plugin.Config{
 		Name: "bench.csikit.dev", VendorVersion: "1", Controller: backend{},
 		Logger:        zapJSON(logFile(b, dir, "driver-file-workers.log"), zapcore.InfoLevel),
 		ServerOptions: []grpc.ServerOption{grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0)))},
@@ -118,7 +118,7 @@ func BenchmarkChainLogSink(b *testing.B) {
 	dir := b.TempDir()
 	nolog := newCsikit(b, nil)
 	discard := newCsikit(b, zapJSON(io.Discard, zapcore.InfoLevel))
-	workers := grpc.NewServer(driver.ServerCodec(), grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))))
+	workers := grpc.NewServer(plugin.ServerCodec(), grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))))
 	csi.RegisterControllerServer(workers, bareServer{})
 	interleave(b, []target{
 		startBare(b, dir),
@@ -134,7 +134,7 @@ func BenchmarkChainLogSink(b *testing.B) {
 // to a file; "csikit-metrics" also records every call into a Prometheus registry.
 func BenchmarkChainMetrics(b *testing.B) {
 	dir := b.TempDir()
-	withMetrics, err := driver.New(driver.Config{
+	withMetrics, err := plugin.New(plugin.Config{
 		Name: "bench.csikit.dev", VendorVersion: "1", Controller: backend{},
 		Logger:  zapJSON(logFile(b, dir, "csikit-metrics.log"), zapcore.InfoLevel),
 		Metrics: prometheus.NewRegistry(),
@@ -161,7 +161,7 @@ func BenchmarkChainTracing(b *testing.B) {
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			dir := b.TempDir()
-			traced, err := driver.New(driver.Config{
+			traced, err := plugin.New(plugin.Config{
 				Name: "bench.csikit.dev", VendorVersion: "1", Controller: backend{},
 				Logger:         zapJSON(logFile(b, dir, "csikit-tracing.log"), zapcore.InfoLevel),
 				TracerProvider: tracerProvider(b, tc.sampler),
@@ -219,12 +219,12 @@ func tracerProvider(b *testing.B, sampler sdktrace.Sampler) *sdktrace.TracerProv
 
 // newTraced serves the driver logging at info to a file, with opt as its one server option.
 func newTraced(b *testing.B, dir, name string, opt grpc.ServerOption) target {
-	cfg := driver.Config{
+	cfg := plugin.Config{
 		Name: "bench.csikit.dev", VendorVersion: "1", Controller: backend{},
 		Logger:        zapJSON(logFile(b, dir, name+".log"), zapcore.InfoLevel),
 		ServerOptions: []grpc.ServerOption{opt},
 	}
-	d, err := driver.New(cfg)
+	d, err := plugin.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/plugin"
 	"github.com/csikit/csikit/idempotency"
 	"github.com/csikit/csikit/middleware/locking"
 	"github.com/csikit/csikit/middleware/logging"
@@ -120,10 +121,10 @@ func (backend) DeleteVolume(context.Context, *driver.DeleteVolumeRequest) error 
 func (backend) ValidateVolumeCapabilities(context.Context, *driver.ValidateVolumeCapabilitiesRequest) error {
 	return nil
 }
-func (backend) ControllerPublishVolume(context.Context, *driver.ControllerPublishRequest) (map[string]string, error) {
+func (backend) ControllerPublishVolume(context.Context, *driver.ControllerPublishVolumeRequest) (map[string]string, error) {
 	return publishContext(), nil
 }
-func (backend) ControllerUnpublishVolume(context.Context, *driver.ControllerUnpublishRequest) error {
+func (backend) ControllerUnpublishVolume(context.Context, *driver.ControllerUnpublishVolumeRequest) error {
 	return nil
 }
 
@@ -173,9 +174,9 @@ func publishKeys(req any) []idempotency.Key {
 }
 
 // newCsikit assembles the csikit driver the benchmarks serve.
-func newCsikit(tb testing.TB, logger *zap.Logger) *driver.Driver {
+func newCsikit(tb testing.TB, logger *zap.Logger) *plugin.Plugin {
 	tb.Helper()
-	d, err := driver.New(driver.Config{
+	d, err := plugin.New(plugin.Config{
 		Name: "bench.csikit.dev", VendorVersion: "1", Controller: backend{}, Logger: logger,
 	})
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/stats"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/plugin"
 	"github.com/csikit/csikit/middleware/tracing"
 )
 
@@ -79,12 +79,12 @@ func BenchmarkTracingHandlerInProcess(b *testing.B) {
 func BenchmarkInProcessTracing(b *testing.B) {
 	wire := mustMarshal(b, publishRequest())
 	mk := func(tp *sdktrace.TracerProvider) unaryCall {
-		cfg := driver.Config{Name: "bench.csikit.dev", VendorVersion: "1", Controller: backend{},
+		cfg := plugin.Config{Name: "bench.csikit.dev", VendorVersion: "1", Controller: backend{},
 			Logger: zapJSON(io.Discard, zapcore.InfoLevel)}
 		if tp != nil {
 			cfg.TracerProvider = tp
 		}
-		d, err := driver.New(cfg)
+		d, err := plugin.New(cfg)
 		if err != nil {
 			b.Fatal(err)
 		}

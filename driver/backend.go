@@ -36,12 +36,12 @@ type ControllerPublisher interface {
 	// volume or node is ErrNotFound; published to the node with other settings is ErrAlreadyExists;
 	// published to another node with a single-node mode is ErrFailedPrecondition; the node's attach
 	// limit reached is ErrResourceExhausted.
-	ControllerPublishVolume(ctx context.Context, req *ControllerPublishRequest) (publishContext map[string]string, err error)
+	ControllerPublishVolume(ctx context.Context, req *ControllerPublishVolumeRequest) (publishContext map[string]string, err error)
 	// ControllerUnpublishVolume detaches the volume from req.NodeID, or from every node when NodeID
 	// is empty. Not attached, or a volume or node that no longer exists, is success (return nil or
 	// ErrNotFound): the CO only wants the volume off the node. Return a gRPC NOT_FOUND status
 	// instead only when the volume or node is gone and yet cannot be regarded as detached.
-	ControllerUnpublishVolume(ctx context.Context, req *ControllerUnpublishRequest) error
+	ControllerUnpublishVolume(ctx context.Context, req *ControllerUnpublishVolumeRequest) error
 }
 
 // VolumeLister returns every volume at once; the library sorts, pages and mints tokens
@@ -162,12 +162,12 @@ type Node interface {
 	// the access mode allows one node-level user only is ErrFailedPrecondition; a capability the
 	// volume cannot provide is ErrUnsupported (FAILED_PRECONDITION here); a missing volume is
 	// ErrNotFound. Package nodemount does the mount part of this right.
-	NodePublishVolume(ctx context.Context, req *NodePublishRequest) error
+	NodePublishVolume(ctx context.Context, req *NodePublishVolumeRequest) error
 	// NodeUnpublishVolume undoes NodePublishVolume and deletes the file or directory it created at
 	// req.TargetPath, as the spec requires: the CO may reuse or clean up the parent directory. A
 	// target that is not published, or no longer exists, is success, because the CO retries this
 	// after crashes. A volume that does not exist at all is ErrNotFound (NOT_FOUND).
-	NodeUnpublishVolume(ctx context.Context, req *NodeUnpublishRequest) error
+	NodeUnpublishVolume(ctx context.Context, req *NodeUnpublishVolumeRequest) error
 	// NodeGetInfo identifies this node: the ID the controller receives in ControllerPublish, the
 	// attach limit and the node's topology. Keep the ID stable across restarts: the CO stores it
 	// and sends it back in ControllerPublishVolume.
@@ -176,7 +176,7 @@ type Node interface {
 
 // NodeStager stages volumes once per node before publishing (capability STAGE_UNSTAGE_VOLUME):
 // attach or log in to the device, format it if new, and mount it at a node-global staging path
-// that each NodePublishVolume then bind-mounts. Implement both methods or neither; driver.New
+// that each NodePublishVolume then bind-mounts. Implement both methods or neither; plugin.New
 // refuses a backend with only one.
 //
 // Order the CO guarantees: ControllerPublishVolume (if served) before NodeStageVolume;
@@ -195,12 +195,12 @@ type NodeStager interface {
 	// block versus mount) is ErrAlreadyExists. A capability the volume cannot provide is
 	// ErrUnsupported (answered FAILED_PRECONDITION, "exceeds capabilities"); a missing volume is
 	// ErrNotFound.
-	NodeStageVolume(ctx context.Context, req *NodeStageRequest) error
+	NodeStageVolume(ctx context.Context, req *NodeStageVolumeRequest) error
 	// NodeUnstageVolume undoes everything NodeStageVolume did at req.StagingTargetPath (unmount,
 	// detach, log out) and leaves the directory itself to the CO. A volume not staged there is
 	// success: the CO repeats this call when it does not know whether the last one worked. A
 	// volume that does not exist at all is ErrNotFound.
-	NodeUnstageVolume(ctx context.Context, req *NodeUnstageRequest) error
+	NodeUnstageVolume(ctx context.Context, req *NodeUnstageVolumeRequest) error
 }
 
 // VolumeStatsReporter reports usage (capability GET_VOLUME_STATS). A volume that does not exist

@@ -22,7 +22,9 @@ import (
 //     parts of the request that are ranges or sets (capacity, topology).
 
 // createVolumeFingerprintDomain versions the CreateVolume fingerprint, which combines the generic
-// message fingerprint with the capability kinds; change it when either part changes.
+// message fingerprint of Raw with the capability kinds read from Raw's volume_capabilities (a
+// set: their order, access modes and mount flags do not count); change it when either part
+// changes.
 const createVolumeFingerprintDomain = "csikit.driver.create-volume.v1\x00"
 
 // Fingerprint is a stable digest of what must be the same when a volume is created again under
@@ -33,15 +35,17 @@ const createVolumeFingerprintDomain = "csikit.driver.create-volume.v1\x00"
 // secrets (rotating a secret does not make a retry a conflict).
 //
 // Store it with the volume and pass it to CheckExisting when the name comes again. It is computed
-// from Raw and Capabilities, which the library always sets; a hand-built request in a test must
-// set them too.
+// from Raw alone, which the plugin always sets; a hand-built request in a test must set it too.
 func (r *CreateVolumeRequest) Fingerprint() string {
 	base := idempotency.Fingerprint(r.Raw, "name", "capacity_range", "accessibility_requirements", "volume_capabilities", "secrets")
-	kinds := make([]string, 0, len(r.Capabilities))
-	for _, c := range r.Capabilities {
+	caps := r.Raw.GetVolumeCapabilities()
+	kinds := make([]string, 0, len(caps))
+	for _, c := range caps {
+		// As Capabilities holds it: block when the block access type is set, else mount (with
+		// its filesystem type, "" when none is named).
 		k := "block"
-		if !c.Block {
-			k = "mount\x00" + c.FSType
+		if c.GetBlock() == nil {
+			k = "mount\x00" + c.GetMount().GetFsType()
 		}
 		if !slices.Contains(kinds, k) {
 			kinds = append(kinds, k)

@@ -1,12 +1,7 @@
 package driver
 
 import (
-	"context"
 	"errors"
-	"fmt"
-
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // Sentinel errors a backend returns, wrapped with context (fmt.Errorf("volume %q: %w", id,
@@ -49,92 +44,3 @@ var (
 	// ErrUnavailable: a transient fault; the CO should retry. UNAVAILABLE.
 	ErrUnavailable = errors.New("temporarily unavailable")
 )
-
-// mapError turns a backend error into the status the RPC's error table demands. It returns nil
-// when the error means success for this RPC (not found on a delete).
-//
-// The sentinels decide first, wherever they are in the chain. A gRPC status keeps its code when
-// the backend returned it as is; wrapped deeper (an upstream SDK's status inside the backend's
-// error) only codes that mean the same in every RPC survive (unavailable, deadline, cancelled,
-// authentication), because an upstream NOT_FOUND or ALREADY_EXISTS says nothing about this RPC's
-// table. Status details are dropped: the spec says they MUST be empty.
-func mapError(r rpc, err error) error {
-	if err == nil {
-		return nil
-	}
-	spec := rpcTable[r]
-	if code, ok := sentinelCode(r, err); ok {
-		if code == codes.OK {
-			return nil
-		}
-		return status.Error(code, err.Error())
-	}
-	if s, ok := err.(interface{ GRPCStatus() *status.Status }); ok {
-		st := s.GRPCStatus()
-		switch {
-		case st.Code() == codes.OK:
-			return status.Errorf(codes.Internal, "%s: the backend returned an error with code OK: %s", r, st.Message())
-		case st.Code() == codes.NotFound && spec.goneIsDone && !spec.keepNotFoundStatus:
-			// Deleting what does not exist succeeds.
-			return nil
-		}
-		return status.Error(st.Code(), st.Message())
-	}
-	if st, ok := status.FromError(err); ok {
-		switch st.Code() {
-		case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Unauthenticated, codes.PermissionDenied:
-			return status.Error(st.Code(), err.Error())
-		}
-	}
-	return status.Error(codes.Internal, fmt.Sprintf("%s: %v", r, err))
-}
-
-// sentinelCode maps the errors whose meaning does not depend on gRPC: the sentinels and the
-// context errors.
-func sentinelCode(r rpc, err error) (codes.Code, bool) {
-	code := codeFor(r, err)
-	return code, code != codes.Internal
-}
-
-// codeFor maps the sentinels: the common table, with the per-RPC rows taken from the RPC's entry
-// in rpcTable.
-func codeFor(r rpc, err error) codes.Code {
-	spec := rpcTable[r]
-	switch {
-	case errors.Is(err, ErrNotFound):
-		if spec.goneIsDone {
-			return codes.OK
-		}
-		return codes.NotFound
-	case errors.Is(err, ErrAlreadyExists):
-		return codes.AlreadyExists
-	case errors.Is(err, ErrInUse), errors.Is(err, ErrFailedPrecondition):
-		return codes.FailedPrecondition
-	case errors.Is(err, ErrUnsupported):
-		return spec.unsupported
-	case errors.Is(err, ErrInvalidArgument), errors.Is(err, ErrGroupMember):
-		return codes.InvalidArgument
-	case errors.Is(err, ErrOutOfRange):
-		return codes.OutOfRange
-	case errors.Is(err, ErrResourceExhausted):
-		return codes.ResourceExhausted
-	case errors.Is(err, ErrPending):
-		return codes.Aborted
-	case errors.Is(err, ErrUnauthenticated):
-		return codes.Unauthenticated
-	case errors.Is(err, ErrPermissionDenied):
-		return codes.PermissionDenied
-	case errors.Is(err, ErrUnavailable):
-		return codes.Unavailable
-	case errors.Is(err, context.Canceled):
-		return codes.Canceled
-	case errors.Is(err, context.DeadlineExceeded):
-		return codes.DeadlineExceeded
-	}
-	return codes.Internal
-}
-
-// pluginBug reports a backend answer that breaks the spec.
-func pluginBug(r rpc, format string, args ...any) error {
-	return status.Errorf(codes.Internal, "%s: plugin bug: %s", r, fmt.Sprintf(format, args...))
-}

@@ -89,8 +89,8 @@ type ValidateVolumeCapabilitiesRequest struct {
 	Raw *csi.ValidateVolumeCapabilitiesRequest
 }
 
-// ControllerPublishRequest asks to make a volume available to a node.
-type ControllerPublishRequest struct {
+// ControllerPublishVolumeRequest asks to make a volume available to a node.
+type ControllerPublishVolumeRequest struct {
 	// VolumeID is the volume to attach; ErrNotFound when it does not exist.
 	VolumeID string
 
@@ -117,10 +117,10 @@ type ControllerPublishRequest struct {
 	Raw *csi.ControllerPublishVolumeRequest
 }
 
-// ControllerUnpublishRequest asks to detach a volume from a node; an empty NodeID means from every
+// ControllerUnpublishVolumeRequest asks to detach a volume from a node; an empty NodeID means from every
 // node. A volume or node that cannot be found counts as unpublished: returning ErrNotFound is fine,
 // the library answers OK.
-type ControllerUnpublishRequest struct {
+type ControllerUnpublishVolumeRequest struct {
 	// VolumeID is the volume to detach.
 	VolumeID string
 
@@ -331,8 +331,8 @@ type ControllerListVolumeHealthRequest struct {
 	Raw *csi.ControllerListVolumeHealthRequest
 }
 
-// NodeStageRequest asks to make a volume available at a node-global staging path.
-type NodeStageRequest struct {
+// NodeStageVolumeRequest asks to make a volume available at a node-global staging path.
+type NodeStageVolumeRequest struct {
 	// VolumeID is the volume to stage; ErrNotFound when it does not exist.
 	VolumeID string
 
@@ -361,8 +361,8 @@ type NodeStageRequest struct {
 	Raw *csi.NodeStageVolumeRequest
 }
 
-// NodeUnstageRequest undoes NodeStage. It must succeed when the volume is not staged there.
-type NodeUnstageRequest struct {
+// NodeUnstageVolumeRequest undoes NodeStage. It must succeed when the volume is not staged there.
+type NodeUnstageVolumeRequest struct {
 	// VolumeID is the volume to unstage.
 	VolumeID string
 
@@ -374,11 +374,11 @@ type NodeUnstageRequest struct {
 	Raw *csi.NodeUnstageVolumeRequest
 }
 
-// NodePublishRequest asks to make a volume available at a workload's target path. When the backend
+// NodePublishVolumeRequest asks to make a volume available at a workload's target path. When the backend
 // stages volumes, StagingTargetPath is guaranteed to be set, except for an inline ephemeral volume
 // (VolumeContext[EphemeralContextKey] == "true"), which the backend creates here and deletes at
 // NodeUnpublishVolume.
-type NodePublishRequest struct {
+type NodePublishVolumeRequest struct {
 	// VolumeID is the volume to publish; ErrNotFound when it does not exist.
 	VolumeID string
 
@@ -415,9 +415,9 @@ type NodePublishRequest struct {
 	Raw *csi.NodePublishVolumeRequest
 }
 
-// NodeUnpublishRequest undoes NodePublish; the backend must remove what it created at TargetPath.
+// NodeUnpublishVolumeRequest undoes NodePublish; the backend must remove what it created at TargetPath.
 // It must succeed when the volume is not published there.
-type NodeUnpublishRequest struct {
+type NodeUnpublishVolumeRequest struct {
 	// VolumeID is the volume to unpublish.
 	VolumeID string
 

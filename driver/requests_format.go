@@ -2,510 +2,307 @@
 
 package driver
 
-import "go.uber.org/zap/zapcore"
+import "github.com/csikit/csikit/internal/reqfmt"
 
 // String prints the request with its secrets redacted.
-func (r CreateVolumeRequest) String() string { return describe("CreateVolumeRequest", r.Raw) }
+func (r CreateVolumeRequest) String() string { return reqfmt.String("CreateVolumeRequest", r.Raw) }
 
 // GoString is String, so %#v does not leak either.
 func (r CreateVolumeRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r CreateVolumeRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r CreateVolumeRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
+func (r CreateVolumeRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
-func (r DeleteVolumeRequest) String() string { return describe("DeleteVolumeRequest", r.Raw) }
+func (r DeleteVolumeRequest) String() string { return reqfmt.String("DeleteVolumeRequest", r.Raw) }
 
 // GoString is String, so %#v does not leak either.
 func (r DeleteVolumeRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r DeleteVolumeRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r DeleteVolumeRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
+func (r DeleteVolumeRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
 func (r ValidateVolumeCapabilitiesRequest) String() string {
-	return describe("ValidateVolumeCapabilitiesRequest", r.Raw)
+	return reqfmt.String("ValidateVolumeCapabilitiesRequest", r.Raw)
 }
 
 // GoString is String, so %#v does not leak either.
 func (r ValidateVolumeCapabilitiesRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r ValidateVolumeCapabilitiesRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r ValidateVolumeCapabilitiesRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
+func (r ValidateVolumeCapabilitiesRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
-func (r ControllerPublishRequest) String() string { return describe("ControllerPublishRequest", r.Raw) }
-
-// GoString is String, so %#v does not leak either.
-func (r ControllerPublishRequest) GoString() string { return r.String() }
-
-// MarshalJSON encodes the request with its secrets redacted.
-func (r ControllerPublishRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r ControllerPublishRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
-
-// String prints the request with its secrets redacted.
-func (r ControllerUnpublishRequest) String() string {
-	return describe("ControllerUnpublishRequest", r.Raw)
+func (r ControllerPublishVolumeRequest) String() string {
+	return reqfmt.String("ControllerPublishVolumeRequest", r.Raw)
 }
 
 // GoString is String, so %#v does not leak either.
-func (r ControllerUnpublishRequest) GoString() string { return r.String() }
+func (r ControllerPublishVolumeRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r ControllerUnpublishRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r ControllerUnpublishRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
+func (r ControllerPublishVolumeRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
-func (r ListVolumesRequest) String() string { return describe("ListVolumesRequest", r.Raw) }
+func (r ControllerUnpublishVolumeRequest) String() string {
+	return reqfmt.String("ControllerUnpublishVolumeRequest", r.Raw)
+}
+
+// GoString is String, so %#v does not leak either.
+func (r ControllerUnpublishVolumeRequest) GoString() string { return r.String() }
+
+// MarshalJSON encodes the request with its secrets redacted.
+func (r ControllerUnpublishVolumeRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
+
+// String prints the request with its secrets redacted.
+func (r ListVolumesRequest) String() string { return reqfmt.String("ListVolumesRequest", r.Raw) }
 
 // GoString is String, so %#v does not leak either.
 func (r ListVolumesRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r ListVolumesRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r ListVolumesRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
+func (r ListVolumesRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
-func (r GetCapacityRequest) String() string { return describe("GetCapacityRequest", r.Raw) }
+func (r GetCapacityRequest) String() string { return reqfmt.String("GetCapacityRequest", r.Raw) }
 
 // GoString is String, so %#v does not leak either.
 func (r GetCapacityRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r GetCapacityRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r GetCapacityRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
+func (r GetCapacityRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
-func (r CreateSnapshotRequest) String() string { return describe("CreateSnapshotRequest", r.Raw) }
+func (r CreateSnapshotRequest) String() string { return reqfmt.String("CreateSnapshotRequest", r.Raw) }
 
 // GoString is String, so %#v does not leak either.
 func (r CreateSnapshotRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r CreateSnapshotRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r CreateSnapshotRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
+func (r CreateSnapshotRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
-func (r DeleteSnapshotRequest) String() string { return describe("DeleteSnapshotRequest", r.Raw) }
+func (r DeleteSnapshotRequest) String() string { return reqfmt.String("DeleteSnapshotRequest", r.Raw) }
 
 // GoString is String, so %#v does not leak either.
 func (r DeleteSnapshotRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r DeleteSnapshotRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r DeleteSnapshotRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
+func (r DeleteSnapshotRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
-func (r ListSnapshotsRequest) String() string { return describe("ListSnapshotsRequest", r.Raw) }
+func (r ListSnapshotsRequest) String() string { return reqfmt.String("ListSnapshotsRequest", r.Raw) }
 
 // GoString is String, so %#v does not leak either.
 func (r ListSnapshotsRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r ListSnapshotsRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r ListSnapshotsRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
+func (r ListSnapshotsRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
-func (r GetSnapshotRequest) String() string { return describe("GetSnapshotRequest", r.Raw) }
+func (r GetSnapshotRequest) String() string { return reqfmt.String("GetSnapshotRequest", r.Raw) }
 
 // GoString is String, so %#v does not leak either.
 func (r GetSnapshotRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r GetSnapshotRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r GetSnapshotRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
+func (r GetSnapshotRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
 func (r ControllerExpandVolumeRequest) String() string {
-	return describe("ControllerExpandVolumeRequest", r.Raw)
+	return reqfmt.String("ControllerExpandVolumeRequest", r.Raw)
 }
 
 // GoString is String, so %#v does not leak either.
 func (r ControllerExpandVolumeRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r ControllerExpandVolumeRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r ControllerExpandVolumeRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
+func (r ControllerExpandVolumeRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
 func (r ControllerGetVolumeRequest) String() string {
-	return describe("ControllerGetVolumeRequest", r.Raw)
+	return reqfmt.String("ControllerGetVolumeRequest", r.Raw)
 }
 
 // GoString is String, so %#v does not leak either.
 func (r ControllerGetVolumeRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r ControllerGetVolumeRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r ControllerGetVolumeRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
+func (r ControllerGetVolumeRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
 func (r ControllerModifyVolumeRequest) String() string {
-	return describe("ControllerModifyVolumeRequest", r.Raw)
+	return reqfmt.String("ControllerModifyVolumeRequest", r.Raw)
 }
 
 // GoString is String, so %#v does not leak either.
 func (r ControllerModifyVolumeRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r ControllerModifyVolumeRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r ControllerModifyVolumeRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
+func (r ControllerModifyVolumeRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
 func (r ControllerGetVolumeHealthRequest) String() string {
-	return describe("ControllerGetVolumeHealthRequest", r.Raw)
+	return reqfmt.String("ControllerGetVolumeHealthRequest", r.Raw)
 }
 
 // GoString is String, so %#v does not leak either.
 func (r ControllerGetVolumeHealthRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r ControllerGetVolumeHealthRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r ControllerGetVolumeHealthRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
+func (r ControllerGetVolumeHealthRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
 func (r ControllerListVolumeHealthRequest) String() string {
-	return describe("ControllerListVolumeHealthRequest", r.Raw)
+	return reqfmt.String("ControllerListVolumeHealthRequest", r.Raw)
 }
 
 // GoString is String, so %#v does not leak either.
 func (r ControllerListVolumeHealthRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r ControllerListVolumeHealthRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r ControllerListVolumeHealthRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
+func (r ControllerListVolumeHealthRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
-func (r NodeStageRequest) String() string { return describe("NodeStageRequest", r.Raw) }
+func (r NodeStageVolumeRequest) String() string {
+	return reqfmt.String("NodeStageVolumeRequest", r.Raw)
+}
 
 // GoString is String, so %#v does not leak either.
-func (r NodeStageRequest) GoString() string { return r.String() }
+func (r NodeStageVolumeRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r NodeStageRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r NodeStageRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
+func (r NodeStageVolumeRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
-func (r NodeUnstageRequest) String() string { return describe("NodeUnstageRequest", r.Raw) }
+func (r NodeUnstageVolumeRequest) String() string {
+	return reqfmt.String("NodeUnstageVolumeRequest", r.Raw)
+}
 
 // GoString is String, so %#v does not leak either.
-func (r NodeUnstageRequest) GoString() string { return r.String() }
+func (r NodeUnstageVolumeRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r NodeUnstageRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r NodeUnstageRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
+func (r NodeUnstageVolumeRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
-func (r NodePublishRequest) String() string { return describe("NodePublishRequest", r.Raw) }
+func (r NodePublishVolumeRequest) String() string {
+	return reqfmt.String("NodePublishVolumeRequest", r.Raw)
+}
 
 // GoString is String, so %#v does not leak either.
-func (r NodePublishRequest) GoString() string { return r.String() }
+func (r NodePublishVolumeRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r NodePublishRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r NodePublishRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
+func (r NodePublishVolumeRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
-func (r NodeUnpublishRequest) String() string { return describe("NodeUnpublishRequest", r.Raw) }
+func (r NodeUnpublishVolumeRequest) String() string {
+	return reqfmt.String("NodeUnpublishVolumeRequest", r.Raw)
+}
 
 // GoString is String, so %#v does not leak either.
-func (r NodeUnpublishRequest) GoString() string { return r.String() }
+func (r NodeUnpublishVolumeRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r NodeUnpublishRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r NodeUnpublishRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
+func (r NodeUnpublishVolumeRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
 func (r NodeGetVolumeStatsRequest) String() string {
-	return describe("NodeGetVolumeStatsRequest", r.Raw)
+	return reqfmt.String("NodeGetVolumeStatsRequest", r.Raw)
 }
 
 // GoString is String, so %#v does not leak either.
 func (r NodeGetVolumeStatsRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r NodeGetVolumeStatsRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r NodeGetVolumeStatsRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
+func (r NodeGetVolumeStatsRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
-func (r NodeExpandVolumeRequest) String() string { return describe("NodeExpandVolumeRequest", r.Raw) }
+func (r NodeExpandVolumeRequest) String() string {
+	return reqfmt.String("NodeExpandVolumeRequest", r.Raw)
+}
 
 // GoString is String, so %#v does not leak either.
 func (r NodeExpandVolumeRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r NodeExpandVolumeRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r NodeExpandVolumeRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
+func (r NodeExpandVolumeRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
 func (r NodeGetVolumeHealthRequest) String() string {
-	return describe("NodeGetVolumeHealthRequest", r.Raw)
+	return reqfmt.String("NodeGetVolumeHealthRequest", r.Raw)
 }
 
 // GoString is String, so %#v does not leak either.
 func (r NodeGetVolumeHealthRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r NodeGetVolumeHealthRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r NodeGetVolumeHealthRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
+func (r NodeGetVolumeHealthRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
 func (r NodeGetStorageHealthRequest) String() string {
-	return describe("NodeGetStorageHealthRequest", r.Raw)
+	return reqfmt.String("NodeGetStorageHealthRequest", r.Raw)
 }
 
 // GoString is String, so %#v does not leak either.
 func (r NodeGetStorageHealthRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r NodeGetStorageHealthRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r NodeGetStorageHealthRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
+func (r NodeGetStorageHealthRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
 func (r CreateVolumeGroupSnapshotRequest) String() string {
-	return describe("CreateVolumeGroupSnapshotRequest", r.Raw)
+	return reqfmt.String("CreateVolumeGroupSnapshotRequest", r.Raw)
 }
 
 // GoString is String, so %#v does not leak either.
 func (r CreateVolumeGroupSnapshotRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r CreateVolumeGroupSnapshotRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r CreateVolumeGroupSnapshotRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
+func (r CreateVolumeGroupSnapshotRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
 func (r DeleteVolumeGroupSnapshotRequest) String() string {
-	return describe("DeleteVolumeGroupSnapshotRequest", r.Raw)
+	return reqfmt.String("DeleteVolumeGroupSnapshotRequest", r.Raw)
 }
 
 // GoString is String, so %#v does not leak either.
 func (r DeleteVolumeGroupSnapshotRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r DeleteVolumeGroupSnapshotRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r DeleteVolumeGroupSnapshotRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
+func (r DeleteVolumeGroupSnapshotRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
 func (r GetVolumeGroupSnapshotRequest) String() string {
-	return describe("GetVolumeGroupSnapshotRequest", r.Raw)
+	return reqfmt.String("GetVolumeGroupSnapshotRequest", r.Raw)
 }
 
 // GoString is String, so %#v does not leak either.
 func (r GetVolumeGroupSnapshotRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r GetVolumeGroupSnapshotRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r GetVolumeGroupSnapshotRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
+func (r GetVolumeGroupSnapshotRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
 func (r GetMetadataAllocatedRequest) String() string {
-	return describe("GetMetadataAllocatedRequest", r.Raw)
+	return reqfmt.String("GetMetadataAllocatedRequest", r.Raw)
 }
 
 // GoString is String, so %#v does not leak either.
 func (r GetMetadataAllocatedRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r GetMetadataAllocatedRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r GetMetadataAllocatedRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
+func (r GetMetadataAllocatedRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }
 
 // String prints the request with its secrets redacted.
-func (r GetMetadataDeltaRequest) String() string { return describe("GetMetadataDeltaRequest", r.Raw) }
+func (r GetMetadataDeltaRequest) String() string {
+	return reqfmt.String("GetMetadataDeltaRequest", r.Raw)
+}
 
 // GoString is String, so %#v does not leak either.
 func (r GetMetadataDeltaRequest) GoString() string { return r.String() }
 
 // MarshalJSON encodes the request with its secrets redacted.
-func (r GetMetadataDeltaRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r GetMetadataDeltaRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
-
-// String prints the request with its secrets redacted.
-func (r CreateVolumeGroupRequest) String() string { return describe("CreateVolumeGroupRequest", r.Raw) }
-
-// GoString is String, so %#v does not leak either.
-func (r CreateVolumeGroupRequest) GoString() string { return r.String() }
-
-// MarshalJSON encodes the request with its secrets redacted.
-func (r CreateVolumeGroupRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r CreateVolumeGroupRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
-
-// String prints the request with its secrets redacted.
-func (r DeleteVolumeGroupRequest) String() string { return describe("DeleteVolumeGroupRequest", r.Raw) }
-
-// GoString is String, so %#v does not leak either.
-func (r DeleteVolumeGroupRequest) GoString() string { return r.String() }
-
-// MarshalJSON encodes the request with its secrets redacted.
-func (r DeleteVolumeGroupRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r DeleteVolumeGroupRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
-
-// String prints the request with its secrets redacted.
-func (r ModifyVolumeGroupMembershipRequest) String() string {
-	return describe("ModifyVolumeGroupMembershipRequest", r.Raw)
-}
-
-// GoString is String, so %#v does not leak either.
-func (r ModifyVolumeGroupMembershipRequest) GoString() string { return r.String() }
-
-// MarshalJSON encodes the request with its secrets redacted.
-func (r ModifyVolumeGroupMembershipRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r ModifyVolumeGroupMembershipRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
-
-// String prints the request with its secrets redacted.
-func (r GetVolumeGroupRequest) String() string { return describe("GetVolumeGroupRequest", r.Raw) }
-
-// GoString is String, so %#v does not leak either.
-func (r GetVolumeGroupRequest) GoString() string { return r.String() }
-
-// MarshalJSON encodes the request with its secrets redacted.
-func (r GetVolumeGroupRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r GetVolumeGroupRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
-
-// String prints the request with its secrets redacted.
-func (r ListVolumeGroupsRequest) String() string { return describe("ListVolumeGroupsRequest", r.Raw) }
-
-// GoString is String, so %#v does not leak either.
-func (r ListVolumeGroupsRequest) GoString() string { return r.String() }
-
-// MarshalJSON encodes the request with its secrets redacted.
-func (r ListVolumeGroupsRequest) MarshalJSON() ([]byte, error) { return redactedJSON(r.Raw) }
-
-// MarshalLogObject logs the request with its secrets redacted.
-func (r ListVolumeGroupsRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	return logRaw(enc, r.Raw)
-}
+func (r GetMetadataDeltaRequest) MarshalJSON() ([]byte, error) { return reqfmt.JSON(r.Raw) }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/csikit/csikit/secrets"
 )
@@ -165,8 +164,9 @@ type ContentSource struct {
 // IsZero reports whether there is no source.
 func (s ContentSource) IsZero() bool { return s.SnapshotID == "" && s.VolumeID == "" }
 
-// Secrets holds the secrets the CO passed with a request. Printing it with fmt or logging it with
-// zap shows the keys only, so a stray log line cannot leak a value.
+// Secrets holds the secrets the CO passed with a request. Printing it with fmt, encoding it as
+// JSON, or logging it with a structured logger that uses either (through fmt.Stringer or
+// json.Marshaler) shows the keys only, so a stray log line cannot leak a value.
 type Secrets map[string]string
 
 // String lists the keys with their values replaced.
@@ -201,14 +201,6 @@ func (s Secrets) MarshalJSON() ([]byte, error) {
 		redacted[k] = secrets.Placeholder
 	}
 	return json.Marshal(redacted)
-}
-
-// MarshalLogObject writes the keys with their values replaced.
-func (s Secrets) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	for k := range s {
-		enc.AddString(k, secrets.Placeholder)
-	}
-	return nil
 }
 
 // Volume is what a backend reports about one volume.

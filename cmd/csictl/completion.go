@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/IBM/csi-volume-group/lib/go/volumegroup"
+	vgpb "github.com/IBM/csi-volume-group/lib/go/volumegroup"
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
@@ -67,7 +67,7 @@ func completeSnapshotIDs(a *app) cobra.CompletionFunc {
 // completeVolumeGroupIDs suggests volume group IDs from the first page of ListVolumeGroups.
 func completeVolumeGroupIDs(a *app) cobra.CompletionFunc {
 	return complete(a, func(ctx context.Context, conn grpc.ClientConnInterface) ([]string, error) {
-		resp, err := volumegroup.NewControllerClient(conn).ListVolumeGroups(ctx, &volumegroup.ListVolumeGroupsRequest{})
+		resp, err := vgpb.NewControllerClient(conn).ListVolumeGroups(ctx, &vgpb.ListVolumeGroupsRequest{})
 		var ids []string
 		for _, e := range resp.GetEntries() {
 			ids = append(ids, e.GetVolumeGroup().GetVolumeGroupId())

@@ -13,8 +13,9 @@ import (
 	"google.golang.org/protobuf/proto"
 	cosi1 "sigs.k8s.io/container-object-storage-interface/proto"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
 	"github.com/csikit/csikit/driver/memdriver"
+	"github.com/csikit/csikit/driver/plugin"
 	cosi2 "github.com/csikit/csikit/internal/cosi/v1alpha2"
 	"github.com/csikit/csikit/secrets"
 )
@@ -25,11 +26,11 @@ var bothVersions = []string{cosiV1Alpha1, cosiV1Alpha2}
 // startCOSIPlugin serves memdriver.Buckets as a COSI driver (S3, several buckets per grant) on a
 // real unix socket, speaking the given wire versions (both when none is given), with
 // COSI_ENDPOINT, and only that, pointing at it.
-func startCOSIPlugin(t *testing.T, versions ...driver.COSIVersion) *plugin {
+func startCOSIPlugin(t *testing.T, versions ...bucket.Version) *testPlugin {
 	t.Helper()
-	p := &plugin{t: t, buckets: memdriver.NewBuckets("https://s3.mem.example", "us-east-1")}
-	p.serve(driver.Config{Name: "mem-s3.csikit.dev", VendorVersion: "1.0.0", Buckets: p.buckets,
-		BucketProtocols: []driver.ObjectProtocol{driver.ProtocolS3}, COSIVersions: versions, MultiBucketAccess: true})
+	p := &testPlugin{t: t, buckets: memdriver.NewBuckets("https://s3.mem.example", "us-east-1")}
+	p.serve(plugin.Config{Name: "mem-s3.csikit.dev", VendorVersion: "1.0.0",
+		COSI: &plugin.COSIConfig{Provisioner: p.buckets, Protocols: []bucket.Protocol{bucket.S3}, Versions: versions, MultiBucketAccess: true}})
 	p.env = map[string]string{envCOSIEndpoint: "unix://" + p.sock}
 	return p
 }
@@ -237,11 +238,11 @@ func TestCOSICallErrors(t *testing.T) {
 	p := startCOSIPlugin(t)
 	p.ok("bucket", "create", "bc-1", "--param", "tier=fast")
 	p.ok("bucket", "grant", "bc-1", "--account", "ba-1", "--cosi-version", cosiV1Alpha1)
-	v2only := startCOSIPlugin(t, driver.COSIV1Alpha2)
+	v2only := startCOSIPlugin(t, bucket.V1Alpha2)
 	missingDir := filepath.Join(t.TempDir(), "absent", "creds.json")
 	for _, tc := range []struct {
 		name string
-		p    *plugin
+		p    *testPlugin
 		args []string
 		want string
 	}{
@@ -280,12 +281,12 @@ func TestCOSICallErrors(t *testing.T) {
 func TestCOSIAuto(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		served []driver.COSIVersion
+		served []bucket.Version
 		want   string
 	}{
 		{"both served", nil, cosiV1Alpha2},
-		{"v1alpha2 served", []driver.COSIVersion{driver.COSIV1Alpha2}, cosiV1Alpha2},
-		{"v1alpha1 served", []driver.COSIVersion{driver.COSIV1Alpha1}, cosiV1Alpha1},
+		{"v1alpha2 served", []bucket.Version{bucket.V1Alpha2}, cosiV1Alpha2},
+		{"v1alpha1 served", []bucket.Version{bucket.V1Alpha1}, cosiV1Alpha1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := startCOSIPlugin(t, tc.served...)

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,17 +10,17 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/drivertest"
 	"github.com/csikit/csikit/examples/hostpath/hostpath"
 	"github.com/csikit/csikit/internal/testenv"
 )
 
 // startHostpath serves the hostpath example driver (controller and node in one process, as `go
-// run ./examples/hostpath` does) on a unix socket in a fresh directory that also holds its
-// state, and returns a plugin whose run/ok drive csictl against it.
-func startHostpath(t *testing.T) (p *plugin, dir string) {
+// run ./examples/hostpath` does) on a fresh unix socket, with its state in a fresh directory, and
+// returns a plugin whose run/ok drive csictl against it.
+func startHostpath(t *testing.T) (p *testPlugin, dir string) {
 	t.Helper()
-	// A short directory keeps the socket path under the unix address limit.
+	// A short directory keeps the paths the tests derive from it short.
 	dir, err := os.MkdirTemp("", "csictl-hp")
 	if err != nil {
 		t.Fatal(err)
@@ -35,29 +33,15 @@ func startHostpath(t *testing.T) (p *plugin, dir string) {
 	}
 	cfg := hp.Config()
 	cfg.Logger, cfg.CheckResponses = zap.NewNop(), true
-	d, err := driver.New(cfg)
-	if err != nil {
-		t.Fatalf("driver.New: %v", err)
-	}
-	sock := filepath.Join(dir, "csi.sock")
-	ctx, cancel := context.WithCancel(context.Background())
-	lis, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- d.Serve(ctx, lis) }()
+	// Registered first, so it runs after the server's own cleanup has stopped serving.
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
 		if err := hp.Close(); err != nil {
 			t.Errorf("hostpath Close: %v", err)
 		}
 		_ = os.RemoveAll(dir)
 	})
-	return &plugin{t: t, sock: sock, env: map[string]string{envEndpoint: "unix://" + sock}}, dir
+	sock := drivertest.NewServer(t, cfg).Socket
+	return &testPlugin{t: t, sock: sock, env: map[string]string{envEndpoint: "unix://" + sock}}, dir
 }
 
 // ids returns the values at path (e.g. "volume", "volume_id") of every entry of a list's JSON
@@ -114,7 +98,7 @@ func TestQuickStartAgainstHostpath(t *testing.T) {
 	staging, target := filepath.Join(dir, "staging"), filepath.Join(dir, "target")
 	t.Run("node", func(t *testing.T) {
 		testenv.Root(t, "node stage formats and mounts a loop device, node publish bind-mounts it")
-		p := &plugin{t: t, sock: p.sock, env: p.env}
+		p := &testPlugin{t: t, sock: p.sock, env: p.env}
 		if err := os.MkdirAll(staging, 0o750); err != nil { // the CO creates the staging directory
 			t.Fatal(err)
 		}

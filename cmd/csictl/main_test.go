@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"flag"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +15,9 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/drivertest"
 	"github.com/csikit/csikit/driver/memdriver"
+	"github.com/csikit/csikit/driver/plugin"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
@@ -24,8 +25,8 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden from the curr
 // epoch is the memdriver clock, so snapshot creation times in golden files never change.
 var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
-// plugin is the in-memory driver served on a real unix socket for one test.
-type plugin struct {
+// testPlugin is the in-memory driver served on a real unix socket for one test.
+type testPlugin struct {
 	t       *testing.T
 	mem     *memdriver.Driver
 	buckets *memdriver.Buckets // COSI plugins only
@@ -36,9 +37,9 @@ type plugin struct {
 	requests []any // every unary request the handler saw, for the secrets tests
 }
 
-func startPlugin(t *testing.T) *plugin {
+func startPlugin(t *testing.T) *testPlugin {
 	t.Helper()
-	p := &plugin{t: t}
+	p := &testPlugin{t: t}
 	p.mem = memdriver.New(memdriver.Options{
 		NodeID:            "node-1",
 		Topology:          driver.Topology{"topology.mem.csikit.dev/zone": "a"},
@@ -46,7 +47,7 @@ func startPlugin(t *testing.T) *plugin {
 		MutableParameters: []string{"iops"},
 		Now:               func() time.Time { return epoch },
 	})
-	p.serve(driver.Config{
+	p.serve(plugin.Config{
 		Name:             "mem.csikit.dev",
 		VendorVersion:    "1.0.0",
 		Manifest:         map[string]string{"build": "test"},
@@ -54,7 +55,7 @@ func startPlugin(t *testing.T) *plugin {
 		Node:             p.mem,
 		GroupController:  p.mem,
 		SnapshotMetadata: p.mem,
-		VolumeGroups:     p.mem,
+		VolumeGroups:     &plugin.VolumeGroupConfig{Controller: p.mem},
 		Features: driver.Features{
 			CloneVolume:                    true,
 			PublishReadonly:                true,
@@ -67,9 +68,9 @@ func startPlugin(t *testing.T) *plugin {
 	return p
 }
 
-// serve serves cfg, with every unary request recorded in p.requests, on a unix socket in a fresh
-// directory until the test ends.
-func (p *plugin) serve(cfg driver.Config) {
+// serve serves cfg, with every unary request recorded in p.requests, on a fresh unix socket until
+// the test ends.
+func (p *testPlugin) serve(cfg plugin.Config) {
 	t := p.t
 	t.Helper()
 	cfg.CheckResponses = true
@@ -82,35 +83,12 @@ func (p *plugin) serve(cfg driver.Config) {
 			return h(ctx, req)
 		},
 	}
-	d, err := driver.New(cfg)
-	if err != nil {
-		t.Fatalf("driver.New: %v", err)
-	}
-	// A short directory keeps the socket path under the unix address limit on every OS.
-	dir, err := os.MkdirTemp("", "csictl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.sock = filepath.Join(dir, "csi.sock")
-	lis, err := net.Listen("unix", p.sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Serve(ctx, lis) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-		os.RemoveAll(dir)
-	})
+	p.sock = drivertest.NewServer(t, cfg).Socket
 }
 
 // reached returns how many unary requests the plugin has seen, to check that a bad command line
 // never reaches it.
-func (p *plugin) reached() int {
+func (p *testPlugin) reached() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.requests)
@@ -123,7 +101,7 @@ type result struct {
 }
 
 // run executes csictl with args against the plugin, the way main would.
-func (p *plugin) run(args ...string) result {
+func (p *testPlugin) run(args ...string) result {
 	p.t.Helper()
 	var out, errOut bytes.Buffer
 	code := run(context.Background(), args, &out, &errOut, func(k string) string { return p.env[k] })
@@ -131,7 +109,7 @@ func (p *plugin) run(args ...string) result {
 }
 
 // ok runs args and fails the test unless they succeed.
-func (p *plugin) ok(args ...string) string {
+func (p *testPlugin) ok(args ...string) string {
 	p.t.Helper()
 	r := p.run(args...)
 	if r.code != exitOK {

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/IBM/csi-volume-group/lib/go/volumegroup"
+	vgpb "github.com/IBM/csi-volume-group/lib/go/volumegroup"
 	"github.com/spf13/cobra"
 )
 
@@ -31,12 +31,12 @@ func volumeGroupHeader(t *table) { t.row("ID", "MEMBERS", "VOLUMES") }
 
 // volumeGroupRow prints the member count next to the IDs so that an empty group reads "0
 // <none>" rather than leaving the reader to count commas.
-func volumeGroupRow(t *table, g *volumegroup.VolumeGroup) {
+func volumeGroupRow(t *table, g *vgpb.VolumeGroup) {
 	ids := memberIDs(g)
 	t.row(g.GetVolumeGroupId(), strconv.Itoa(len(ids)), strings.Join(ids, ","))
 }
 
-func memberIDs(g *volumegroup.VolumeGroup) []string {
+func memberIDs(g *vgpb.VolumeGroup) []string {
 	ids := make([]string, 0, len(g.GetVolumes()))
 	for _, v := range g.GetVolumes() {
 		ids = append(ids, v.GetVolumeId())
@@ -56,8 +56,8 @@ func newVolumeGroupCreateCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			resp, err := unary(a, cmd, volumegroup.NewControllerClient, volumegroup.ControllerClient.CreateVolumeGroup,
-				&volumegroup.CreateVolumeGroupRequest{Name: argv[0], Parameters: m})
+			resp, err := unary(a, cmd, vgpb.NewControllerClient, vgpb.ControllerClient.CreateVolumeGroup,
+				&vgpb.CreateVolumeGroupRequest{Name: argv[0], Parameters: m})
 			if err != nil {
 				return err
 			}
@@ -78,8 +78,8 @@ func newVolumeGroupDeleteCmd(a *app) *cobra.Command {
 		Args:              args("VOLUME_GROUP_ID"),
 		ValidArgsFunction: completeVolumeGroupIDs(a),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			resp, err := unary(a, cmd, volumegroup.NewControllerClient, volumegroup.ControllerClient.DeleteVolumeGroup,
-				&volumegroup.DeleteVolumeGroupRequest{VolumeGroupId: argv[0]})
+			resp, err := unary(a, cmd, vgpb.NewControllerClient, vgpb.ControllerClient.DeleteVolumeGroup,
+				&vgpb.DeleteVolumeGroupRequest{VolumeGroupId: argv[0]})
 			if err != nil {
 				return err
 			}
@@ -122,8 +122,8 @@ undo.`,
 					return fmt.Errorf("--volume: %q given twice", v)
 				}
 			}
-			resp, err := unary(a, cmd, volumegroup.NewControllerClient, volumegroup.ControllerClient.ModifyVolumeGroupMembership,
-				&volumegroup.ModifyVolumeGroupMembershipRequest{VolumeGroupId: argv[0], VolumeIds: vols})
+			resp, err := unary(a, cmd, vgpb.NewControllerClient, vgpb.ControllerClient.ModifyVolumeGroupMembership,
+				&vgpb.ModifyVolumeGroupMembershipRequest{VolumeGroupId: argv[0], VolumeIds: vols})
 			if err != nil {
 				return err
 			}
@@ -149,8 +149,8 @@ func newVolumeGroupGetCmd(a *app) *cobra.Command {
 		Args:              args("VOLUME_GROUP_ID"),
 		ValidArgsFunction: completeVolumeGroupIDs(a),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			resp, err := unary(a, cmd, volumegroup.NewControllerClient, volumegroup.ControllerClient.ControllerGetVolumeGroup,
-				&volumegroup.ControllerGetVolumeGroupRequest{VolumeGroupId: argv[0]})
+			resp, err := unary(a, cmd, vgpb.NewControllerClient, vgpb.ControllerClient.ControllerGetVolumeGroup,
+				&vgpb.ControllerGetVolumeGroupRequest{VolumeGroupId: argv[0]})
 			if err != nil {
 				return err
 			}
@@ -176,11 +176,11 @@ func newVolumeGroupListCmd(a *app) *cobra.Command {
 				return err
 			}
 			// As for volume list: --all merges the pages into one response, one document.
-			out := &volumegroup.ListVolumeGroupsResponse{}
+			out := &vgpb.ListVolumeGroupsResponse{}
 			var err error
-			out.Entries, out.NextToken, err = follow(&p, func(token string) ([]*volumegroup.ListVolumeGroupsResponse_Entry, string, error) {
-				resp, err := unary(a, cmd, volumegroup.NewControllerClient, volumegroup.ControllerClient.ListVolumeGroups,
-					&volumegroup.ListVolumeGroupsRequest{MaxEntries: p.max, StartingToken: token})
+			out.Entries, out.NextToken, err = follow(&p, func(token string) ([]*vgpb.ListVolumeGroupsResponse_Entry, string, error) {
+				resp, err := unary(a, cmd, vgpb.NewControllerClient, vgpb.ControllerClient.ListVolumeGroups,
+					&vgpb.ListVolumeGroupsRequest{MaxEntries: p.max, StartingToken: token})
 				return resp.GetEntries(), resp.GetNextToken(), err
 			})
 			if err != nil {

@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/plugin"
 )
 
 // Defaults are used when neither the flag nor the environment variable is set.
@@ -70,7 +70,7 @@ func Register(fs *flag.FlagSet, d Defaults) *Settings {
 // Diagnostics turns the HTTP flags into cfg's settings: with --http-endpoint (or the deprecated
 // --metrics-address) set, a new Prometheus registry as cfg.Metrics, the address and the metrics
 // path. Without either, cfg is left as it is and no metric is recorded.
-func (s *Settings) Diagnostics(cfg *driver.Config) error {
+func (s *Settings) Diagnostics(cfg *plugin.Config) error {
 	addr := s.HTTPEndpoint
 	if s.MetricsAddress != "" {
 		if addr != "" {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/plugin"
 )
 
 func TestDiagnostics(t *testing.T) {
@@ -28,7 +28,7 @@ func TestDiagnostics(t *testing.T) {
 			if err := fs.Parse(tt.args); err != nil {
 				t.Fatal(err)
 			}
-			var cfg driver.Config
+			var cfg plugin.Config
 			err := s.Diagnostics(&cfg)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {

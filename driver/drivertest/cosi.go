@@ -9,7 +9,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
+	"github.com/csikit/csikit/driver/plugin"
 )
 
 // COSIOptions tell the COSI suite what it cannot find out from the driver. The zero value runs
@@ -31,7 +32,7 @@ type COSIOptions struct {
 	// suite always tries another bucket as the incompatible change; these add a second try.
 	IncompatibleAccessParameters map[string]string
 	// MultiBucketAccess says the driver can put several buckets behind one access
-	// (driver.Config.MultiBucketAccess). When false, a grant of several buckets must be
+	// (plugin.COSIConfig.MultiBucketAccess). When false, a grant of several buckets must be
 	// OUT_OF_RANGE; when true, it must succeed. OUT_OF_RANGE is never right for one bucket.
 	MultiBucketAccess bool
 	// CheckCredentials, when set, proves that granted credentials really work: it returns nil when
@@ -39,7 +40,7 @@ type COSIOptions struct {
 	// it after grants (wanting nil) and after the revoke (wanting an error). bucket is what the
 	// grant answered (v1alpha1, which answers no bucket info, gives the S3 endpoint and region of
 	// its credentials entry and the bucket ID as name). Nil skips that check.
-	CheckCredentials func(ctx context.Context, protocol driver.ObjectProtocol, bucket driver.Bucket, creds driver.Credentials) error
+	CheckCredentials func(ctx context.Context, protocol bucket.Protocol, bucket bucket.Bucket, creds bucket.Credentials) error
 	// ArmPanic, when set, makes the backend panic once: in its next GrantBucketAccess, after it
 	// has minted and stored that account's credentials, so the panic report is somewhere they
 	// could leak. The canary then searches the report and the error too. Nil skips that part.
@@ -53,11 +54,11 @@ type COSIOptions struct {
 	CallTimeout time.Duration
 }
 
-// COSI runs the COSI conformance suite against a plugin built from cfg, which must have Buckets.
-// The plugin is built with driver.New, with a debug-level logger captured for the credential
-// canary (added beside cfg.Logger when that is set), and served on a unix socket until the test
-// ends. Each wire version is a subtest of t, skipped when the plugin does not serve it.
-func COSI(t *testing.T, cfg driver.Config, opts COSIOptions) {
+// COSI runs the COSI conformance suite against a plugin built from cfg, which must have COSI set.
+// NewServer serves the plugin until the test ends; what it captures of the plugin's log at debug
+// level (beside cfg.Logger when that is set) feeds the credential canary. Each wire version is a
+// subtest of t, skipped when the plugin does not serve it.
+func COSI(t *testing.T, cfg plugin.Config, opts COSIOptions) {
 	t.Helper()
 	endpoint, logs := serveCOSI(t, cfg)
 	if backendLogs := opts.Logs; backendLogs != nil {
@@ -77,14 +78,14 @@ func COSIEndpoint(t *testing.T, endpoint string, opts COSIOptions) {
 }
 
 // serveCOSI serves cfg on a fresh socket until the test ends and returns its endpoint and the
-// library's captured log.
-func serveCOSI(t *testing.T, cfg driver.Config) (endpoint string, logs func() string) {
+// plugin's captured log.
+func serveCOSI(t *testing.T, cfg plugin.Config) (endpoint string, logs func() string) {
 	t.Helper()
-	if cfg.Buckets == nil {
-		t.Fatal("drivertest: COSI needs a driver.Config with Buckets")
+	if cfg.COSI == nil {
+		t.Fatal("drivertest: COSI needs a plugin.Config with COSI set")
 	}
-	sock, capture := serveCaptured(t, cfg, "cosi.sock")
-	return "unix://" + sock, capture.String
+	srv := NewServer(t, cfg)
+	return srv.Endpoint, srv.Logs
 }
 
 // dialCOSI connects to endpoint with the recorder's interceptor, so every call the suite makes is

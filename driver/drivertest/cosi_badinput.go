@@ -8,7 +8,7 @@ import (
 	"google.golang.org/grpc/status"
 	cosi1 "sigs.k8s.io/container-object-storage-interface/proto"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
 	cosi2 "github.com/csikit/csikit/internal/cosi/v1alpha2"
 )
 
@@ -59,7 +59,7 @@ func runBadCalls(t reporter, s *cosiSuite, rows []cosiBadCall) {
 }
 
 func (s *cosiSuite) bucketBadCalls() []cosiBadCall {
-	if s.c.version() == driver.COSIV1Alpha1 {
+	if s.c.version() == bucket.V1Alpha1 {
 		p := cosi1.NewProvisionerClient(s.conn)
 		create := func(r *cosi1.DriverCreateBucketRequest) func(context.Context) error {
 			return func(ctx context.Context) error { _, err := p.DriverCreateBucket(ctx, r); return err }
@@ -122,17 +122,17 @@ func (s *cosiSuite) bucketBadCalls() []cosiBadCall {
 	}
 }
 
-func (s *cosiSuite) accessBadCalls(bucket string) []cosiBadCall {
-	if s.c.version() == driver.COSIV1Alpha1 {
+func (s *cosiSuite) accessBadCalls(bucketID string) []cosiBadCall {
+	if s.c.version() == bucket.V1Alpha1 {
 		p := cosi1.NewProvisionerClient(s.conn)
 		grant := func(f func(r *cosi1.DriverGrantBucketAccessRequest)) func(context.Context) error {
-			r := &cosi1.DriverGrantBucketAccessRequest{BucketId: bucket, Name: accountName(), AuthenticationType: cosi1.AuthenticationType_Key,
+			r := &cosi1.DriverGrantBucketAccessRequest{BucketId: bucketID, Name: accountName(), AuthenticationType: cosi1.AuthenticationType_Key,
 				Parameters: s.opts.AccessParameters}
 			f(r)
 			return func(ctx context.Context) error { _, err := p.DriverGrantBucketAccess(ctx, r); return err }
 		}
 		revoke := func(f func(r *cosi1.DriverRevokeBucketAccessRequest)) func(context.Context) error {
-			r := &cosi1.DriverRevokeBucketAccessRequest{BucketId: bucket, AccountId: "csikit-account-" + cosiUID()}
+			r := &cosi1.DriverRevokeBucketAccessRequest{BucketId: bucketID, AccountId: "csikit-account-" + cosiUID()}
 			f(r)
 			return func(ctx context.Context) error { _, err := p.DriverRevokeBucketAccess(ctx, r); return err }
 		}
@@ -152,13 +152,13 @@ func (s *cosiSuite) accessBadCalls(bucket string) []cosiBadCall {
 	c := s.c.(*cosiV1Alpha2)
 	p := cosi2.NewProvisionerClient(s.conn)
 	grant := func(f func(r *cosi2.DriverGrantBucketAccessRequest)) func(context.Context) error {
-		r := c.grantRequest(accountName(), []string{bucket}, s.opts.AccessParameters)
+		r := c.grantRequest(accountName(), []string{bucketID}, s.opts.AccessParameters)
 		f(r)
 		return func(ctx context.Context) error { _, err := p.DriverGrantBucketAccess(ctx, r); return err }
 	}
 	revoke := func(f func(r *cosi2.DriverRevokeBucketAccessRequest)) func(context.Context) error {
 		r := &cosi2.DriverRevokeBucketAccessRequest{AccountId: "csikit-account-" + cosiUID(), Protocol: wireProtocol(c.protocol),
-			AuthenticationType: keyAuthV1Alpha2, Buckets: []*cosi2.DriverRevokeBucketAccessRequest_AccessedBucket{{BucketId: bucket}}}
+			AuthenticationType: keyAuthV1Alpha2, Buckets: []*cosi2.DriverRevokeBucketAccessRequest_AccessedBucket{{BucketId: bucketID}}}
 		f(r)
 		return func(ctx context.Context) error { _, err := p.DriverRevokeBucketAccess(ctx, r); return err }
 	}
@@ -172,12 +172,12 @@ func (s *cosiSuite) accessBadCalls(bucket string) []cosiBadCall {
 		{name: "DriverGrantBucketAccess without an authentication_type", call: grant(func(r *grantReq) { r.AuthenticationType = nil })},
 		{name: "DriverGrantBucketAccess with an UNKNOWN authentication type", call: grant(func(r *grantReq) { r.AuthenticationType = &cosi2.AuthenticationType{} })},
 		{name: "DriverGrantBucketAccess without buckets", call: grant(func(r *grantReq) { r.Buckets = nil })},
-		{name: "DriverGrantBucketAccess with a bucket without a bucket_id", call: grant(func(r *grantReq) { r.Buckets[0].BucketId = "" })},
+		{name: "DriverGrantBucketAccess with a bucketID without a bucket_id", call: grant(func(r *grantReq) { r.Buckets[0].BucketId = "" })},
 		{name: "DriverGrantBucketAccess with a bucket_id holding a character outside [A-Za-z0-9._-/]", call: grant(func(r *grantReq) { r.Buckets[0].BucketId = "bad id" })},
-		{name: "DriverGrantBucketAccess with a bucket without an access_mode", call: grant(func(r *grantReq) { r.Buckets[0].AccessMode = nil })},
+		{name: "DriverGrantBucketAccess with a bucketID without an access_mode", call: grant(func(r *grantReq) { r.Buckets[0].AccessMode = nil })},
 		{name: "DriverGrantBucketAccess with an UNKNOWN access mode", call: grant(func(r *grantReq) { r.Buckets[0].AccessMode = &cosi2.AccessMode{} })},
-		{name: "DriverGrantBucketAccess with one bucket listed twice", call: grant(func(r *grantReq) {
-			r.Buckets = append(r.Buckets, &accessed{BucketId: bucket, AccessMode: readWriteMode})
+		{name: "DriverGrantBucketAccess with one bucketID listed twice", call: grant(func(r *grantReq) {
+			r.Buckets = append(r.Buckets, &accessed{BucketId: bucketID, AccessMode: readWriteMode})
 		})},
 		{name: "DriverRevokeBucketAccess without an account_id", call: revoke(func(r *cosi2.DriverRevokeBucketAccessRequest) { r.AccountId = "" })},
 		{name: "DriverRevokeBucketAccess with an account_id holding a character outside [A-Za-z0-9._-/]", call: revoke(func(r *cosi2.DriverRevokeBucketAccessRequest) { r.AccountId = "bad id" })},

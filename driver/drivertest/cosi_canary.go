@@ -7,7 +7,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
 )
 
 // The credential canary. COSI's protos mark no credential field secret, so a generic sanitizer
@@ -41,7 +41,7 @@ func checkCanary(t reporter, s *cosiSuite) {
 	// Errors of every version: a v1alpha2 error may carry a key granted through v1alpha1 too.
 	for _, v := range searched {
 		n := 0
-		for _, version := range []driver.COSIVersion{driver.COSIV1Alpha1, driver.COSIV1Alpha2} {
+		for _, version := range []bucket.Version{bucket.V1Alpha1, bucket.V1Alpha2} {
 			for _, r := range s.rec.recordsOf(version) {
 				if !strings.Contains(r.text, v.value) {
 					continue

@@ -6,7 +6,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
 )
 
 // The access rules.
@@ -18,7 +18,7 @@ import (
 func checkGrantIdempotent(t reporter, s *cosiSuite) {
 	s.requireGrant(t)
 	n := 1
-	if s.opts.MultiBucketAccess && s.c.version() != driver.COSIV1Alpha1 {
+	if s.opts.MultiBucketAccess && s.c.version() != bucket.V1Alpha1 {
 		n = 3
 	}
 	var ids []string
@@ -70,7 +70,7 @@ func checkGrantIncompatible(t reporter, s *cosiSuite) {
 	}
 	for _, c := range changes {
 		what := "DriverGrantBucketAccess repeated with " + c.what
-		if s.c.version() == driver.COSIV1Alpha1 {
+		if s.c.version() == bucket.V1Alpha1 {
 			a, _, err := s.c.grant(expectCall(context.Background(), what), account, c.buckets, c.params)
 			if err == nil {
 				s.cleanupAccess(t, a.AccountID, c.buckets)

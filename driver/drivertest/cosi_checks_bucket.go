@@ -8,7 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
 )
 
 // The identity and bucket rules.
@@ -24,7 +24,7 @@ func checkProtocols(t reporter, s *cosiSuite) {
 		t.Errorf("DriverGetInfo lists no supported protocol; the v1alpha2 sidecar refuses a driver without one")
 	}
 	for i, p := range s.protocols {
-		if p < driver.ProtocolS3 || p > driver.ProtocolGCS {
+		if p < bucket.S3 || p > bucket.GCS {
 			t.Errorf("DriverGetInfo supported_protocols[%d] is %d, which is UNKNOWN or no protocol of v1alpha2", i, int(p))
 		}
 		if slices.Contains(s.protocols[:i], p) {
@@ -138,11 +138,11 @@ func checkGoneIsDone(t reporter, s *cosiSuite) {
 func checkConcurrentCreate(t reporter, s *cosiSuite) {
 	const n = 8
 	name := bucketName()
-	buckets, errs := cosiAtOnce(n, func() (*driver.Bucket, error) {
+	buckets, errs := cosiAtOnce(n, func() (*bucket.Bucket, error) {
 		b, _, err := s.c.create(expectCall(context.Background(), "concurrent identical DriverCreateBucket"), name, s.opts.BucketParameters)
 		return b, err
 	})
-	var first *driver.Bucket
+	var first *bucket.Bucket
 	aborted := 0
 	for i, err := range errs {
 		switch {

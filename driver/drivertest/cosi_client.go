@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc"
 	cosi1 "sigs.k8s.io/container-object-storage-interface/proto"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
 	cosi2 "github.com/csikit/csikit/internal/cosi/v1alpha2"
 )
 
@@ -19,13 +19,13 @@ import (
 
 // cosiClient is one wire version of the driver under test.
 type cosiClient interface {
-	version() driver.COSIVersion
+	version() bucket.Version
 	// info returns the driver name and, in v1alpha2, its protocols (v1alpha1 names none).
-	info(ctx context.Context) (name string, protocols []driver.ObjectProtocol, err error)
+	info(ctx context.Context) (name string, protocols []bucket.Protocol, err error)
 	// create creates a bucket; problems lists what the sidecar would refuse in the answer.
-	create(ctx context.Context, name string, params map[string]string) (b *driver.Bucket, problems []string, err error)
+	create(ctx context.Context, name string, params map[string]string) (b *bucket.Bucket, problems []string, err error)
 	// get is DriverGetExistingBucket; errNoGet in v1alpha1, which has none.
-	get(ctx context.Context, id string) (b *driver.Bucket, problems []string, err error)
+	get(ctx context.Context, id string) (b *bucket.Bucket, problems []string, err error)
 	remove(ctx context.Context, id string) error
 	// grant gives account read-write access to buckets with key authentication.
 	grant(ctx context.Context, account string, buckets []string, params map[string]string) (a *cosiAccess, problems []string, err error)
@@ -38,15 +38,15 @@ var errNoGet = errors.New("v1alpha1 has no DriverGetExistingBucket")
 // cosiAccess is a grant's answer in neutral form.
 type cosiAccess struct {
 	AccountID   string
-	Buckets     []driver.Bucket // in the answer's order
-	Credentials driver.Credentials
+	Buckets     []bucket.Bucket // in the answer's order
+	Credentials bucket.Credentials
 }
 
 // sameCredentials compares two answers' credentials, field by field.
-func sameCredentials(a, b driver.Credentials) bool { return credentialFields(a) == credentialFields(b) }
+func sameCredentials(a, b bucket.Credentials) bool { return credentialFields(a) == credentialFields(b) }
 
 // credentialFields lays credentials out flat, for comparing; never printed.
-func credentialFields(c driver.Credentials) (out [8]string) {
+func credentialFields(c bucket.Credentials) (out [8]string) {
 	if c.S3 != nil {
 		out[0], out[1] = c.S3.AccessKeyID, c.S3.SecretAccessKey
 	}
@@ -66,42 +66,42 @@ type cosiV1Alpha1 struct {
 	prov cosi1.ProvisionerClient
 	// protocol is what the driver's buckets report, learnt from the first create of the run
 	// (v1alpha1 grants name no protocol); S3 until then.
-	protocol driver.ObjectProtocol
+	protocol bucket.Protocol
 }
 
 func newCOSIV1Alpha1(conn *grpc.ClientConn) *cosiV1Alpha1 {
-	return &cosiV1Alpha1{id: cosi1.NewIdentityClient(conn), prov: cosi1.NewProvisionerClient(conn), protocol: driver.ProtocolS3}
+	return &cosiV1Alpha1{id: cosi1.NewIdentityClient(conn), prov: cosi1.NewProvisionerClient(conn), protocol: bucket.S3}
 }
 
-func (c *cosiV1Alpha1) version() driver.COSIVersion { return driver.COSIV1Alpha1 }
+func (c *cosiV1Alpha1) version() bucket.Version { return bucket.V1Alpha1 }
 
-func (c *cosiV1Alpha1) info(ctx context.Context) (string, []driver.ObjectProtocol, error) {
+func (c *cosiV1Alpha1) info(ctx context.Context) (string, []bucket.Protocol, error) {
 	r, err := c.id.DriverGetInfo(ctx, &cosi1.DriverGetInfoRequest{})
 	return r.GetName(), nil, err
 }
 
-func (c *cosiV1Alpha1) create(ctx context.Context, name string, params map[string]string) (*driver.Bucket, []string, error) {
+func (c *cosiV1Alpha1) create(ctx context.Context, name string, params map[string]string) (*bucket.Bucket, []string, error) {
 	r, err := c.prov.DriverCreateBucket(ctx, &cosi1.DriverCreateBucketRequest{Name: name, Parameters: params})
 	if err != nil {
 		return nil, nil, err
 	}
-	b := &driver.Bucket{ID: r.GetBucketId()}
+	b := &bucket.Bucket{ID: r.GetBucketId()}
 	var problems []string
 	if p := objectIDProblem(b.ID); p != "" {
 		problems = append(problems, "bucket_id "+p)
 	}
 	switch info := r.GetBucketInfo().GetType().(type) {
 	case *cosi1.Protocol_S3:
-		b.S3 = &driver.S3Bucket{Name: b.ID, Region: info.S3.GetRegion()}
+		b.S3 = &bucket.S3Info{Name: b.ID, Region: info.S3.GetRegion()}
 	case *cosi1.Protocol_AzureBlob:
-		b.Azure = &driver.AzureBucket{StorageAccount: info.AzureBlob.GetStorageAccount()}
+		b.Azure = &bucket.AzureInfo{StorageAccount: info.AzureBlob.GetStorageAccount()}
 	case *cosi1.Protocol_Gcs:
-		b.GCS = &driver.GCSBucket{ProjectID: info.Gcs.GetProjectId(), Name: b.ID}
+		b.GCS = &bucket.GCSInfo{ProjectID: info.Gcs.GetProjectId(), Name: b.ID}
 	}
 	return b, problems, nil
 }
 
-func (c *cosiV1Alpha1) get(context.Context, string) (*driver.Bucket, []string, error) {
+func (c *cosiV1Alpha1) get(context.Context, string) (*bucket.Bucket, []string, error) {
 	return nil, nil, errNoGet
 }
 
@@ -111,7 +111,7 @@ func (c *cosiV1Alpha1) remove(ctx context.Context, id string) error {
 }
 
 // v1alpha1CredentialKey is the key of the one credentials entry the v1alpha1 sidecar reads.
-var v1alpha1CredentialKey = map[driver.ObjectProtocol]string{driver.ProtocolS3: "s3", driver.ProtocolAzure: "azure", driver.ProtocolGCS: "gcs"}
+var v1alpha1CredentialKey = map[bucket.Protocol]string{bucket.S3: "s3", bucket.Azure: "azure", bucket.GCS: "gcs"}
 
 // grant sends one bucket (v1alpha1 grants exactly one); more is the caller's mistake.
 func (c *cosiV1Alpha1) grant(ctx context.Context, account string, buckets []string, params map[string]string) (*cosiAccess, []string, error) {
@@ -139,33 +139,33 @@ func (c *cosiV1Alpha1) grant(ctx context.Context, account string, buckets []stri
 		problems = append(problems, fmt.Sprintf("credentials has entries %v; the v1alpha1 sidecar needs exactly one, keyed %q", keys, key))
 	}
 	s := creds[key].GetSecrets()
-	b := driver.Bucket{ID: buckets[0]}
+	b := bucket.Bucket{ID: buckets[0]}
 	switch c.protocol {
-	case driver.ProtocolS3:
+	case bucket.S3:
 		for _, k := range []string{"accessKeyID", "accessSecretKey", "endpoint", "region"} {
 			if s[k] == "" {
 				problems = append(problems, fmt.Sprintf("credentials entry %q has no %q", key, k))
 			}
 		}
-		a.Credentials.S3 = &driver.S3Credentials{AccessKeyID: s["accessKeyID"], SecretAccessKey: s["accessSecretKey"]}
-		b.S3 = &driver.S3Bucket{Name: buckets[0], Endpoint: s["endpoint"], Region: s["region"]}
-	case driver.ProtocolAzure:
+		a.Credentials.S3 = &bucket.S3Credentials{AccessKeyID: s["accessKeyID"], SecretAccessKey: s["accessSecretKey"]}
+		b.S3 = &bucket.S3Info{Name: buckets[0], Endpoint: s["endpoint"], Region: s["region"]}
+	case bucket.Azure:
 		if s["accessToken"] == "" {
 			problems = append(problems, fmt.Sprintf("credentials entry %q has no %q", key, "accessToken"))
 		}
-		a.Credentials.Azure = &driver.AzureCredentials{AccessToken: s["accessToken"]}
-		b.Azure = &driver.AzureBucket{}
-	case driver.ProtocolGCS:
+		a.Credentials.Azure = &bucket.AzureCredentials{AccessToken: s["accessToken"]}
+		b.Azure = &bucket.AzureInfo{}
+	case bucket.GCS:
 		for _, k := range []string{"accessId", "accessSecret"} {
 			if s[k] == "" {
 				problems = append(problems, fmt.Sprintf("credentials entry %q has no %q", key, k))
 			}
 		}
-		a.Credentials.GCS = &driver.GCSCredentials{AccessID: s["accessId"], AccessSecret: s["accessSecret"],
+		a.Credentials.GCS = &bucket.GCSCredentials{AccessID: s["accessId"], AccessSecret: s["accessSecret"],
 			PrivateKeyName: s["privateKeyName"], ServiceAccount: s["serviceAccount"]}
-		b.GCS = &driver.GCSBucket{ProjectID: s["projectId"], Name: buckets[0]}
+		b.GCS = &bucket.GCSInfo{ProjectID: s["projectId"], Name: buckets[0]}
 	}
-	a.Buckets = []driver.Bucket{b}
+	a.Buckets = []bucket.Bucket{b}
 	return a, problems, nil
 }
 
@@ -184,28 +184,28 @@ type cosiV1Alpha2 struct {
 	id   cosi2.IdentityClient
 	prov cosi2.ProvisionerClient
 	// protocol is the one the suite asks for: the first the driver lists.
-	protocol driver.ObjectProtocol
+	protocol bucket.Protocol
 }
 
 func newCOSIV1Alpha2(conn *grpc.ClientConn) *cosiV1Alpha2 {
-	return &cosiV1Alpha2{id: cosi2.NewIdentityClient(conn), prov: cosi2.NewProvisionerClient(conn), protocol: driver.ProtocolS3}
+	return &cosiV1Alpha2{id: cosi2.NewIdentityClient(conn), prov: cosi2.NewProvisionerClient(conn), protocol: bucket.S3}
 }
 
-func (c *cosiV1Alpha2) version() driver.COSIVersion { return driver.COSIV1Alpha2 }
+func (c *cosiV1Alpha2) version() bucket.Version { return bucket.V1Alpha2 }
 
-func (c *cosiV1Alpha2) info(ctx context.Context) (string, []driver.ObjectProtocol, error) {
+func (c *cosiV1Alpha2) info(ctx context.Context) (string, []bucket.Protocol, error) {
 	r, err := c.id.DriverGetInfo(ctx, &cosi2.DriverGetInfoRequest{})
 	if err != nil {
 		return "", nil, err
 	}
-	var ps []driver.ObjectProtocol
+	var ps []bucket.Protocol
 	for _, p := range r.GetSupportedProtocols() {
-		ps = append(ps, driver.ObjectProtocol(p.GetType())) // the wire numbers are the neutral ones; 0 is UNKNOWN
+		ps = append(ps, bucket.Protocol(p.GetType())) // the wire numbers are the neutral ones; 0 is UNKNOWN
 	}
 	return r.GetName(), ps, nil
 }
 
-func wireProtocol(p driver.ObjectProtocol) *cosi2.ObjectProtocol {
+func wireProtocol(p bucket.Protocol) *cosi2.ObjectProtocol {
 	return &cosi2.ObjectProtocol{Type: cosi2.ObjectProtocol_Type(p)}
 }
 
@@ -216,21 +216,21 @@ var (
 
 // bucketInfo converts one protocol-and-bucket-info and lists its problems: the requested protocol
 // must be there and complete; only is true where the sidecar wants nothing else.
-func (c *cosiV1Alpha2) bucketInfo(id string, info *cosi2.ObjectProtocolAndBucketInfo, only bool) (driver.Bucket, []string) {
-	b := driver.Bucket{ID: id}
+func (c *cosiV1Alpha2) bucketInfo(id string, info *cosi2.ObjectProtocolAndBucketInfo, only bool) (bucket.Bucket, []string) {
+	b := bucket.Bucket{ID: id}
 	var problems []string
 	if s3 := info.GetS3(); s3 != nil {
-		b.S3 = &driver.S3Bucket{Name: s3.GetBucketId(), Endpoint: s3.GetEndpoint(), Region: s3.GetRegion(),
-			AddressingStyle: driver.S3AddressingStyle(s3.GetAddressingStyle().GetStyle())}
+		b.S3 = &bucket.S3Info{Name: s3.GetBucketId(), Endpoint: s3.GetEndpoint(), Region: s3.GetRegion(),
+			AddressingStyle: bucket.S3AddressingStyle(s3.GetAddressingStyle().GetStyle())}
 	}
 	if az := info.GetAzure(); az != nil {
-		b.Azure = &driver.AzureBucket{StorageAccount: az.GetStorageAccount()}
+		b.Azure = &bucket.AzureInfo{StorageAccount: az.GetStorageAccount()}
 	}
 	if g := info.GetGcs(); g != nil {
-		b.GCS = &driver.GCSBucket{ProjectID: g.GetProjectId(), Name: g.GetBucketName()}
+		b.GCS = &bucket.GCSInfo{ProjectID: g.GetProjectId(), Name: g.GetBucketName()}
 	}
 	switch c.protocol {
-	case driver.ProtocolS3:
+	case bucket.S3:
 		s3 := info.GetS3()
 		switch {
 		case s3 == nil:
@@ -241,17 +241,17 @@ func (c *cosiV1Alpha2) bucketInfo(id string, info *cosi2.ObjectProtocolAndBucket
 		case s3.GetAddressingStyle().GetStyle() != cosi2.S3AddressingStyle_PATH && s3.GetAddressingStyle().GetStyle() != cosi2.S3AddressingStyle_VIRTUAL:
 			problems = append(problems, fmt.Sprintf("bucket %q: S3 addressing style %v, want PATH or VIRTUAL", id, s3.GetAddressingStyle().GetStyle()))
 		}
-	case driver.ProtocolAzure:
+	case bucket.Azure:
 		if info.GetAzure() == nil {
 			problems = append(problems, fmt.Sprintf("bucket %q: no Azure info for the requested Azure protocol", id))
 		}
-	case driver.ProtocolGCS:
+	case bucket.GCS:
 		if info.GetGcs() == nil {
 			problems = append(problems, fmt.Sprintf("bucket %q: no GCS info for the requested GCS protocol", id))
 		}
 	}
 	if only {
-		for p, has := range map[driver.ObjectProtocol]bool{driver.ProtocolS3: b.S3 != nil, driver.ProtocolAzure: b.Azure != nil, driver.ProtocolGCS: b.GCS != nil} {
+		for p, has := range map[bucket.Protocol]bool{bucket.S3: b.S3 != nil, bucket.Azure: b.Azure != nil, bucket.GCS: b.GCS != nil} {
 			if has && p != c.protocol {
 				problems = append(problems, fmt.Sprintf("bucket %q: %v info in an answer for the %v protocol only", id, p, c.protocol))
 			}
@@ -260,7 +260,7 @@ func (c *cosiV1Alpha2) bucketInfo(id string, info *cosi2.ObjectProtocolAndBucket
 	return b, problems
 }
 
-func (c *cosiV1Alpha2) create(ctx context.Context, name string, params map[string]string) (*driver.Bucket, []string, error) {
+func (c *cosiV1Alpha2) create(ctx context.Context, name string, params map[string]string) (*bucket.Bucket, []string, error) {
 	r, err := c.prov.DriverCreateBucket(ctx, &cosi2.DriverCreateBucketRequest{Name: name,
 		Protocols: []*cosi2.ObjectProtocol{wireProtocol(c.protocol)}, Parameters: params})
 	if err != nil {
@@ -269,7 +269,7 @@ func (c *cosiV1Alpha2) create(ctx context.Context, name string, params map[strin
 	return c.bucketAnswer(r.GetBucketId(), r.GetProtocols())
 }
 
-func (c *cosiV1Alpha2) bucketAnswer(id string, info *cosi2.ObjectProtocolAndBucketInfo) (*driver.Bucket, []string, error) {
+func (c *cosiV1Alpha2) bucketAnswer(id string, info *cosi2.ObjectProtocolAndBucketInfo) (*bucket.Bucket, []string, error) {
 	var problems []string
 	if p := objectIDProblem(id); p != "" {
 		problems = append(problems, "bucket_id "+p)
@@ -278,7 +278,7 @@ func (c *cosiV1Alpha2) bucketAnswer(id string, info *cosi2.ObjectProtocolAndBuck
 	return &b, append(problems, more...), nil
 }
 
-func (c *cosiV1Alpha2) get(ctx context.Context, id string) (*driver.Bucket, []string, error) {
+func (c *cosiV1Alpha2) get(ctx context.Context, id string) (*bucket.Bucket, []string, error) {
 	r, err := c.prov.DriverGetExistingBucket(ctx, &cosi2.DriverGetExistingBucketRequest{ExistingBucketId: id,
 		Protocols: []*cosi2.ObjectProtocol{wireProtocol(c.protocol)}})
 	if err != nil {
@@ -325,13 +325,13 @@ func (c *cosiV1Alpha2) grant(ctx context.Context, account string, buckets []stri
 	}
 	cr := r.GetCredentials()
 	if s3 := cr.GetS3(); s3 != nil {
-		a.Credentials.S3 = &driver.S3Credentials{AccessKeyID: s3.GetAccessKeyId(), SecretAccessKey: s3.GetAccessSecretKey()}
+		a.Credentials.S3 = &bucket.S3Credentials{AccessKeyID: s3.GetAccessKeyId(), SecretAccessKey: s3.GetAccessSecretKey()}
 	}
 	if az := cr.GetAzure(); az != nil {
-		a.Credentials.Azure = &driver.AzureCredentials{AccessToken: az.GetAccessToken()}
+		a.Credentials.Azure = &bucket.AzureCredentials{AccessToken: az.GetAccessToken()}
 	}
 	if g := cr.GetGcs(); g != nil {
-		a.Credentials.GCS = &driver.GCSCredentials{AccessID: g.GetAccessId(), AccessSecret: g.GetAccessSecret(),
+		a.Credentials.GCS = &bucket.GCSCredentials{AccessID: g.GetAccessId(), AccessSecret: g.GetAccessSecret(),
 			PrivateKeyName: g.GetPrivateKeyName(), ServiceAccount: g.GetServiceAccount()}
 	}
 	problems = append(problems, c.credentialProblems(a.Credentials)...)
@@ -339,24 +339,24 @@ func (c *cosiV1Alpha2) grant(ctx context.Context, account string, buckets []stri
 }
 
 // credentialProblems: key authentication needs both halves, for the requested protocol only.
-func (c *cosiV1Alpha2) credentialProblems(cr driver.Credentials) []string {
+func (c *cosiV1Alpha2) credentialProblems(cr bucket.Credentials) []string {
 	var problems []string
-	has := map[driver.ObjectProtocol]bool{driver.ProtocolS3: cr.S3 != nil, driver.ProtocolAzure: cr.Azure != nil, driver.ProtocolGCS: cr.GCS != nil}
-	for _, p := range []driver.ObjectProtocol{driver.ProtocolS3, driver.ProtocolAzure, driver.ProtocolGCS} {
+	has := map[bucket.Protocol]bool{bucket.S3: cr.S3 != nil, bucket.Azure: cr.Azure != nil, bucket.GCS: cr.GCS != nil}
+	for _, p := range []bucket.Protocol{bucket.S3, bucket.Azure, bucket.GCS} {
 		if has[p] && p != c.protocol {
 			problems = append(problems, fmt.Sprintf("%v credentials in an answer for the %v protocol only", p, c.protocol))
 		}
 	}
 	switch c.protocol {
-	case driver.ProtocolS3:
+	case bucket.S3:
 		if cr.S3 == nil || cr.S3.AccessKeyID == "" || cr.S3.SecretAccessKey == "" {
 			problems = append(problems, "key authentication: the S3 credentials need both access_key_id and access_secret_key")
 		}
-	case driver.ProtocolAzure:
+	case bucket.Azure:
 		if cr.Azure == nil || cr.Azure.AccessToken == "" {
 			problems = append(problems, "key authentication: the Azure credentials need an access_token")
 		}
-	case driver.ProtocolGCS:
+	case bucket.GCS:
 		if cr.GCS == nil || cr.GCS.AccessID == "" || cr.GCS.AccessSecret == "" {
 			problems = append(problems, "key authentication: the GCS credentials need both access_id and access_secret")
 		}

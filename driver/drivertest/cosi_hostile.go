@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
 )
 
 // IDs shaped like paths. Bucket and account IDs are any 1 to 2048 characters of
@@ -181,7 +181,7 @@ func checkHostileIDs(t reporter, s *cosiSuite) {
 	h := &hostileRun{s: s, t: t, canary: canary}
 
 	own := s.mustCreate(t, "DriverCreateBucket of a fresh name", bucketName(), s.opts.BucketParameters)
-	if s.c.version() == driver.COSIV1Alpha2 {
+	if s.c.version() == bucket.V1Alpha2 {
 		bare := []hostileID{
 			{".", "the driver's root"}, {"..", "the parent of the driver's root"}, {"a/../..", "the parent of the driver's root"},
 			{"../", "the parent of the driver's root"}, {"/", "the root directory"}, {"./.", "the driver's root"},

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
 )
 
 // dirBuckets is a COSI backend as a newcomer writes one from the docs: a bucket is a directory
@@ -30,18 +31,18 @@ type dirBuckets struct {
 type dirAccount struct {
 	id, fingerprint string
 	buckets         []string
-	creds           driver.S3Credentials
+	creds           bucket.S3Credentials
 }
 
 func newDirBuckets(root string) *dirBuckets {
 	return &dirBuckets{root: root, accounts: map[string]*dirAccount{}}
 }
 
-func (d *dirBuckets) bucket(id string) *driver.Bucket {
-	return &driver.Bucket{ID: id, S3: &driver.S3Bucket{Endpoint: "http://127.0.0.1:9000", Region: "us-east-1", AddressingStyle: driver.S3AddressingPath}}
+func (d *dirBuckets) bucket(id string) *bucket.Bucket {
+	return &bucket.Bucket{ID: id, S3: &bucket.S3Info{Endpoint: "http://127.0.0.1:9000", Region: "us-east-1", AddressingStyle: bucket.S3AddressingPath}}
 }
 
-func (d *dirBuckets) CreateBucket(_ context.Context, req *driver.CreateBucketRequest) (*driver.Bucket, error) {
+func (d *dirBuckets) CreateBucket(_ context.Context, req *bucket.CreateBucketRequest) (*bucket.Bucket, error) {
 	dir := filepath.Join(d.root, req.Name)
 	err := os.Mkdir(dir, 0o755)
 	switch {
@@ -63,18 +64,18 @@ func (d *dirBuckets) CreateBucket(_ context.Context, req *driver.CreateBucketReq
 	return d.bucket(req.Name), nil
 }
 
-func (d *dirBuckets) GetBucket(_ context.Context, req *driver.GetBucketRequest) (*driver.Bucket, error) {
+func (d *dirBuckets) GetBucket(_ context.Context, req *bucket.GetBucketRequest) (*bucket.Bucket, error) {
 	if _, err := os.Stat(filepath.Join(d.root, req.ID)); err != nil {
 		return nil, fmt.Errorf("bucket %q: %w", req.ID, driver.ErrNotFound)
 	}
 	return d.bucket(req.ID), nil
 }
 
-func (d *dirBuckets) DeleteBucket(_ context.Context, req *driver.DeleteBucketRequest) error {
+func (d *dirBuckets) DeleteBucket(_ context.Context, req *bucket.DeleteBucketRequest) error {
 	return os.RemoveAll(filepath.Join(d.root, req.ID))
 }
 
-func (d *dirBuckets) GrantBucketAccess(_ context.Context, req *driver.GrantBucketAccessRequest) (*driver.BucketAccess, error) {
+func (d *dirBuckets) GrantBucketAccess(_ context.Context, req *bucket.GrantBucketAccessRequest) (*bucket.Access, error) {
 	var ids []string
 	for _, b := range req.Buckets {
 		if _, err := os.Stat(filepath.Join(d.root, b.BucketID)); err != nil {
@@ -84,24 +85,28 @@ func (d *dirBuckets) GrantBucketAccess(_ context.Context, req *driver.GrantBucke
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	a, ok := d.accounts[req.AccountName]
-	if ok {
-		if err := req.CheckExisting(a.fingerprint); err != nil {
+	if a, ok := d.accounts[req.AccountName]; ok {
+		existing := d.access(a)
+		if err := req.CheckExisting(a.fingerprint, existing); err != nil {
 			return nil, err
 		}
-	} else {
-		a = &dirAccount{id: "acct-" + req.AccountName, fingerprint: req.Fingerprint(), buckets: ids,
-			creds: driver.S3Credentials{AccessKeyID: "DIR" + randomText(8), SecretAccessKey: randomText(20)}}
-		d.accounts[req.AccountName] = a
+		return existing, nil
 	}
-	out := &driver.BucketAccess{AccountID: a.id, Credentials: driver.Credentials{S3: &a.creds}}
+	a := &dirAccount{id: "acct-" + req.AccountName, fingerprint: req.Fingerprint(), buckets: ids,
+		creds: bucket.S3Credentials{AccessKeyID: "DIR" + randomText(8), SecretAccessKey: randomText(20)}}
+	d.accounts[req.AccountName] = a
+	return d.access(a), nil
+}
+
+func (d *dirBuckets) access(a *dirAccount) *bucket.Access {
+	out := &bucket.Access{AccountID: a.id, Credentials: bucket.Credentials{S3: &a.creds}}
 	for _, id := range a.buckets {
 		out.Buckets = append(out.Buckets, *d.bucket(id))
 	}
-	return out, nil
+	return out
 }
 
-func (d *dirBuckets) RevokeBucketAccess(_ context.Context, req *driver.RevokeBucketAccessRequest) error {
+func (d *dirBuckets) RevokeBucketAccess(_ context.Context, req *bucket.RevokeBucketAccessRequest) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for name, a := range d.accounts {
@@ -138,7 +143,7 @@ func TestCOSISuiteCatchesADriverThatTakesIDsForPaths(t *testing.T) {
 	f := runFake(t, bucketCfg(d), COSIOptions{
 		BucketParameters:             map[string]string{"tier": "gold"},
 		IncompatibleBucketParameters: map[string]string{"tier": "lead"},
-		CheckCredentials: func(_ context.Context, _ driver.ObjectProtocol, _ driver.Bucket, c driver.Credentials) error {
+		CheckCredentials: func(_ context.Context, _ bucket.Protocol, _ bucket.Bucket, c bucket.Credentials) error {
 			if c.S3 == nil || !d.keyLive(c.S3.AccessKeyID) {
 				return errors.New("the key is not live")
 			}

@@ -13,7 +13,9 @@ import (
 	"testing"
 
 	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
 	"github.com/csikit/csikit/driver/memdriver"
+	"github.com/csikit/csikit/driver/plugin"
 )
 
 // The suite must fail on a bad driver. It runs here against a recorder instead of the real
@@ -126,7 +128,7 @@ func (f *fakeT) allMessages() []string {
 }
 
 // runFake runs the suite against cfg with a recorder and returns it.
-func runFake(t *testing.T, cfg driver.Config, opts COSIOptions) *fakeT {
+func runFake(t *testing.T, cfg plugin.Config, opts COSIOptions) *fakeT {
 	t.Helper()
 	endpoint, logs := serveCOSI(t, cfg)
 	opts.Logs = logs
@@ -144,7 +146,7 @@ type spy struct {
 	armed  atomic.Bool
 }
 
-func (s *spy) note(a *driver.BucketAccess) {
+func (s *spy) note(a *bucket.Access) {
 	if a == nil || a.Credentials.S3 == nil {
 		return
 	}
@@ -153,7 +155,7 @@ func (s *spy) note(a *driver.BucketAccess) {
 	s.values = append(s.values, a.Credentials.S3.AccessKeyID, a.Credentials.S3.SecretAccessKey)
 }
 
-func (s *spy) GrantBucketAccess(ctx context.Context, req *driver.GrantBucketAccessRequest) (*driver.BucketAccess, error) {
+func (s *spy) GrantBucketAccess(ctx context.Context, req *bucket.GrantBucketAccessRequest) (*bucket.Access, error) {
 	a, err := s.Buckets.GrantBucketAccess(ctx, req)
 	s.note(a)
 	if err == nil && s.armed.CompareAndSwap(true, false) {
@@ -181,10 +183,10 @@ func randomText(n int) string {
 // mintsKeys answers new keys on every grant: the leak of ~50 keys in 22 hours.
 type mintsKeys struct{ *spy }
 
-func (m mintsKeys) GrantBucketAccess(ctx context.Context, req *driver.GrantBucketAccessRequest) (*driver.BucketAccess, error) {
+func (m mintsKeys) GrantBucketAccess(ctx context.Context, req *bucket.GrantBucketAccessRequest) (*bucket.Access, error) {
 	a, err := m.spy.GrantBucketAccess(ctx, req) // panics when armed
 	if err == nil {
-		a.Credentials.S3 = &driver.S3Credentials{AccessKeyID: "MINT" + randomText(8), SecretAccessKey: randomText(20)}
+		a.Credentials.S3 = &bucket.S3Credentials{AccessKeyID: "MINT" + randomText(8), SecretAccessKey: randomText(20)}
 	}
 	m.note(a)
 	return a, err
@@ -193,7 +195,7 @@ func (m mintsKeys) GrantBucketAccess(ctx context.Context, req *driver.GrantBucke
 // randomBucketID answers a fresh bucket ID on every create of a name.
 type randomBucketID struct{ *spy }
 
-func (r randomBucketID) CreateBucket(ctx context.Context, req *driver.CreateBucketRequest) (*driver.Bucket, error) {
+func (r randomBucketID) CreateBucket(ctx context.Context, req *bucket.CreateBucketRequest) (*bucket.Bucket, error) {
 	b, err := r.Buckets.CreateBucket(ctx, req)
 	if err == nil {
 		b.ID = "bucket-" + randomText(6)
@@ -204,9 +206,9 @@ func (r randomBucketID) CreateBucket(ctx context.Context, req *driver.CreateBuck
 // sharedKey gives every account the same key pair.
 type sharedKey struct{ *spy }
 
-var theSharedKey = &driver.S3Credentials{AccessKeyID: "SHARED" + randomText(8), SecretAccessKey: randomText(20)}
+var theSharedKey = &bucket.S3Credentials{AccessKeyID: "SHARED" + randomText(8), SecretAccessKey: randomText(20)}
 
-func (k sharedKey) GrantBucketAccess(ctx context.Context, req *driver.GrantBucketAccessRequest) (*driver.BucketAccess, error) {
+func (k sharedKey) GrantBucketAccess(ctx context.Context, req *bucket.GrantBucketAccessRequest) (*bucket.Access, error) {
 	a, err := k.spy.GrantBucketAccess(ctx, req) // panics when armed
 	if err == nil {
 		a.Credentials.S3 = theSharedKey
@@ -218,7 +220,7 @@ func (k sharedKey) GrantBucketAccess(ctx context.Context, req *driver.GrantBucke
 // revokeKeepsKeys answers OK to a revoke and keeps the keys working.
 type revokeKeepsKeys struct{ *spy }
 
-func (revokeKeepsKeys) RevokeBucketAccess(context.Context, *driver.RevokeBucketAccessRequest) error {
+func (revokeKeepsKeys) RevokeBucketAccess(context.Context, *bucket.RevokeBucketAccessRequest) error {
 	return nil
 }
 
@@ -226,7 +228,7 @@ func (revokeKeepsKeys) RevokeBucketAccess(context.Context, *driver.RevokeBucketA
 // redact that.
 type panicsWithKey struct{ *spy }
 
-func (p panicsWithKey) GrantBucketAccess(ctx context.Context, req *driver.GrantBucketAccessRequest) (*driver.BucketAccess, error) {
+func (p panicsWithKey) GrantBucketAccess(ctx context.Context, req *bucket.GrantBucketAccessRequest) (*bucket.Access, error) {
 	a, err := p.Buckets.GrantBucketAccess(ctx, req)
 	p.note(a)
 	if err == nil && p.armed.CompareAndSwap(true, false) {
@@ -238,8 +240,8 @@ func (p panicsWithKey) GrantBucketAccess(ctx context.Context, req *driver.GrantB
 // goneIsInvalid answers a delete of a missing bucket INVALID_ARGUMENT, a terminal code.
 type goneIsInvalid struct{ *spy }
 
-func (g goneIsInvalid) DeleteBucket(ctx context.Context, req *driver.DeleteBucketRequest) error {
-	if _, err := g.Buckets.GetBucket(ctx, &driver.GetBucketRequest{ID: req.ID}); err != nil {
+func (g goneIsInvalid) DeleteBucket(ctx context.Context, req *bucket.DeleteBucketRequest) error {
+	if _, err := g.Buckets.GetBucket(ctx, &bucket.GetBucketRequest{ID: req.ID}); err != nil {
 		return fmt.Errorf("bucket %q: %w", req.ID, driver.ErrInvalidArgument)
 	}
 	return g.Buckets.DeleteBucket(ctx, req)
@@ -249,7 +251,7 @@ func spyOptions(s *spy) COSIOptions {
 	return COSIOptions{
 		BucketParameters:             map[string]string{"tier": "gold"},
 		IncompatibleBucketParameters: map[string]string{"tier": "lead"},
-		CheckCredentials: func(_ context.Context, _ driver.ObjectProtocol, _ driver.Bucket, c driver.Credentials) error {
+		CheckCredentials: func(_ context.Context, _ bucket.Protocol, _ bucket.Bucket, c bucket.Credentials) error {
 			if c.S3 == nil || !s.KeyLive(c.S3.AccessKeyID) {
 				return fmt.Errorf("the key is not live")
 			}
@@ -259,8 +261,8 @@ func spyOptions(s *spy) COSIOptions {
 	}
 }
 
-func bucketCfg(b driver.BucketProvisioner) driver.Config {
-	return driver.Config{Name: "bad-s3.csikit.dev", VendorVersion: "1", Buckets: b, BucketProtocols: []driver.ObjectProtocol{driver.ProtocolS3}}
+func bucketCfg(b bucket.Provisioner) plugin.Config {
+	return plugin.Config{Name: "bad-s3.csikit.dev", VendorVersion: "1", COSI: &plugin.COSIConfig{Provisioner: b, Protocols: []bucket.Protocol{bucket.S3}}}
 }
 
 func TestCOSISuiteFailsBadDrivers(t *testing.T) {
@@ -276,21 +278,21 @@ func TestCOSISuiteFailsBadDrivers(t *testing.T) {
 	)
 	for _, tc := range []struct {
 		name    string
-		backend func(s *spy) driver.BucketProvisioner
+		backend func(s *spy) bucket.Provisioner
 		// mustFail are checks that must fail in both versions, with a word of their message.
 		mustFail map[string]string
 	}{
-		{"a backend that mints new keys on every grant", func(s *spy) driver.BucketProvisioner { return mintsKeys{s} },
+		{"a backend that mints new keys on every grant", func(s *spy) bucket.Provisioner { return mintsKeys{s} },
 			map[string]string{grantSame: "must not mint new keys", grantAtOnce: "two different credentials"}},
-		{"a backend that answers a new bucket ID on every create", func(s *spy) driver.BucketProvisioner { return randomBucketID{s} },
+		{"a backend that answers a new bucket ID on every create", func(s *spy) bucket.Provisioner { return randomBucketID{s} },
 			map[string]string{createSame: "one name must always give one bucket"}},
-		{"a backend that gives every account the same key", func(s *spy) driver.BucketProvisioner { return sharedKey{s} },
+		{"a backend that gives every account the same key", func(s *spy) bucket.Provisioner { return sharedKey{s} },
 			map[string]string{distinct: "the same S3 access key ID"}},
-		{"a backend whose revoke leaves the keys working", func(s *spy) driver.BucketProvisioner { return revokeKeepsKeys{s} },
+		{"a backend whose revoke leaves the keys working", func(s *spy) bucket.Provisioner { return revokeKeepsKeys{s} },
 			map[string]string{revokeWorks: "still work"}},
-		{"a backend that panics with the key in its message", func(s *spy) driver.BucketProvisioner { return panicsWithKey{s} },
+		{"a backend that panics with the key in its message", func(s *spy) bucket.Provisioner { return panicsWithKey{s} },
 			map[string]string{canary: "appears in log line"}},
-		{"a backend that answers INVALID_ARGUMENT to a delete of a missing bucket", func(s *spy) driver.BucketProvisioner { return goneIsInvalid{s} },
+		{"a backend that answers INVALID_ARGUMENT to a delete of a missing bucket", func(s *spy) bucket.Provisioner { return goneIsInvalid{s} },
 			map[string]string{goneIsDone: "want OK", terminalOnly: "treats as final"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -329,7 +331,7 @@ func TestCOSISuiteFailsBadDrivers(t *testing.T) {
 func TestCOSISuitePassesMemdriver(t *testing.T) {
 	s := newSpy()
 	cfg := bucketCfg(s)
-	cfg.COSIVersions = []driver.COSIVersion{driver.COSIV1Alpha2}
+	cfg.COSI.Versions = []bucket.Version{bucket.V1Alpha2}
 	f := runFake(t, cfg, spyOptions(s))
 	if fs := f.failures(); len(fs) > 0 {
 		t.Errorf("failures: %v", fs)

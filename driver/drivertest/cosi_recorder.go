@@ -15,7 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	cosi1 "sigs.k8s.io/container-object-storage-interface/proto"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
 	cosi2 "github.com/csikit/csikit/internal/cosi/v1alpha2"
 )
 
@@ -47,7 +47,7 @@ type secretValue struct {
 	account string
 	kind    string // "access key ID", "secret"...
 	value   string
-	version driver.COSIVersion
+	version bucket.Version
 }
 
 // callRecord is what the canary searches: error messages and the answers that must hold no
@@ -64,20 +64,20 @@ type cosiRecorder struct {
 	timeout    time.Duration // of each call
 	mu         sync.Mutex
 	secrets    []secretValue
-	records    map[driver.COSIVersion][]callRecord
-	violations map[driver.COSIVersion][]string
+	records    map[bucket.Version][]callRecord
+	violations map[bucket.Version][]string
 }
 
 func newCOSIRecorder(timeout time.Duration) *cosiRecorder {
-	return &cosiRecorder{timeout: timeout, records: map[driver.COSIVersion][]callRecord{}, violations: map[driver.COSIVersion][]string{}}
+	return &cosiRecorder{timeout: timeout, records: map[bucket.Version][]callRecord{}, violations: map[bucket.Version][]string{}}
 }
 
 // versionOf tells the wire version from the full method name.
-func versionOf(method string) driver.COSIVersion {
+func versionOf(method string) bucket.Version {
 	if strings.HasPrefix(method, "/cosi.v1alpha1.") {
-		return driver.COSIV1Alpha1
+		return bucket.V1Alpha1
 	}
-	return driver.COSIV1Alpha2
+	return bucket.V1Alpha2
 }
 
 func shortMethod(method string) string { return method[strings.LastIndex(method, "/")+1:] }
@@ -115,7 +115,7 @@ func (r *cosiRecorder) unary(ctx context.Context, method string, req, reply any,
 }
 
 // addSecret records a value once per (account, kind); mu is held.
-func (r *cosiRecorder) addSecret(v driver.COSIVersion, account, kind, value string) {
+func (r *cosiRecorder) addSecret(v bucket.Version, account, kind, value string) {
 	if value == "" {
 		return
 	}
@@ -132,7 +132,7 @@ func (r *cosiRecorder) addV1Alpha1Secrets(account string, a *cosi1.DriverGrantBu
 	for _, d := range a.GetCredentials() {
 		for key, value := range d.GetSecrets() {
 			if kind, ok := v1alpha1SecretKeys[key]; ok {
-				r.addSecret(driver.COSIV1Alpha1, account, kind, value)
+				r.addSecret(bucket.V1Alpha1, account, kind, value)
 			}
 		}
 	}
@@ -148,7 +148,7 @@ var v1alpha1SecretKeys = map[string]string{
 
 func (r *cosiRecorder) addV1Alpha2Secrets(account string, a *cosi2.DriverGrantBucketAccessResponse) {
 	c := a.GetCredentials()
-	v := driver.COSIV1Alpha2
+	v := bucket.V1Alpha2
 	r.addSecret(v, account, "access key ID", c.GetS3().GetAccessKeyId())
 	r.addSecret(v, account, "secret access key", c.GetS3().GetAccessSecretKey())
 	r.addSecret(v, account, "access token", c.GetAzure().GetAccessToken())
@@ -172,7 +172,7 @@ func (r *cosiRecorder) scrub(s string) string {
 }
 
 // takeViolations returns and forgets the terminal-code violations of a version.
-func (r *cosiRecorder) takeViolations(v driver.COSIVersion) []string {
+func (r *cosiRecorder) takeViolations(v bucket.Version) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := r.violations[v]
@@ -180,7 +180,7 @@ func (r *cosiRecorder) takeViolations(v driver.COSIVersion) []string {
 	return out
 }
 
-func (r *cosiRecorder) secretsOf(v driver.COSIVersion) []secretValue {
+func (r *cosiRecorder) secretsOf(v bucket.Version) []secretValue {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []secretValue
@@ -192,7 +192,7 @@ func (r *cosiRecorder) secretsOf(v driver.COSIVersion) []secretValue {
 	return out
 }
 
-func (r *cosiRecorder) recordsOf(v driver.COSIVersion) []callRecord {
+func (r *cosiRecorder) recordsOf(v bucket.Version) []callRecord {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.records[v])

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
 )
 
 // runCOSI is the suite behind COSI and COSIEndpoint: one subtest per wire version, each with one
@@ -55,7 +55,7 @@ type cosiSuite struct {
 	rec  *cosiRecorder
 
 	name      string
-	protocols []driver.ObjectProtocol // v1alpha2 only
+	protocols []bucket.Protocol // v1alpha2 only
 	// canGrant is false when DriverGrantBucketAccess answers UNIMPLEMENTED: the grant checks
 	// are skipped, saying so.
 	canGrant bool
@@ -75,7 +75,7 @@ func (s *cosiSuite) start(t reporter) bool {
 		return false
 	}
 	s.name, s.protocols = name, protocols
-	if v2, ok := s.c.(*cosiV1Alpha2); ok && len(protocols) > 0 && protocols[0] >= driver.ProtocolS3 && protocols[0] <= driver.ProtocolGCS {
+	if v2, ok := s.c.(*cosiV1Alpha2); ok && len(protocols) > 0 && protocols[0] >= bucket.S3 && protocols[0] <= bucket.GCS {
 		v2.protocol = protocols[0]
 	}
 	// A first bucket and grant: the v1alpha1 client learns the protocol from the bucket, and
@@ -84,11 +84,11 @@ func (s *cosiSuite) start(t reporter) bool {
 	if v1, ok := s.c.(*cosiV1Alpha1); ok {
 		switch {
 		case b.S3 != nil:
-			v1.protocol = driver.ProtocolS3
+			v1.protocol = bucket.S3
 		case b.Azure != nil:
-			v1.protocol = driver.ProtocolAzure
+			v1.protocol = bucket.Azure
 		case b.GCS != nil:
-			v1.protocol = driver.ProtocolGCS
+			v1.protocol = bucket.GCS
 		}
 	}
 	a, _, err := s.c.grant(expectCall(context.Background(), "the first DriverGrantBucketAccess of the run", codes.Unimplemented),
@@ -111,7 +111,7 @@ func (s *cosiSuite) start(t reporter) bool {
 // cosiCheck is one rule; its name says what the driver must do.
 type cosiCheck struct {
 	name string
-	only driver.COSIVersion // "" for both versions
+	only bucket.Version // "" for both versions
 	run  func(t reporter, s *cosiSuite)
 }
 
@@ -119,15 +119,15 @@ type cosiCheck struct {
 // last, since they judge every call before them.
 var cosiChecks = []cosiCheck{
 	{"DriverGetInfo names the driver in at most 63 characters of DNS-1035 labels", "", checkDriverName},
-	{"DriverGetInfo lists at least one protocol, none UNKNOWN, none twice", driver.COSIV1Alpha2, checkProtocols},
+	{"DriverGetInfo lists at least one protocol, none UNKNOWN, none twice", bucket.V1Alpha2, checkProtocols},
 	{"DriverCreateBucket of one name three times answers the same valid bucket", "", checkCreateIdempotent},
 	{"DriverCreateBucket of an existing name with incompatible parameters is ALREADY_EXISTS", "", checkCreateIncompatible},
-	{"DriverGetExistingBucket of an unknown bucket is NOT_FOUND and of a created one answers it", driver.COSIV1Alpha2, checkGetBucket},
+	{"DriverGetExistingBucket of an unknown bucket is NOT_FOUND and of a created one answers it", bucket.V1Alpha2, checkGetBucket},
 	{"bucket calls with bad input are INVALID_ARGUMENT", "", checkBucketBadInput},
 	{"DriverDeleteBucket and DriverRevokeBucketAccess of what is gone answer OK twice", "", checkGoneIsDone},
 	{"DriverGrantBucketAccess repeated under one account name answers the same account and credentials", "", checkGrantIdempotent},
 	{"DriverGrantBucketAccess repeated with incompatible buckets or parameters is ALREADY_EXISTS in v1alpha2 and never in v1alpha1", "", checkGrantIncompatible},
-	{"DriverGrantBucketAccess of several buckets is OUT_OF_RANGE if and only if the driver cannot put them behind one access", driver.COSIV1Alpha2, checkMultiBucket},
+	{"DriverGrantBucketAccess of several buckets is OUT_OF_RANGE if and only if the driver cannot put them behind one access", bucket.V1Alpha2, checkMultiBucket},
 	{"access calls with bad input are INVALID_ARGUMENT", "", checkAccessBadInput},
 	{"two accounts granted one bucket get different credentials", "", checkDistinctAccounts},
 	{"granted credentials work and stop working at revoke", "", checkCredentialsWork},
@@ -140,7 +140,7 @@ var cosiChecks = []cosiCheck{
 
 // mustCreate creates a bucket, reports what the sidecar would refuse in the answer, and deletes
 // the bucket when the test ends.
-func (s *cosiSuite) mustCreate(t reporter, what, name string, params map[string]string) *driver.Bucket {
+func (s *cosiSuite) mustCreate(t reporter, what, name string, params map[string]string) *bucket.Bucket {
 	b, problems, err := s.c.create(expectCall(context.Background(), what), name, params)
 	if err != nil {
 		t.Fatalf("%s: DriverCreateBucket{name %q}: %v", what, name, err)
@@ -190,14 +190,14 @@ func (s *cosiSuite) requireGrant(t reporter) {
 }
 
 // protocol is the protocol the suite asks for in this version.
-func (s *cosiSuite) protocol() driver.ObjectProtocol {
+func (s *cosiSuite) protocol() bucket.Protocol {
 	switch c := s.c.(type) {
 	case *cosiV1Alpha1:
 		return c.protocol
 	case *cosiV1Alpha2:
 		return c.protocol
 	}
-	return driver.ProtocolS3
+	return bucket.S3
 }
 
 // shuffled returns ids in a random order, as the v1alpha2 sidecar sends a grant's buckets.

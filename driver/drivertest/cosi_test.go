@@ -6,9 +6,10 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
 	"github.com/csikit/csikit/driver/drivertest"
 	"github.com/csikit/csikit/driver/memdriver"
+	"github.com/csikit/csikit/driver/plugin"
 )
 
 // memBuckets is memdriver's bucket backend that can be armed to panic once in a grant, after the
@@ -18,7 +19,7 @@ type memBuckets struct {
 	armed atomic.Bool
 }
 
-func (m *memBuckets) GrantBucketAccess(ctx context.Context, req *driver.GrantBucketAccessRequest) (*driver.BucketAccess, error) {
+func (m *memBuckets) GrantBucketAccess(ctx context.Context, req *bucket.GrantBucketAccessRequest) (*bucket.Access, error) {
 	a, err := m.Buckets.GrantBucketAccess(ctx, req)
 	if err == nil && m.armed.CompareAndSwap(true, false) {
 		panic(a) // the answer, keys and all, as a careless backend would
@@ -26,10 +27,9 @@ func (m *memBuckets) GrantBucketAccess(ctx context.Context, req *driver.GrantBuc
 	return a, err
 }
 
-func memBucketConfig(b driver.BucketProvisioner, multi bool, versions ...driver.COSIVersion) driver.Config {
-	return driver.Config{Name: "mem-s3.csikit.dev", VendorVersion: "1.0.0", Buckets: b,
-		BucketProtocols: []driver.ObjectProtocol{driver.ProtocolS3}, COSIVersions: versions,
-		MultiBucketAccess: multi, CheckResponses: true}
+func memBucketConfig(b bucket.Provisioner, multi bool, versions ...bucket.Version) plugin.Config {
+	return plugin.Config{Name: "mem-s3.csikit.dev", VendorVersion: "1.0.0", CheckResponses: true,
+		COSI: &plugin.COSIConfig{Provisioner: b, Protocols: []bucket.Protocol{bucket.S3}, Versions: versions, MultiBucketAccess: multi}}
 }
 
 // memCOSIOptions are what the suite cannot know about memdriver: any parameters are accepted,
@@ -41,9 +41,9 @@ func memCOSIOptions(m *memBuckets, multi bool) drivertest.COSIOptions {
 		AccessParameters:             map[string]string{"policy": "app"},
 		IncompatibleAccessParameters: map[string]string{"policy": "admin"},
 		MultiBucketAccess:            multi,
-		CheckCredentials: func(_ context.Context, p driver.ObjectProtocol, b driver.Bucket, c driver.Credentials) error {
+		CheckCredentials: func(_ context.Context, p bucket.Protocol, b bucket.Bucket, c bucket.Credentials) error {
 			switch {
-			case p != driver.ProtocolS3 || c.S3 == nil || b.S3 == nil:
+			case p != bucket.S3 || c.S3 == nil || b.S3 == nil:
 				return errors.New("memdriver serves S3 only")
 			case !m.KeyLive(c.S3.AccessKeyID):
 				return errors.New("the access key is not live")
@@ -70,7 +70,7 @@ func TestCOSIMemdriverBothVersions(t *testing.T) {
 // With one version configured, the other is skipped (UNIMPLEMENTED on DriverGetInfo) and the
 // served one passes.
 func TestCOSIMemdriverOneVersion(t *testing.T) {
-	for _, v := range []driver.COSIVersion{driver.COSIV1Alpha1, driver.COSIV1Alpha2} {
+	for _, v := range []bucket.Version{bucket.V1Alpha1, bucket.V1Alpha2} {
 		t.Run(string(v), func(t *testing.T) {
 			m := &memBuckets{Buckets: memdriver.NewBuckets("http://127.0.0.1:9000", "us-east-1")}
 			drivertest.COSI(t, memBucketConfig(m, false, v), memCOSIOptions(m, false))

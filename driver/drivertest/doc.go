@@ -5,7 +5,7 @@
 //		drivertest.CSI(t, cfg, drivertest.Options{})
 //	}
 //
-// CSI builds the plugin from a driver.Config and serves it on a unix socket; CSIEndpoint tests a
+// CSI builds the plugin from a plugin.Config and serves it with NewServer; CSIEndpoint tests a
 // plugin that is already running. Both run csi-sanity (github.com/kubernetes-csi/csi-test/v5
 // v5.6.0, the release for CSI spec v1.13.0) in-process, with csikit's own specs added to the same
 // Ginkgo suite through sanity.DescribeSanity, so they share its connections, per-spec setup and
@@ -56,7 +56,7 @@
 //     ready, restore a member into a new volume, delete twice, then get is NOT_FOUND (and so is
 //     GetSnapshot of a member, with GET_SNAPSHOT). (csi-sanity only checks argument errors.)
 //   - CheckVolumeGroups: the volume-group service of seed 001 (volumegroup.Controller), when
-//     GetPluginInfo's manifest lists it under driver.ManifestVolumeGroupRPCs: the lifecycle
+//     GetPluginInfo's manifest lists it under plugin.ManifestVolumeGroupRPCs: the lifecycle
 //     (create empty, get, membership set to exactly the list asked for, emptied, listed, deleted
 //     with its volumes), repeated calls (same group and answer; other parameters under the same
 //     name ALREADY_EXISTS; repeated delete OK), every error row (delete of a missing group OK;
@@ -155,6 +155,17 @@
 //     (COSIOptions.ArmPanic makes the backend panic once, after it minted credentials). Failure
 //     messages name where a value appeared, never the value.
 //
-// COSI builds the plugin from a driver.Config and serves it on a unix socket; COSIEndpoint tests a
+// COSI builds the plugin from a plugin.Config and serves it with NewServer; COSIEndpoint tests a
 // driver that is already running, whatever it is built with.
+//
+// # A test server
+//
+// NewServer is what CSI and COSI serve a Config with, and what any test of a driver can use, in
+// the spirit of net/http/httptest.NewServer: it builds the plugin with plugin.New, serves it on a
+// fresh unix socket (short enough for a socket address, whatever the test's name) until the test
+// ends, and gives a client connection (Server.Conn) and everything the plugin logged at debug
+// level (Server.Logs), secrets redacted, for a test or a canary to search.
+//
+//	srv := drivertest.NewServer(t, cfg)
+//	resp, err := csi.NewControllerClient(srv.Conn).CreateVolume(ctx, req)
 package drivertest

@@ -22,7 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"k8s.io/klog/v2"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/plugin"
 )
 
 // Options describe the driver under test and the run. The zero value runs the unprivileged profile
@@ -119,23 +119,36 @@ var (
 	current   *run
 )
 
+// registerSpecs adds csikit's spec groups to csi-sanity's suite (sanity.DescribeSanity), in a
+// fixed order, once per process, just before the suite is built: set-up code of the run rather
+// than package initialisation writing into csi-sanity's table whenever drivertest is linked.
+var registerSpecs = sync.OnceFunc(func() {
+	describeSecretCanary()
+	describePagination()
+	describeGroupSnapshot()
+	describeConcurrency()
+	describeIdempotency()
+	describeVolumeGroupSpecs()
+	describeVolumeGroupCanary()
+})
+
 // CSI runs csi-sanity v5.6.0 in-process, plus csikit's own specs, against a plugin built from cfg.
-// The plugin is built with driver.New, with a debug-level logger captured for the secret canary
-// (added beside cfg.Logger when that is set), and served on a unix socket until the test ends.
-// When the backend logs through a logger of its own, give those logs as Options.Logs too: the
-// canary then searches both.
+// NewServer serves the plugin until the test ends; what it captures of the plugin's log at debug
+// level (beside cfg.Logger when that is set) feeds the secret canary. When the backend logs
+// through a logger of its own, give those logs as Options.Logs too: the canary then searches
+// both.
 //
 // Ginkgo runs one suite per process, so CSI (or CSIEndpoint) may be called once per test binary;
 // a second call fails the test. Put each driver's conformance test in its own package.
-func CSI(t *testing.T, cfg driver.Config, opts Options) Result {
+func CSI(t *testing.T, cfg plugin.Config, opts Options) Result {
 	t.Helper()
-	sock, capture := serveCaptured(t, cfg, "csi.sock")
+	srv := NewServer(t, cfg)
 	if backendLogs := opts.Logs; backendLogs != nil {
-		opts.Logs = func() string { return capture.String() + "\n" + backendLogs() }
+		opts.Logs = func() string { return srv.Logs() + "\n" + backendLogs() }
 	} else {
-		opts.Logs = capture.String
+		opts.Logs = srv.Logs
 	}
-	return CSIEndpoint(t, "unix://"+sock, opts)
+	return CSIEndpoint(t, srv.Endpoint, opts)
 }
 
 // CSIEndpoint runs the same suite as CSI against an already running plugin at endpoint, e.g.
@@ -171,6 +184,7 @@ func CSIEndpoint(t *testing.T, endpoint string, opts Options) Result {
 		currentMu.Unlock()
 	}()
 
+	registerSpecs()
 	sc := sanity.GinkgoTest(&cfg)
 	defer sc.Finalize()
 	var report types.Report

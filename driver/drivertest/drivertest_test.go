@@ -18,18 +18,20 @@ import (
 	"github.com/csikit/csikit/driver"
 	"github.com/csikit/csikit/driver/drivertest"
 	"github.com/csikit/csikit/driver/memdriver"
+	"github.com/csikit/csikit/driver/plugin"
+	"github.com/csikit/csikit/driver/volumegroup"
 )
 
-// fullConfig is every memdriver backend and feature, as in driver/harness_test.go.
-func fullConfig(backend driver.Controller) driver.Config {
-	return driver.Config{
+// fullConfig is every memdriver backend and feature, as in driver/plugin/harness_test.go.
+func fullConfig(backend driver.Controller) plugin.Config {
+	return plugin.Config{
 		Name:             "mem.csikit.dev",
 		VendorVersion:    "1.0.0",
 		Controller:       backend,
 		Node:             backend.(driver.Node),
 		GroupController:  backend.(driver.GroupController),
 		SnapshotMetadata: backend.(driver.SnapshotMetadata),
-		VolumeGroups:     backend.(driver.VolumeGroupController),
+		VolumeGroups:     &plugin.VolumeGroupConfig{Controller: backend.(volumegroup.Controller)},
 		Features: driver.Features{
 			CloneVolume:                    true,
 			PublishReadonly:                true,
@@ -229,8 +231,8 @@ func (f *faulty) ListVolumesPage(ctx context.Context, req *driver.ListVolumesReq
 }
 
 // DeleteVolumeGroup empties the group before deleting it, so its volumes outlive it.
-func (f *faulty) DeleteVolumeGroup(ctx context.Context, req *driver.DeleteVolumeGroupRequest) error {
-	_, _ = f.Driver.ModifyVolumeGroupMembership(ctx, &driver.ModifyVolumeGroupMembershipRequest{GroupID: req.GroupID})
+func (f *faulty) DeleteVolumeGroup(ctx context.Context, req *volumegroup.DeleteVolumeGroupRequest) error {
+	_, _ = f.Driver.ModifyVolumeGroupMembership(ctx, &volumegroup.ModifyVolumeGroupMembershipRequest{GroupID: req.GroupID})
 	return f.Driver.DeleteVolumeGroup(ctx, req)
 }
 

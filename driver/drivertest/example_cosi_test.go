@@ -5,9 +5,10 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
 	"github.com/csikit/csikit/driver/drivertest"
 	"github.com/csikit/csikit/driver/memdriver"
+	"github.com/csikit/csikit/driver/plugin"
 )
 
 // The whole COSI conformance test of a bucket driver: one call, both wire versions. Unlike CSI,
@@ -18,12 +19,11 @@ import (
 func ExampleCOSI() {
 	TestCOSIConformance := func(t *testing.T) {
 		backend := memdriver.NewBuckets("http://127.0.0.1:9000", "us-east-1") // your bucket backend
-		cfg := driver.Config{
-			Name:            "mem-s3.example.com",
-			VendorVersion:   "1.0.0",
-			Buckets:         backend,
-			BucketProtocols: []driver.ObjectProtocol{driver.ProtocolS3},
-			CheckResponses:  true,
+		cfg := plugin.Config{
+			Name:           "mem-s3.example.com",
+			VendorVersion:  "1.0.0",
+			COSI:           &plugin.COSIConfig{Provisioner: backend, Protocols: []bucket.Protocol{bucket.S3}},
+			CheckResponses: true,
 		}
 		drivertest.COSI(t, cfg, drivertest.COSIOptions{
 			// A BucketClass's parameters, and a conflicting set for the ALREADY_EXISTS check.
@@ -31,7 +31,7 @@ func ExampleCOSI() {
 			IncompatibleBucketParameters: map[string]string{"tier": "bronze"},
 			// Prove the granted keys work and the revoked ones fail; a real driver would
 			// sign a request with them (memorys3 lists the bucket with aws-sdk-go-v2).
-			CheckCredentials: func(_ context.Context, _ driver.ObjectProtocol, _ driver.Bucket, creds driver.Credentials) error {
+			CheckCredentials: func(_ context.Context, _ bucket.Protocol, _ bucket.Bucket, creds bucket.Credentials) error {
 				if creds.S3 == nil || !backend.KeyLive(creds.S3.AccessKeyID) {
 					return errors.New("access denied")
 				}

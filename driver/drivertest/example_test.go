@@ -6,6 +6,7 @@ import (
 	"github.com/csikit/csikit/driver"
 	"github.com/csikit/csikit/driver/drivertest"
 	"github.com/csikit/csikit/driver/memdriver"
+	"github.com/csikit/csikit/driver/plugin"
 )
 
 // This file is the whole conformance test of a driver, ready to copy into a conformance_test.go
@@ -15,9 +16,9 @@ import (
 
 // conformanceConfig is the plugin under test, assembled exactly as the real binary assembles it,
 // so the test proves what ships and not a test-only variant.
-func conformanceConfig() driver.Config {
+func conformanceConfig() plugin.Config {
 	backend := memdriver.New(memdriver.Options{Topology: driver.Topology{"example.com/zone": "a"}})
-	return driver.Config{
+	return plugin.Config{
 		Name:            "mem.example.com",
 		VendorVersion:   "1.0.0",
 		Controller:      backend,

@@ -4,7 +4,7 @@ import (
 	"context"
 	"slices"
 
-	"github.com/IBM/csi-volume-group/lib/go/volumegroup"
+	vgpb "github.com/IBM/csi-volume-group/lib/go/volumegroup"
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/kubernetes-csi/csi-test/v5/pkg/sanity"
 	"github.com/kubernetes-csi/csi-test/v5/utils"
@@ -16,7 +16,7 @@ import (
 // dialVolumeGroupCanary opens a connection to the plugin's controller that passes through the
 // canary and returns a volume-group client on it. dialCanary has already pointed the CSI clients
 // at connections of their own.
-func (v *vgFixture) dialVolumeGroupCanary(c *canary) volumegroup.ControllerClient {
+func (v *vgFixture) dialVolumeGroupCanary(c *canary) vgpb.ControllerClient {
 	GinkgoHelper()
 	cfg := v.sc.Config
 	addr, opts := cfg.Address, cfg.DialOptions
@@ -27,60 +27,63 @@ func (v *vgFixture) dialVolumeGroupCanary(c *canary) volumegroup.ControllerClien
 	conn, err := utils.Connect(addr, opts...)
 	Expect(err).NotTo(HaveOccurred(), "connecting to the plugin's controller")
 	v.after(func() { conn.Close() })
-	return volumegroup.NewControllerClient(conn)
+	return vgpb.NewControllerClient(conn)
 }
 
-// The volume-group canary: a fresh random value in every vg_csi_secret field of every call (the
-// interceptor finds them from the annotation, as it finds csi_secret), on happy and error paths.
-var _ = describeVolumeGroups(CheckSecretCanary, func(sc *sanity.TestContext, v *vgFixture) {
-	ctx := context.Background()
+// describeVolumeGroupCanary adds the volume-group canary to the suite: a fresh random value in
+// every vg_csi_secret field of every call (the interceptor finds them from the annotation, as it
+// finds csi_secret), on happy and error paths.
+func describeVolumeGroupCanary() {
+	describeVolumeGroups(CheckSecretCanary, func(sc *sanity.TestContext, v *vgFixture) {
+		ctx := context.Background()
 
-	It(itCanaryVolumeGroups, func() {
-		c := newCanary()
-		v.dialCanary(c)
-		v.vg = v.dialVolumeGroupCanary(c)
-		ignore := func(any, error) {} // error paths: only the leak check matters
+		It(itCanaryVolumeGroups, func() {
+			c := newCanary()
+			v.dialCanary(c)
+			v.vg = v.dialVolumeGroupCanary(c)
+			ignore := func(any, error) {} // error paths: only the leak check matters
 
-		req := v.createReq("csikit-canary-vg")
-		created, err := v.vg.CreateVolumeGroup(ctx, req)
-		Expect(err).NotTo(HaveOccurred(), "CreateVolumeGroup")
-		id := created.GetVolumeGroup().GetVolumeGroupId()
-		v.cleanupGroup(id)
-		ignore(v.vg.CreateVolumeGroup(ctx, req))
-		other := v.createReq("csikit-canary-vg")
-		other.Name = req.GetName()
-		other.Parameters = map[string]string{"csikit.dev/incompatible": "true"}
-		ignore(v.vg.CreateVolumeGroup(ctx, other))                                   // ALREADY_EXISTS
-		ignore(v.vg.CreateVolumeGroup(ctx, &volumegroup.CreateVolumeGroupRequest{})) // INVALID_ARGUMENT: no name
-		badKey := v.createReq("csikit-canary-vg-badkey")
-		badKey.Secrets = map[string]string{"not a valid key!": c.value("CreateVolumeGroup (under an invalid key)")}
-		ignore(v.vg.CreateVolumeGroup(ctx, badKey))
+			req := v.createReq("csikit-canary-vg")
+			created, err := v.vg.CreateVolumeGroup(ctx, req)
+			Expect(err).NotTo(HaveOccurred(), "CreateVolumeGroup")
+			id := created.GetVolumeGroup().GetVolumeGroupId()
+			v.cleanupGroup(id)
+			ignore(v.vg.CreateVolumeGroup(ctx, req))
+			other := v.createReq("csikit-canary-vg")
+			other.Name = req.GetName()
+			other.Parameters = map[string]string{"csikit.dev/incompatible": "true"}
+			ignore(v.vg.CreateVolumeGroup(ctx, other))                            // ALREADY_EXISTS
+			ignore(v.vg.CreateVolumeGroup(ctx, &vgpb.CreateVolumeGroupRequest{})) // INVALID_ARGUMENT: no name
+			badKey := v.createReq("csikit-canary-vg-badkey")
+			badKey.Secrets = map[string]string{"not a valid key!": c.value("CreateVolumeGroup (under an invalid key)")}
+			ignore(v.vg.CreateVolumeGroup(ctx, badKey))
 
-		var members []string
-		if v.caps.has(csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME) {
-			members = ids(v.volumes("csikit-canary-vg-vol", 2)...)
-			v.setMembers(id, members...)
-			ignore(v.vg.ModifyVolumeGroupMembership(ctx, v.modifyReq(id, members[0], sc.Config.IDGen.GenerateUniqueValidVolumeID()))) // NOT_FOUND
-			ignore(v.ctrl.DeleteVolume(ctx, sanity.MakeDeleteVolumeReq(sc, members[0])))                                              // FAILED_PRECONDITION
-		}
-		ignore(v.vg.ModifyVolumeGroupMembership(ctx, v.modifyReq(missingGroupID()))) // NOT_FOUND
-		if v.rpcs["ControllerGetVolumeGroup"] {
-			_, err := v.vg.ControllerGetVolumeGroup(ctx, &volumegroup.ControllerGetVolumeGroupRequest{VolumeGroupId: id, Secrets: v.secrets()})
-			Expect(err).NotTo(HaveOccurred(), "ControllerGetVolumeGroup")
-			ignore(v.vg.ControllerGetVolumeGroup(ctx, &volumegroup.ControllerGetVolumeGroupRequest{VolumeGroupId: missingGroupID()}))
-		}
-		if v.rpcs["ListVolumeGroups"] {
-			for _, lreq := range []*volumegroup.ListVolumeGroupsRequest{{}, {MaxEntries: 1}, {StartingToken: sc.Config.TestInvalidListVolumesStartingToken}, {MaxEntries: -1}} {
-				ignore(v.vg.ListVolumeGroups(ctx, lreq))
+			var members []string
+			if v.caps.has(csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME) {
+				members = ids(v.volumes("csikit-canary-vg-vol", 2)...)
+				v.setMembers(id, members...)
+				ignore(v.vg.ModifyVolumeGroupMembership(ctx, v.modifyReq(id, members[0], sc.Config.IDGen.GenerateUniqueValidVolumeID()))) // NOT_FOUND
+				ignore(v.ctrl.DeleteVolume(ctx, sanity.MakeDeleteVolumeReq(sc, members[0])))                                              // FAILED_PRECONDITION
 			}
-		}
-		if len(members) > 0 {
-			v.setMembers(id)
-		}
-		for range 2 {
-			_, err := v.vg.DeleteVolumeGroup(ctx, &volumegroup.DeleteVolumeGroupRequest{VolumeGroupId: id, Secrets: v.secrets()})
-			Expect(err).NotTo(HaveOccurred(), "DeleteVolumeGroup")
-		}
-		v.verify(c)
+			ignore(v.vg.ModifyVolumeGroupMembership(ctx, v.modifyReq(missingGroupID()))) // NOT_FOUND
+			if v.rpcs["ControllerGetVolumeGroup"] {
+				_, err := v.vg.ControllerGetVolumeGroup(ctx, &vgpb.ControllerGetVolumeGroupRequest{VolumeGroupId: id, Secrets: v.secrets()})
+				Expect(err).NotTo(HaveOccurred(), "ControllerGetVolumeGroup")
+				ignore(v.vg.ControllerGetVolumeGroup(ctx, &vgpb.ControllerGetVolumeGroupRequest{VolumeGroupId: missingGroupID()}))
+			}
+			if v.rpcs["ListVolumeGroups"] {
+				for _, lreq := range []*vgpb.ListVolumeGroupsRequest{{}, {MaxEntries: 1}, {StartingToken: sc.Config.TestInvalidListVolumesStartingToken}, {MaxEntries: -1}} {
+					ignore(v.vg.ListVolumeGroups(ctx, lreq))
+				}
+			}
+			if len(members) > 0 {
+				v.setMembers(id)
+			}
+			for range 2 {
+				_, err := v.vg.DeleteVolumeGroup(ctx, &vgpb.DeleteVolumeGroupRequest{VolumeGroupId: id, Secrets: v.secrets()})
+				Expect(err).NotTo(HaveOccurred(), "DeleteVolumeGroup")
+			}
+			v.verify(c)
+		})
 	})
-})
+}

@@ -10,7 +10,7 @@
 //	/var/lib/kubelet/plugins/example.com/csi.sock
 //
 // [Parse] accepts those, and tcp://host:port only when the caller opts in
-// with [ParseOptions.AllowTCP] (driver.Config.AllowTCP for a driver): a TCP
+// with [ParseOptions.AllowTCP] (plugin.Config.AllowTCP for a driver): a TCP
 // endpoint has no file permissions in front of it and is meant for debugging
 // only. A unix: form must mean the same socket to grpc-go clients (which
 // decode percent escapes) and to the Kubernetes sidecars (which do not), so

@@ -94,7 +94,7 @@ func Parse(s string, opts ParseOptions) (Endpoint, error) {
 		if !opts.AllowTCP {
 			// The person reading this set an environment variable or a flag,
 			// not ParseOptions: name the knob a driver exposes.
-			return Endpoint{}, fmt.Errorf("endpoint %q: tcp endpoints are a debugging extension and are off by default; use unix:///absolute/path/to/plugin.sock, or have the driver opt in by setting driver.Config.AllowTCP = true (endpoint.ParseOptions.AllowTCP when calling endpoint.Parse directly)", s)
+			return Endpoint{}, fmt.Errorf("endpoint %q: tcp endpoints are a debugging extension and are off by default; use unix:///absolute/path/to/plugin.sock, or have the driver opt in by setting plugin.Config.AllowTCP = true (endpoint.ParseOptions.AllowTCP when calling endpoint.Parse directly)", s)
 		}
 		return parseTCP(s, rest)
 	default:

@@ -54,7 +54,7 @@ func TestParse(t *testing.T) {
 		{in: ":10000", wantErr: "neither a URL nor an absolute path"},
 		{in: "http://csi/csi.sock", wantErr: `unknown scheme "http"`},
 		{in: "unix-abstract:csi", wantErr: `unknown scheme "unix-abstract"`},
-		{in: "tcp://127.0.0.1:10000", wantErr: "setting driver.Config.AllowTCP = true"},
+		{in: "tcp://127.0.0.1:10000", wantErr: "setting plugin.Config.AllowTCP = true"},
 		{in: "unix:///csi/csi.sock?mode=0600", wantErr: `has a URL query ("?mode=0600"), which gRPC clients ignore`},
 		{in: "unix:///csi/csi.sock?", wantErr: "has a URL query"},
 		{in: "unix:/csi/csi.sock#x", wantErr: `has a URL fragment ("#x")`},

@@ -9,11 +9,12 @@ import (
 	"sync"
 
 	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
 )
 
 // Buckets is a complete COSI bucket backend in memory: buckets by name, accounts by name with
-// keys minted once, grants per bucket and mode. It implements driver.BucketProvisioner,
-// driver.BucketGetter and driver.BucketAccessGranter, and is the smallest correct one: create is
+// keys minted once, grants per bucket and mode. It implements bucket.Provisioner,
+// bucket.Getter and bucket.AccessGranter, and is the smallest correct one: create is
 // idempotent by name with CreateBucketRequest.CheckExisting, a grant by account name returns the
 // same account and keys every time, and "not found" on delete and revoke is left to the library.
 // It serves S3 info only (no S3 server stands behind it: use examples/memorys3 for keys that
@@ -38,7 +39,7 @@ type memBucket struct {
 
 type memAccount struct {
 	id, fingerprint string
-	buckets         []driver.BucketGrant
+	buckets         []bucket.Grant
 	keyID, secret   string
 }
 
@@ -57,14 +58,14 @@ func (m *Buckets) AddForeignBucket(id string) {
 	m.foreign[id] = true
 }
 
-func (m *Buckets) info(id string) *driver.Bucket {
-	return &driver.Bucket{ID: id, S3: &driver.S3Bucket{Endpoint: m.Endpoint, Region: m.Region, AddressingStyle: driver.S3AddressingPath}}
+func (m *Buckets) info(id string) *bucket.Bucket {
+	return &bucket.Bucket{ID: id, S3: &bucket.S3Info{Endpoint: m.Endpoint, Region: m.Region, AddressingStyle: bucket.S3AddressingPath}}
 }
 
-// CreateBucket implements driver.BucketProvisioner.
-func (m *Buckets) CreateBucket(_ context.Context, req *driver.CreateBucketRequest) (*driver.Bucket, error) {
+// CreateBucket implements bucket.Provisioner.
+func (m *Buckets) CreateBucket(_ context.Context, req *bucket.CreateBucketRequest) (*bucket.Bucket, error) {
 	for _, p := range req.Protocols {
-		if p != driver.ProtocolS3 {
+		if p != bucket.S3 {
 			return nil, fmt.Errorf("protocol %v: %w", p, driver.ErrUnsupported)
 		}
 	}
@@ -84,8 +85,8 @@ func (m *Buckets) CreateBucket(_ context.Context, req *driver.CreateBucketReques
 	return m.info(b.id), nil
 }
 
-// GetBucket implements driver.BucketGetter.
-func (m *Buckets) GetBucket(_ context.Context, req *driver.GetBucketRequest) (*driver.Bucket, error) {
+// GetBucket implements bucket.Getter.
+func (m *Buckets) GetBucket(_ context.Context, req *bucket.GetBucketRequest) (*bucket.Bucket, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.byID[req.ID]; !ok && !m.foreign[req.ID] {
@@ -94,9 +95,9 @@ func (m *Buckets) GetBucket(_ context.Context, req *driver.GetBucketRequest) (*d
 	return m.info(req.ID), nil
 }
 
-// DeleteBucket implements driver.BucketProvisioner. A bucket an account still has access to is
+// DeleteBucket implements bucket.Provisioner. A bucket an account still has access to is
 // in use: revoke first, as Kubernetes does (a BucketAccess holds its BucketClaim).
-func (m *Buckets) DeleteBucket(_ context.Context, req *driver.DeleteBucketRequest) error {
+func (m *Buckets) DeleteBucket(_ context.Context, req *bucket.DeleteBucketRequest) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b, ok := m.byID[req.ID]
@@ -107,7 +108,7 @@ func (m *Buckets) DeleteBucket(_ context.Context, req *driver.DeleteBucketReques
 		return fmt.Errorf("bucket %q: %w", req.ID, driver.ErrNotFound)
 	}
 	for name, a := range m.accounts {
-		if slices.ContainsFunc(a.buckets, func(g driver.BucketGrant) bool { return g.BucketID == b.id }) {
+		if slices.ContainsFunc(a.buckets, func(g bucket.Grant) bool { return g.BucketID == b.id }) {
 			return fmt.Errorf("bucket %q: account %q still has access: %w", b.id, name, driver.ErrInUse)
 		}
 	}
@@ -116,9 +117,9 @@ func (m *Buckets) DeleteBucket(_ context.Context, req *driver.DeleteBucketReques
 	return nil
 }
 
-// GrantBucketAccess implements driver.BucketAccessGranter.
-func (m *Buckets) GrantBucketAccess(_ context.Context, req *driver.GrantBucketAccessRequest) (*driver.BucketAccess, error) {
-	if req.Authentication != driver.AuthKey {
+// GrantBucketAccess implements bucket.AccessGranter.
+func (m *Buckets) GrantBucketAccess(_ context.Context, req *bucket.GrantBucketAccessRequest) (*bucket.Access, error) {
+	if req.Authentication != bucket.AuthKey {
 		return nil, fmt.Errorf("authentication %v: only keys: %w", req.Authentication, driver.ErrUnsupported)
 	}
 	m.mu.Lock()
@@ -128,34 +129,39 @@ func (m *Buckets) GrantBucketAccess(_ context.Context, req *driver.GrantBucketAc
 			return nil, fmt.Errorf("bucket %q: %w", g.BucketID, driver.ErrNotFound)
 		}
 	}
-	a, ok := m.accounts[req.AccountName]
-	if ok {
-		if err := req.CheckExisting(a.fingerprint); err != nil {
+	if a, ok := m.accounts[req.AccountName]; ok {
+		existing := m.access(a)
+		if err := req.CheckExisting(a.fingerprint, existing); err != nil {
 			return nil, err
 		}
-	} else {
-		keyID, err := randomHex(10)
-		if err != nil {
-			return nil, err
-		}
-		secret, err := randomHex(20)
-		if err != nil {
-			return nil, err
-		}
-		a = &memAccount{id: "acct-" + req.AccountName, fingerprint: req.Fingerprint(), buckets: slices.Clone(req.Buckets),
-			keyID: "MEM" + keyID, secret: secret}
-		m.accounts[req.AccountName], m.byAcctID[a.id] = a, a
+		return existing, nil
 	}
-	out := &driver.BucketAccess{AccountID: a.id,
-		Credentials: driver.Credentials{S3: &driver.S3Credentials{AccessKeyID: a.keyID, SecretAccessKey: a.secret}}}
+	keyID, err := randomHex(10)
+	if err != nil {
+		return nil, err
+	}
+	secret, err := randomHex(20)
+	if err != nil {
+		return nil, err
+	}
+	a := &memAccount{id: "acct-" + req.AccountName, fingerprint: req.Fingerprint(), buckets: slices.Clone(req.Buckets),
+		keyID: "MEM" + keyID, secret: secret}
+	m.accounts[req.AccountName], m.byAcctID[a.id] = a, a
+	return m.access(a), nil
+}
+
+// access is the answer to a grant of account a; the caller holds m.mu.
+func (m *Buckets) access(a *memAccount) *bucket.Access {
+	out := &bucket.Access{AccountID: a.id,
+		Credentials: bucket.Credentials{S3: &bucket.S3Credentials{AccessKeyID: a.keyID, SecretAccessKey: a.secret}}}
 	for _, g := range a.buckets {
 		out.Buckets = append(out.Buckets, *m.info(g.BucketID))
 	}
-	return out, nil
+	return out
 }
 
-// RevokeBucketAccess implements driver.BucketAccessGranter: the account goes, with its keys.
-func (m *Buckets) RevokeBucketAccess(_ context.Context, req *driver.RevokeBucketAccessRequest) error {
+// RevokeBucketAccess implements bucket.AccessGranter: the account goes, with its keys.
+func (m *Buckets) RevokeBucketAccess(_ context.Context, req *bucket.RevokeBucketAccessRequest) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	a, ok := m.byAcctID[req.AccountID]

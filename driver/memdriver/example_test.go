@@ -15,7 +15,7 @@ import (
 // contract every backend keeps: a CreateVolume retried under the same name returns the same
 // volume, a retry that asks for something else is refused with driver.ErrAlreadyExists (the
 // library answers ALREADY_EXISTS), and deleting twice is not an error. A real plugin never calls
-// these methods itself; it hands the backend to driver.New in a driver.Config.
+// these methods itself; it hands the backend to plugin.New in a plugin.Config.
 func Example() {
 	ctx := context.Background()
 	backend := memdriver.New(memdriver.Options{NodeID: "node-1"})

@@ -1,15 +1,17 @@
-// Package memdriver is a complete CSI backend that keeps everything in memory: volumes, snapshots,
-// group snapshots, publications, staging and block allocation. It is a real implementation of
-// every driver interface (not a stub), used by csikit's own tests to drive the whole pipeline end
-// to end. Node publish creates and removes the target directory (or file, for block access) but
-// mounts nothing, so it runs unprivileged.
+// Package memdriver holds complete backends that keep everything in memory, one per contract:
+// Driver serves CSI (volumes, snapshots, group snapshots, publications, staging, block
+// allocation) and the volume-group contract (driver/volumegroup), Buckets serves COSI
+// (driver/bucket). They are real implementations of every interface of their contracts (not
+// stubs), used by csikit's own tests to drive the whole pipeline end to end. Node publish creates
+// and removes the target directory (or file, for block access) but mounts nothing, so it runs
+// unprivileged.
 //
-// Read it as the smallest correct backend, the way gocloud's memblob shows what a blob driver
-// owes: each method is the contract of its driver interface, kept in a few lines (idempotent
-// create by name with CreateVolumeRequest.CheckExisting, "not found" on delete left to the
-// library, ErrAlreadyExists for a conflicting stage or publish at the same path). Use it as the
-// backend of tests that need a plugin without storage. Everything is lost when the process
-// exits, so it is no driver to deploy.
+// Read them as the smallest correct backends, the way gocloud's memblob shows what a blob driver
+// owes: each method is the contract of its interface, kept in a few lines (idempotent create by
+// name with the request's CheckExisting, "not found" on delete left to the plugin,
+// driver.ErrAlreadyExists for a conflicting stage or publish at the same path). Use them as the
+// backends of tests that need a plugin without storage. Everything is lost when the process
+// exits, so they are no drivers to deploy.
 package memdriver
 
 import (
@@ -111,8 +113,9 @@ type nodePublication struct {
 	mode     driver.AccessMode
 }
 
-// Driver is the in-memory backend. It implements driver.Controller, driver.Node, every optional
-// controller and node interface, driver.GroupController and driver.SnapshotMetadata.
+// Driver is the in-memory CSI and volume-group backend. It implements driver.Controller,
+// driver.Node, every optional controller and node interface, driver.GroupController,
+// driver.SnapshotMetadata, and volumegroup.Controller with its Getter and Lister.
 type Driver struct {
 	opts Options
 
@@ -377,7 +380,7 @@ func (d *Driver) ValidateVolumeCapabilities(_ context.Context, req *driver.Valid
 }
 
 // ControllerPublishVolume attaches a volume to a node.
-func (d *Driver) ControllerPublishVolume(_ context.Context, req *driver.ControllerPublishRequest) (map[string]string, error) {
+func (d *Driver) ControllerPublishVolume(_ context.Context, req *driver.ControllerPublishVolumeRequest) (map[string]string, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	v, err := d.volume(req.VolumeID)
@@ -415,7 +418,7 @@ func (d *Driver) ControllerPublishVolume(_ context.Context, req *driver.Controll
 }
 
 // ControllerUnpublishVolume detaches a volume from one node or all.
-func (d *Driver) ControllerUnpublishVolume(_ context.Context, req *driver.ControllerUnpublishRequest) error {
+func (d *Driver) ControllerUnpublishVolume(_ context.Context, req *driver.ControllerUnpublishVolumeRequest) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	v, err := d.volume(req.VolumeID)
@@ -649,7 +652,7 @@ func (d *Driver) NodeGetInfo(context.Context) (*driver.NodeInfo, error) {
 }
 
 // NodeStageVolume records the staging path.
-func (d *Driver) NodeStageVolume(_ context.Context, req *driver.NodeStageRequest) error {
+func (d *Driver) NodeStageVolume(_ context.Context, req *driver.NodeStageVolumeRequest) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if _, ok := d.volumes[req.VolumeID]; !ok {
@@ -664,7 +667,7 @@ func (d *Driver) NodeStageVolume(_ context.Context, req *driver.NodeStageRequest
 }
 
 // NodeUnstageVolume forgets the staging path; volumes still published stay staged.
-func (d *Driver) NodeUnstageVolume(_ context.Context, req *driver.NodeUnstageRequest) error {
+func (d *Driver) NodeUnstageVolume(_ context.Context, req *driver.NodeUnstageVolumeRequest) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if _, ok := d.volumes[req.VolumeID]; !ok {
@@ -678,7 +681,7 @@ func (d *Driver) NodeUnstageVolume(_ context.Context, req *driver.NodeUnstageReq
 }
 
 // NodePublishVolume creates the target (a directory, or a file for block access) and records it.
-func (d *Driver) NodePublishVolume(_ context.Context, req *driver.NodePublishRequest) error {
+func (d *Driver) NodePublishVolume(_ context.Context, req *driver.NodePublishVolumeRequest) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	v, err := d.volume(req.VolumeID)
@@ -719,7 +722,7 @@ func (d *Driver) NodePublishVolume(_ context.Context, req *driver.NodePublishReq
 }
 
 // NodeUnpublishVolume removes the target it created.
-func (d *Driver) NodeUnpublishVolume(_ context.Context, req *driver.NodeUnpublishRequest) error {
+func (d *Driver) NodeUnpublishVolume(_ context.Context, req *driver.NodeUnpublishVolumeRequest) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if _, ok := d.volumes[req.VolumeID]; !ok {

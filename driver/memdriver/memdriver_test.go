@@ -74,7 +74,7 @@ func TestRestageWithOtherSettingsIsAlreadyExists(t *testing.T) {
 		t.Fatal(err)
 	}
 	stage := func(path string, block bool) error {
-		return d.NodeStageVolume(ctx, &driver.NodeStageRequest{VolumeID: vol.ID, StagingTargetPath: path,
+		return d.NodeStageVolume(ctx, &driver.NodeStageVolumeRequest{VolumeID: vol.ID, StagingTargetPath: path,
 			Capability: driver.VolumeCapability{AccessMode: driver.SingleNodeWriter, Block: block}})
 	}
 	tests := []struct {

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/volumegroup"
 )
 
 // volumeGroup is one volume group: its members, and what a repeated create is compared with.
@@ -17,8 +18,8 @@ type volumeGroup struct {
 	members     []string // volume IDs, in the order they joined
 }
 
-func (d *Driver) publicVolumeGroup(g *volumeGroup) *driver.VolumeGroup {
-	out := &driver.VolumeGroup{ID: g.id, Context: map[string]string{"name": g.name}}
+func (d *Driver) publicVolumeGroup(g *volumeGroup) *volumegroup.Group {
+	out := &volumegroup.Group{ID: g.id, Context: map[string]string{"name": g.name}}
 	for _, id := range g.members {
 		out.Volumes = append(out.Volumes, *d.volumes[id].public())
 	}
@@ -26,7 +27,7 @@ func (d *Driver) publicVolumeGroup(g *volumeGroup) *driver.VolumeGroup {
 }
 
 // CreateVolumeGroup creates an empty volume group, idempotently by name.
-func (d *Driver) CreateVolumeGroup(_ context.Context, req *driver.CreateVolumeGroupRequest) (*driver.VolumeGroup, error) {
+func (d *Driver) CreateVolumeGroup(_ context.Context, req *volumegroup.CreateVolumeGroupRequest) (*volumegroup.Group, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if id, ok := d.volGroupNames[req.Name]; ok {
@@ -45,7 +46,7 @@ func (d *Driver) CreateVolumeGroup(_ context.Context, req *driver.CreateVolumeGr
 
 // DeleteVolumeGroup deletes a group and its volumes, refusing while any member is in use: the
 // group goes whole or not at all.
-func (d *Driver) DeleteVolumeGroup(_ context.Context, req *driver.DeleteVolumeGroupRequest) error {
+func (d *Driver) DeleteVolumeGroup(_ context.Context, req *volumegroup.DeleteVolumeGroupRequest) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	g, ok := d.volGroups[req.GroupID]
@@ -70,7 +71,7 @@ func (d *Driver) DeleteVolumeGroup(_ context.Context, req *driver.DeleteVolumeGr
 // ModifyVolumeGroupMembership sets the members to exactly the requested volumes. It checks every
 // volume before it changes anything, so a refused request leaves the group as it was, and it
 // touches only the volumes that join or leave.
-func (d *Driver) ModifyVolumeGroupMembership(_ context.Context, req *driver.ModifyVolumeGroupMembershipRequest) (*driver.VolumeGroup, error) {
+func (d *Driver) ModifyVolumeGroupMembership(_ context.Context, req *volumegroup.ModifyVolumeGroupMembershipRequest) (*volumegroup.Group, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	g, ok := d.volGroups[req.GroupID]
@@ -101,7 +102,7 @@ func (d *Driver) ModifyVolumeGroupMembership(_ context.Context, req *driver.Modi
 }
 
 // ControllerGetVolumeGroup returns one group.
-func (d *Driver) ControllerGetVolumeGroup(_ context.Context, req *driver.GetVolumeGroupRequest) (*driver.VolumeGroup, error) {
+func (d *Driver) ControllerGetVolumeGroup(_ context.Context, req *volumegroup.ControllerGetVolumeGroupRequest) (*volumegroup.Group, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	g, ok := d.volGroups[req.GroupID]
@@ -112,10 +113,10 @@ func (d *Driver) ControllerGetVolumeGroup(_ context.Context, req *driver.GetVolu
 }
 
 // ListVolumeGroups returns every group; the library sorts and pages them.
-func (d *Driver) ListVolumeGroups(context.Context, *driver.ListVolumeGroupsRequest) ([]driver.VolumeGroup, error) {
+func (d *Driver) ListVolumeGroups(context.Context, *volumegroup.ListVolumeGroupsRequest) ([]volumegroup.Group, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make([]driver.VolumeGroup, 0, len(d.volGroups))
+	out := make([]volumegroup.Group, 0, len(d.volGroups))
 	for _, g := range d.volGroups {
 		out = append(out, *d.publicVolumeGroup(g))
 	}

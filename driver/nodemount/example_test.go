@@ -13,10 +13,10 @@ import (
 // every mount off the target before it removes it.
 func ExampleMounter_Bind() {
 	m := nodemount.New()
-	publish := func(r *driver.NodePublishRequest, volumeDir string) error {
+	publish := func(r *driver.NodePublishVolumeRequest, volumeDir string) error {
 		return m.Bind(volumeDir, r.TargetPath, nodemount.Options{ReadOnly: r.Readonly, MountFlags: r.Capability.MountFlags})
 	}
-	unpublish := func(r *driver.NodeUnpublishRequest) error {
+	unpublish := func(r *driver.NodeUnpublishVolumeRequest) error {
 		return m.Unpublish(r.TargetPath)
 	}
 	_, _ = publish, unpublish
@@ -40,15 +40,15 @@ func ExampleAt() {
 // at the target, and mounts read-only for real; Unpublish takes it off and removes the target.
 func ExampleMounter_Mount() {
 	m := nodemount.New()
-	scratch := func(r *driver.NodePublishRequest) error {
+	scratch := func(r *driver.NodePublishVolumeRequest) error {
 		flags := append([]string{"size=64m", "mode=0750", "nosuid", "nodev"}, r.Capability.MountFlags...)
 		return m.Mount("scratch-"+r.VolumeID, r.TargetPath, "tmpfs", nodemount.Options{ReadOnly: r.Readonly, MountFlags: flags})
 	}
-	export := func(r *driver.NodePublishRequest) error {
+	export := func(r *driver.NodePublishVolumeRequest) error {
 		// "server:/exports/vol-1"; "nfs" also recognises the nfs4 the mount table shows for v4.
 		return m.Mount(r.VolumeContext["export"], r.TargetPath, "nfs", nodemount.Options{ReadOnly: r.Readonly, MountFlags: r.Capability.MountFlags})
 	}
-	unpublish := func(r *driver.NodeUnpublishRequest) error {
+	unpublish := func(r *driver.NodeUnpublishVolumeRequest) error {
 		return m.Unpublish(r.TargetPath)
 	}
 	_, _, _ = scratch, export, unpublish

@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/plugin"
 	"github.com/csikit/csikit/examples/hostpath/hostpath"
 )
 
@@ -49,7 +49,7 @@ func serveWith(tb testing.TB, dir string, cfg hostpath.Config) *benchEnv {
 	}
 	dcfg := p.Config()
 	dcfg.Logger = logger
-	d, err := driver.New(dcfg)
+	d, err := plugin.New(dcfg)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -25,9 +25,9 @@ import (
 	"go.uber.org/zap"
 	"k8s.io/klog/v2"
 
-	"github.com/csikit/csikit/driver"
 	"github.com/csikit/csikit/driver/cmdline"
 	"github.com/csikit/csikit/driver/endpoint"
+	"github.com/csikit/csikit/driver/plugin"
 	"github.com/csikit/csikit/examples/hostpath/hostpath"
 )
 
@@ -118,21 +118,21 @@ func run(ctx context.Context, args []string) error {
 			mutableKeys = append(mutableKeys, k)
 		}
 	}
-	plugin, err := hostpath.Open(hostpath.Config{
+	hp, err := hostpath.Open(hostpath.Config{
 		StateDir: *stateDir, NodeID: *nodeID, Zone: *zone, CapacityBytes: capBytes, MaxVolumeSize: maxBytes,
 		MaxVolumesPerNode: *maxPerNode, MutableParameters: mutableKeys, MaxGroupMembers: *maxMembers, Logger: logger,
 	}, *mode)
 	if err != nil {
 		return err
 	}
-	defer plugin.Close()
-	cfg := plugin.Config()
+	defer hp.Close()
+	cfg := hp.Config()
 	cfg.Logger = logger
 	cfg.Endpoint = settings.Endpoint
 	if err := settings.Diagnostics(&cfg); err != nil {
 		return err
 	}
-	d, err := driver.New(cfg)
+	d, err := plugin.New(cfg)
 	if err != nil {
 		return err
 	}

@@ -22,8 +22,9 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
 	"github.com/csikit/csikit/driver/cmdline"
+	"github.com/csikit/csikit/driver/plugin"
 	"github.com/csikit/csikit/examples/memorys3/bucketdriver"
 	"github.com/csikit/csikit/examples/memorys3/s3server"
 )
@@ -83,15 +84,15 @@ func run(ctx context.Context, args []string, out io.Writer, started chan<- strin
 	}
 	defer s3.Close()
 
-	cfg := driver.Config{
-		Name: *name, VendorVersion: version, Buckets: bucketdriver.New(s3),
-		BucketProtocols: []driver.ObjectProtocol{driver.ProtocolS3}, MultiBucketAccess: true,
+	cfg := plugin.Config{
+		Name: *name, VendorVersion: version,
+		COSI:   &plugin.COSIConfig{Provisioner: bucketdriver.New(s3), Protocols: []bucket.Protocol{bucket.S3}, MultiBucketAccess: true},
 		Logger: logger, Endpoint: settings.Endpoint,
 	}
 	if err := settings.Diagnostics(&cfg); err != nil {
 		return err
 	}
-	d, err := driver.New(cfg)
+	d, err := plugin.New(cfg)
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/csikit/csikit/driver"
 	"github.com/csikit/csikit/driver/cmdline"
 	"github.com/csikit/csikit/driver/nodemount"
+	"github.com/csikit/csikit/driver/plugin"
 )
 
 type dirs struct {
@@ -160,7 +161,7 @@ func directoriesOnly(caps []driver.VolumeCapability) error {
 	return nil
 }
 
-func (d dirs) NodePublishVolume(_ context.Context, r *driver.NodePublishRequest) error {
+func (d dirs) NodePublishVolume(_ context.Context, r *driver.NodePublishVolumeRequest) error {
 	p, _, err := d.existing(r.VolumeID)
 	if err != nil {
 		return err
@@ -171,7 +172,7 @@ func (d dirs) NodePublishVolume(_ context.Context, r *driver.NodePublishRequest)
 	return d.mounts.Bind(p, r.TargetPath, nodemount.Options{ReadOnly: r.Readonly, MountFlags: r.Capability.MountFlags})
 }
 
-func (d dirs) NodeUnpublishVolume(_ context.Context, r *driver.NodeUnpublishRequest) error {
+func (d dirs) NodeUnpublishVolume(_ context.Context, r *driver.NodeUnpublishVolumeRequest) error {
 	p, _, err := d.existing(r.VolumeID)
 	if err != nil {
 		return err
@@ -209,7 +210,7 @@ func run(ctx context.Context, settings *cmdline.Settings, root string) error {
 	if err := settings.Diagnostics(&cfg); err != nil {
 		return err
 	}
-	d, err := driver.New(cfg)
+	d, err := plugin.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -217,7 +218,7 @@ func run(ctx context.Context, settings *cmdline.Settings, root string) error {
 }
 
 // config assembles the driver; run adds where to serve and what to log with.
-func config(root string) driver.Config {
+func config(root string) plugin.Config {
 	backend := dirs{root: root, mounts: nodemount.New()}
-	return driver.Config{Name: "minimal.csikit.dev", VendorVersion: "0.1.0", Controller: backend, Node: backend}
+	return plugin.Config{Name: "minimal.csikit.dev", VendorVersion: "0.1.0", Controller: backend, Node: backend}
 }

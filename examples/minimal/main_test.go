@@ -10,55 +10,37 @@ import (
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	"github.com/csikit/csikit/driver/cmdline"
 	"github.com/csikit/csikit/driver/drivertest"
 	"github.com/csikit/csikit/driver/nodemount"
 	"github.com/csikit/csikit/internal/testenv"
 )
 
-// plugin is the example served by run on a real unix socket, as a newcomer runs it.
-type plugin struct {
+// testPlugin is the example's Config (config) served on a real unix socket.
+type testPlugin struct {
 	dir        string // the test's scratch directory; volumes live in dir/volumes
 	identity   csi.IdentityClient
 	controller csi.ControllerClient
 	node       csi.NodeClient
 }
 
-func serve(t *testing.T) *plugin {
+func serve(t *testing.T) *testPlugin {
 	t.Helper()
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	sock := filepath.Join(dir, "csi.sock")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, &cmdline.Settings{Endpoint: "unix://" + sock, LogLevel: "error"}, filepath.Join(dir, "volumes"))
-	}()
-	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn.Close()
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-		unmountUnder(dir) // a failed test must not leave mounts that stop TempDir's removal
-	})
-	p := &plugin{dir: dir, identity: csi.NewIdentityClient(conn), controller: csi.NewControllerClient(conn), node: csi.NewNodeClient(conn)}
-	if _, err := p.identity.Probe(ctx, &csi.ProbeRequest{}, grpc.WaitForReady(true)); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	// Registered before the server, so it runs after the server's own cleanup: a failed test
+	// must not leave mounts that stop TempDir's removal.
+	t.Cleanup(func() { unmountUnder(dir) })
+	cfg := config(filepath.Join(dir, "volumes"))
+	cfg.Logger = zap.NewNop()
+	conn := drivertest.NewServer(t, cfg).Conn
+	return &testPlugin{dir: dir, identity: csi.NewIdentityClient(conn), controller: csi.NewControllerClient(conn), node: csi.NewNodeClient(conn)}
 }
 
 func unmountUnder(dir string) {
@@ -86,7 +68,7 @@ var blockCap = &csi.VolumeCapability{
 }
 
 // create makes a volume named name holding one file, "data", and returns its ID.
-func (p *plugin) create(t *testing.T, name string) string {
+func (p *testPlugin) create(t *testing.T, name string) string {
 	t.Helper()
 	v, err := p.controller.CreateVolume(context.Background(), &csi.CreateVolumeRequest{Name: name, VolumeCapabilities: []*csi.VolumeCapability{mountCap}})
 	if err != nil {
@@ -99,17 +81,17 @@ func (p *plugin) create(t *testing.T, name string) string {
 	return id
 }
 
-func (p *plugin) publish(id, target string, readonly bool) error {
+func (p *testPlugin) publish(id, target string, readonly bool) error {
 	_, err := p.node.NodePublishVolume(context.Background(), &csi.NodePublishVolumeRequest{VolumeId: id, TargetPath: target, VolumeCapability: mountCap, Readonly: readonly})
 	return err
 }
 
-func (p *plugin) unpublish(id, target string) error {
+func (p *testPlugin) unpublish(id, target string) error {
 	_, err := p.node.NodeUnpublishVolume(context.Background(), &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: target})
 	return err
 }
 
-func (p *plugin) dataIntact(t *testing.T, id string) {
+func (p *testPlugin) dataIntact(t *testing.T, id string) {
 	t.Helper()
 	if b, err := os.ReadFile(filepath.Join(p.dir, "volumes", id, "data")); err != nil || string(b) != "keep me" {
 		t.Fatalf("the volume's data is gone: %q, %v", b, err)

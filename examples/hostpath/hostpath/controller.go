@@ -519,7 +519,7 @@ func capabilitiesFit(kind, fsType string, caps []driver.VolumeCapability) error 
 
 // ControllerPublishVolume records the attachment to this driver's one node, enforcing the
 // attach limit.
-func (c *Controller) ControllerPublishVolume(ctx context.Context, req *driver.ControllerPublishRequest) (map[string]string, error) {
+func (c *Controller) ControllerPublishVolume(ctx context.Context, req *driver.ControllerPublishVolumeRequest) (map[string]string, error) {
 	rec, err := c.volume(req.VolumeID)
 	if err != nil {
 		return nil, err
@@ -573,7 +573,7 @@ func (c *Controller) ControllerPublishVolume(ctx context.Context, req *driver.Co
 }
 
 // ControllerUnpublishVolume drops the attachment to one node, or to all.
-func (c *Controller) ControllerUnpublishVolume(ctx context.Context, req *driver.ControllerUnpublishRequest) error {
+func (c *Controller) ControllerUnpublishVolume(ctx context.Context, req *driver.ControllerUnpublishVolumeRequest) error {
 	if _, err := c.volume(req.VolumeID); err != nil {
 		return err
 	}

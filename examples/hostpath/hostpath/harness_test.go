@@ -2,19 +2,16 @@ package hostpath
 
 import (
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
-	"github.com/IBM/csi-volume-group/lib/go/volumegroup"
+	vgpb "github.com/IBM/csi-volume-group/lib/go/volumegroup"
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/drivertest"
 	"github.com/csikit/csikit/internal/testenv"
 )
 
@@ -28,7 +25,7 @@ type env struct {
 	node       csi.NodeClient
 	group      csi.GroupControllerClient
 	metadata   csi.SnapshotMetadataClient
-	vg         volumegroup.ControllerClient
+	vg         vgpb.ControllerClient
 	stop       func()
 }
 
@@ -108,32 +105,13 @@ func (e *env) start() {
 	}
 	cfg := p.Config()
 	cfg.CheckResponses = true
-	d, err := driver.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sock := filepath.Join(e.dir, "csi.sock")
-	lis, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Serve(ctx, lis) }()
-	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := drivertest.NewServer(t, cfg)
 	e.plugin = p
-	e.controller, e.node = csi.NewControllerClient(conn), csi.NewNodeClient(conn)
-	e.group, e.metadata = csi.NewGroupControllerClient(conn), csi.NewSnapshotMetadataClient(conn)
-	e.vg = volumegroup.NewControllerClient(conn)
+	e.controller, e.node = csi.NewControllerClient(srv.Conn), csi.NewNodeClient(srv.Conn)
+	e.group, e.metadata = csi.NewGroupControllerClient(srv.Conn), csi.NewSnapshotMetadataClient(srv.Conn)
+	e.vg = vgpb.NewControllerClient(srv.Conn)
 	e.stop = func() {
-		conn.Close()
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
+		srv.Close()
 		if err := p.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}

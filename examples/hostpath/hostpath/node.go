@@ -275,7 +275,7 @@ func trustFor(hasRecord bool, backingErr error) trust {
 
 // NodeStageVolume makes the volume available at the staging path: a bind mount of a directory
 // volume, or a loop device (formatted and mounted for filesystem access) of an image volume.
-func (n *Node) NodeStageVolume(ctx context.Context, req *driver.NodeStageRequest) error {
+func (n *Node) NodeStageVolume(ctx context.Context, req *driver.NodeStageVolumeRequest) error {
 	kind, backing, err := n.backingOf(req.VolumeID)
 	if err != nil {
 		return err
@@ -456,7 +456,7 @@ func imageIsZero(path string) (bool, error) {
 // NodeUnstageVolume undoes NodeStageVolume from the kernel's state, not only the record, so it also
 // cleans up after a stage that crashed before it committed. It unmounts only this volume's mount
 // at the staging path, and only at the path the volume was staged at.
-func (n *Node) NodeUnstageVolume(ctx context.Context, req *driver.NodeUnstageRequest) error {
+func (n *Node) NodeUnstageVolume(ctx context.Context, req *driver.NodeUnstageVolumeRequest) error {
 	kind, backing, backingErr := n.backingOf(req.VolumeID)
 	rec, err := n.staged(req.VolumeID)
 	if err != nil {
@@ -503,7 +503,7 @@ func (n *Node) NodeUnstageVolume(ctx context.Context, req *driver.NodeUnstageReq
 
 // NodePublishVolume bind-mounts the staged volume (or its loop device, for block access) at the
 // target path; inline ephemeral volumes are created here and deleted at unpublish.
-func (n *Node) NodePublishVolume(ctx context.Context, req *driver.NodePublishRequest) error {
+func (n *Node) NodePublishVolume(ctx context.Context, req *driver.NodePublishVolumeRequest) error {
 	if req.VolumeContext[ephemeralContextKey] == "true" {
 		return n.publishEphemeral(req)
 	}
@@ -601,7 +601,7 @@ func (n *Node) publish(want publishedRecord, kind, backing, source string, flags
 
 // publishEphemeral creates a directory volume for an inline ephemeral volume and publishes it.
 // Such a volume is never staged: kubelet sends no staging path, and any it sends is ignored.
-func (n *Node) publishEphemeral(req *driver.NodePublishRequest) error {
+func (n *Node) publishEphemeral(req *driver.NodePublishVolumeRequest) error {
 	if req.Capability.Block {
 		return fmt.Errorf("inline ephemeral volumes are directories and cannot be block devices: %w", driver.ErrUnsupported)
 	}
@@ -641,7 +641,7 @@ func (n *Node) removeEphemeralIfUnused(id string) error {
 // also cleans up after a publish that crashed before it committed (an inline ephemeral one too),
 // and it succeeds when there is nothing left to do. It unmounts only this volume's mounts and
 // removes only what the driver creates at a target: an empty directory or an empty file.
-func (n *Node) NodeUnpublishVolume(ctx context.Context, req *driver.NodeUnpublishRequest) error {
+func (n *Node) NodeUnpublishVolume(ctx context.Context, req *driver.NodeUnpublishVolumeRequest) error {
 	target, err := lookupPath(req.TargetPath)
 	if err != nil {
 		return fmt.Errorf("target_path: %w", err)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/plugin"
 )
 
 // Name and Version identify the plugin.
@@ -68,18 +68,18 @@ var PluginCapabilities = []csi.PluginCapability_Service_Type{
 }
 
 // Config returns the csikit configuration serving this plugin; add a Logger and Endpoint.
-func (p *Plugin) Config() driver.Config {
+func (p *Plugin) Config() plugin.Config {
 	f := Features()
-	cfg := driver.Config{
+	cfg := plugin.Config{
 		Name:          Name,
 		VendorVersion: Version,
-		Overrides:     driver.CapabilityOverrides{Plugin: PluginCapabilities},
+		Overrides:     plugin.CapabilityOverrides{Plugin: PluginCapabilities},
 	}
 	if p.Controller != nil {
 		cfg.Controller = p.Controller
 		cfg.GroupController = p.Controller
 		cfg.SnapshotMetadata = p.Controller
-		cfg.VolumeGroups = p.Controller
+		cfg.VolumeGroups = &plugin.VolumeGroupConfig{Controller: p.Controller}
 	} else {
 		// Controller promises mean nothing in a node-only process, and New refuses them there.
 		f.CloneVolume, f.PublishReadonly, f.ListVolumesPublishedNodes = false, false, false

@@ -3,15 +3,11 @@ package hostpath
 import (
 	"context"
 	"fmt"
-	"net"
 	"path/filepath"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/drivertest"
 )
 
 // TestEveryModeReportsTheSamePluginCapabilities: the spec says every instance of a plugin SHALL
@@ -27,28 +23,9 @@ func TestEveryModeReportsTheSamePluginCapabilities(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer p.Close()
-			d, err := driver.New(p.Config())
-			if err != nil {
-				t.Fatalf("driver.New in mode %s: %v", mode, err)
-			}
-			sock := filepath.Join(dir, "csi.sock")
-			lis, err := net.Listen("unix", sock)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- d.Serve(ctx, lis) }()
-			defer func() {
-				cancel()
-				<-done
-			}()
-			conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			resp, err := csi.NewIdentityClient(conn).GetPluginCapabilities(ctx, &csi.GetPluginCapabilitiesRequest{})
+			srv := drivertest.NewServer(t, p.Config())
+			defer srv.Close() // before p.Close: stop serving, then close the state
+			resp, err := csi.NewIdentityClient(srv.Conn).GetPluginCapabilities(context.Background(), &csi.GetPluginCapabilitiesRequest{})
 			if err != nil {
 				t.Fatal(err)
 			}

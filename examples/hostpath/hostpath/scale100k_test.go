@@ -20,7 +20,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/plugin"
 	"github.com/csikit/csikit/examples/hostpath/internal/flushprobe"
 )
 
@@ -51,7 +51,7 @@ func serveScale(tb testing.TB, dir string, fsync bool) *scaleServer {
 	p.Controller.st.db.NoSync = !fsync
 	cfg := p.Config()
 	cfg.Logger = logger
-	d, err := driver.New(cfg)
+	d, err := plugin.New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}

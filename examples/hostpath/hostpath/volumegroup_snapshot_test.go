@@ -8,7 +8,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/volumegroup"
 )
 
 // TestGroupSnapshotOfVolumeGroup: CreateVolumeGroupSnapshot with ParamVolumeGroup snapshots a
@@ -72,7 +72,7 @@ func TestGroupSnapshotAbortedWhenTheGroupChanges(t *testing.T) {
 		if name == "create-group-snapshot:after-backing" {
 			// Straight to the backend: the library's locks do not hold the volume group for a
 			// group snapshot, so the driver must notice this itself.
-			_, err := e.plugin.Controller.ModifyVolumeGroupMembership(ctx, &driver.ModifyVolumeGroupMembershipRequest{GroupID: g, VolumeIDs: []string{a}})
+			_, err := e.plugin.Controller.ModifyVolumeGroupMembership(ctx, &volumegroup.ModifyVolumeGroupMembershipRequest{GroupID: g, VolumeIDs: []string{a}})
 			return err
 		}
 		return nil

@@ -12,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/volumegroup"
 )
 
 // Volume groups (the volumegroup.Controller service the IBM volume-group operator speaks) are
@@ -149,8 +150,8 @@ func (c *Controller) resolveVolumeGroup(ref string) (string, error) {
 }
 
 // publicVolumeGroup reports a group with its members, read in one transaction.
-func (c *Controller) publicVolumeGroup(tx *bolt.Tx, g *volumeGroupRecord) (*driver.VolumeGroup, error) {
-	out := &driver.VolumeGroup{ID: g.ID}
+func (c *Controller) publicVolumeGroup(tx *bolt.Tx, g *volumeGroupRecord) (*volumegroup.Group, error) {
+	out := &volumegroup.Group{ID: g.ID}
 	for _, id := range members(tx, g.ID) {
 		var rec volumeRecord
 		if err := getJSON(tx, bVolumes, id, &rec); err != nil {
@@ -162,8 +163,8 @@ func (c *Controller) publicVolumeGroup(tx *bolt.Tx, g *volumeGroupRecord) (*driv
 }
 
 // viewVolumeGroup reports one group as it is now.
-func (c *Controller) viewVolumeGroup(id string) (*driver.VolumeGroup, error) {
-	var out *driver.VolumeGroup
+func (c *Controller) viewVolumeGroup(id string) (*volumegroup.Group, error) {
+	var out *volumegroup.Group
 	err := c.st.view(func(tx *bolt.Tx) error {
 		g, err := getVolumeGroup(tx, id)
 		if err != nil {
@@ -177,7 +178,7 @@ func (c *Controller) viewVolumeGroup(id string) (*driver.VolumeGroup, error) {
 
 // CreateVolumeGroup creates an empty group, idempotently by name. The driver knows no group
 // parameters, so any is refused rather than ignored.
-func (c *Controller) CreateVolumeGroup(ctx context.Context, req *driver.CreateVolumeGroupRequest) (*driver.VolumeGroup, error) {
+func (c *Controller) CreateVolumeGroup(ctx context.Context, req *volumegroup.CreateVolumeGroupRequest) (*volumegroup.Group, error) {
 	existing, err := byName[volumeGroupRecord](c.st, bVolumeGroupNames, bVolumeGroups, req.Name)
 	if err != nil {
 		return nil, err
@@ -208,14 +209,14 @@ func (c *Controller) CreateVolumeGroup(ctx context.Context, req *driver.CreateVo
 	if err != nil {
 		return nil, err
 	}
-	return &driver.VolumeGroup{ID: g.ID}, nil
+	return &volumegroup.Group{ID: g.ID}, nil
 }
 
 // ModifyVolumeGroupMembership sets the members to exactly req.VolumeIDs in one transaction that
 // checks every volume before it writes, so a refused change leaves the group as it was. It reads
 // the requested volumes and the current members and writes only those that join or leave: the
 // cost does not grow with the number of volumes outside the group.
-func (c *Controller) ModifyVolumeGroupMembership(ctx context.Context, req *driver.ModifyVolumeGroupMembershipRequest) (*driver.VolumeGroup, error) {
+func (c *Controller) ModifyVolumeGroupMembership(ctx context.Context, req *volumegroup.ModifyVolumeGroupMembershipRequest) (*volumegroup.Group, error) {
 	// A missing group is NOT_FOUND even when the list is also too long.
 	if err := c.st.view(func(tx *bolt.Tx) error { _, err := getVolumeGroup(tx, req.GroupID); return err }); err != nil {
 		return nil, err
@@ -272,7 +273,7 @@ func (c *Controller) ModifyVolumeGroupMembership(ctx context.Context, req *drive
 // deleted, removes the backings and drops every record in one transaction, so a crash leaves
 // either the whole group or a marked group whose retried delete finishes the work (a member whose
 // backing is gone is dropped by the reconciliation at start-up).
-func (c *Controller) DeleteVolumeGroup(ctx context.Context, req *driver.DeleteVolumeGroupRequest) error {
+func (c *Controller) DeleteVolumeGroup(ctx context.Context, req *volumegroup.DeleteVolumeGroupRequest) error {
 	var ids []string
 	var vols []volumeRecord
 	err := c.st.view(func(tx *bolt.Tx) error {
@@ -364,19 +365,19 @@ func (c *Controller) DeleteVolumeGroup(ctx context.Context, req *driver.DeleteVo
 }
 
 // ControllerGetVolumeGroup returns one group with its members.
-func (c *Controller) ControllerGetVolumeGroup(ctx context.Context, req *driver.GetVolumeGroupRequest) (*driver.VolumeGroup, error) {
+func (c *Controller) ControllerGetVolumeGroup(ctx context.Context, req *volumegroup.ControllerGetVolumeGroupRequest) (*volumegroup.Group, error) {
 	return c.viewVolumeGroup(req.GroupID)
 }
 
 // ListVolumeGroups returns every group.
-func (c *Controller) ListVolumeGroups(ctx context.Context, req *driver.ListVolumeGroupsRequest) ([]driver.VolumeGroup, error) {
-	return c.ListVolumeGroupsPage(ctx, &driver.ListVolumeGroupsRequest{Secrets: req.Secrets, Raw: req.Raw})
+func (c *Controller) ListVolumeGroups(ctx context.Context, req *volumegroup.ListVolumeGroupsRequest) ([]volumegroup.Group, error) {
+	return c.ListVolumeGroupsPage(ctx, &volumegroup.ListVolumeGroupsRequest{Secrets: req.Secrets, Raw: req.Raw})
 }
 
 // ListVolumeGroupsPage seeks to the cursor in the ID-ordered bucket: one page costs O(page and
 // its members), however many groups there are.
-func (c *Controller) ListVolumeGroupsPage(ctx context.Context, req *driver.ListVolumeGroupsRequest) ([]driver.VolumeGroup, error) {
-	var out []driver.VolumeGroup
+func (c *Controller) ListVolumeGroupsPage(ctx context.Context, req *volumegroup.ListVolumeGroupsRequest) ([]volumegroup.Group, error) {
+	var out []volumegroup.Group
 	err := c.st.view(func(tx *bolt.Tx) error {
 		cur := tx.Bucket([]byte(bVolumeGroups)).Cursor()
 		k, v := cur.Seek([]byte(req.After))

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/IBM/csi-volume-group/lib/go/volumegroup"
+	vgpb "github.com/IBM/csi-volume-group/lib/go/volumegroup"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/volumegroup"
 )
 
 // seedVolumes writes n volume records in one transaction, without backings: enough for the
@@ -70,21 +70,21 @@ func BenchmarkModifyVolumeGroupMembership(b *testing.B) {
 			ctx := context.Background()
 			seedVolumes(b, c, "other", bc.others)
 			vols := seedVolumes(b, c, "member", bc.members+1)
-			g, err := c.CreateVolumeGroup(ctx, &driver.CreateVolumeGroupRequest{Name: "g", Raw: &volumegroup.CreateVolumeGroupRequest{Name: "g"}})
+			g, err := c.CreateVolumeGroup(ctx, &volumegroup.CreateVolumeGroupRequest{Name: "g", Raw: &vgpb.CreateVolumeGroupRequest{Name: "g"}})
 			if err != nil {
 				b.Fatal(err)
 			}
 			// Two memberships that differ in one volume: the last member swaps with the spare.
 			lists := [2][]string{vols[:bc.members], append(append([]string{}, vols[:bc.members-1]...), vols[bc.members])}
 			for _, l := range lists {
-				if _, err := c.ModifyVolumeGroupMembership(ctx, &driver.ModifyVolumeGroupMembershipRequest{GroupID: g.ID, VolumeIDs: l}); err != nil {
+				if _, err := c.ModifyVolumeGroupMembership(ctx, &volumegroup.ModifyVolumeGroupMembershipRequest{GroupID: g.ID, VolumeIDs: l}); err != nil {
 					b.Fatal(err)
 				}
 			}
 			i := 0
 			for b.Loop() {
 				i++
-				if _, err := c.ModifyVolumeGroupMembership(ctx, &driver.ModifyVolumeGroupMembershipRequest{GroupID: g.ID, VolumeIDs: lists[i%2]}); err != nil {
+				if _, err := c.ModifyVolumeGroupMembership(ctx, &volumegroup.ModifyVolumeGroupMembershipRequest{GroupID: g.ID, VolumeIDs: lists[i%2]}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -122,7 +122,7 @@ func TestListVolumeGroupsPagesEveryGroupOnce(t *testing.T) {
 		if page > groups {
 			t.Fatalf("still paging after %d pages", page)
 		}
-		resp, err := e.vg.ListVolumeGroups(ctx, &volumegroup.ListVolumeGroupsRequest{MaxEntries: 10, StartingToken: token})
+		resp, err := e.vg.ListVolumeGroups(ctx, &vgpb.ListVolumeGroupsRequest{MaxEntries: 10, StartingToken: token})
 		if err != nil {
 			t.Fatalf("page %d: %v", page, err)
 		}

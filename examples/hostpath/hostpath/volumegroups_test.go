@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/IBM/csi-volume-group/lib/go/volumegroup"
+	vgpb "github.com/IBM/csi-volume-group/lib/go/volumegroup"
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 )
@@ -24,7 +24,7 @@ func newGroupEnv(t *testing.T, limit int) *env {
 
 func (e *env) createGroup(t *testing.T, name string) string {
 	t.Helper()
-	resp, err := e.vg.CreateVolumeGroup(context.Background(), &volumegroup.CreateVolumeGroupRequest{Name: name})
+	resp, err := e.vg.CreateVolumeGroup(context.Background(), &vgpb.CreateVolumeGroupRequest{Name: name})
 	if err != nil {
 		t.Fatalf("CreateVolumeGroup(%s): %v", name, err)
 	}
@@ -33,7 +33,7 @@ func (e *env) createGroup(t *testing.T, name string) string {
 
 func (e *env) setMembers(t *testing.T, group string, ids ...string) {
 	t.Helper()
-	resp, err := e.vg.ModifyVolumeGroupMembership(context.Background(), &volumegroup.ModifyVolumeGroupMembershipRequest{VolumeGroupId: group, VolumeIds: ids})
+	resp, err := e.vg.ModifyVolumeGroupMembership(context.Background(), &vgpb.ModifyVolumeGroupMembershipRequest{VolumeGroupId: group, VolumeIds: ids})
 	if err != nil {
 		t.Fatalf("ModifyVolumeGroupMembership(%s, %v): %v", group, ids, err)
 	}
@@ -45,14 +45,14 @@ func (e *env) setMembers(t *testing.T, group string, ids ...string) {
 // members asks ControllerGetVolumeGroup for the group's volume IDs, sorted.
 func (e *env) members(t *testing.T, group string) []string {
 	t.Helper()
-	resp, err := e.vg.ControllerGetVolumeGroup(context.Background(), &volumegroup.ControllerGetVolumeGroupRequest{VolumeGroupId: group})
+	resp, err := e.vg.ControllerGetVolumeGroup(context.Background(), &vgpb.ControllerGetVolumeGroupRequest{VolumeGroupId: group})
 	if err != nil {
 		t.Fatalf("ControllerGetVolumeGroup(%s): %v", group, err)
 	}
 	return vgMembers(resp.GetVolumeGroup())
 }
 
-func vgMembers(g *volumegroup.VolumeGroup) []string {
+func vgMembers(g *vgpb.VolumeGroup) []string {
 	out := []string{}
 	for _, v := range g.GetVolumes() {
 		out = append(out, v.GetVolumeId())
@@ -85,7 +85,7 @@ func TestVolumeGroupLifecycle(t *testing.T) {
 			t.Fatalf("after setting %v the group has %v", step, got)
 		}
 	}
-	list, err := e.vg.ListVolumeGroups(ctx, &volumegroup.ListVolumeGroupsRequest{})
+	list, err := e.vg.ListVolumeGroups(ctx, &vgpb.ListVolumeGroupsRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestVolumeGroupLifecycle(t *testing.T) {
 		t.Fatalf("DeleteVolume of a member does not name the group %s: %v", g, err)
 	}
 
-	if _, err := e.vg.DeleteVolumeGroup(ctx, &volumegroup.DeleteVolumeGroupRequest{VolumeGroupId: g}); err != nil {
+	if _, err := e.vg.DeleteVolumeGroup(ctx, &vgpb.DeleteVolumeGroupRequest{VolumeGroupId: g}); err != nil {
 		t.Fatal(err)
 	}
 	if got := backings(t, e.plugin.Controller.l.volumesDir()); !slices.Equal(got, []string{outside}) {
@@ -110,9 +110,9 @@ func TestVolumeGroupLifecycle(t *testing.T) {
 		_, err := e.controller.ControllerGetVolume(ctx, &csi.ControllerGetVolumeRequest{VolumeId: id})
 		wantCode(t, "ControllerGetVolume of a deleted member", err, codes.NotFound)
 	}
-	_, err = e.vg.ControllerGetVolumeGroup(ctx, &volumegroup.ControllerGetVolumeGroupRequest{VolumeGroupId: g})
+	_, err = e.vg.ControllerGetVolumeGroup(ctx, &vgpb.ControllerGetVolumeGroupRequest{VolumeGroupId: g})
 	wantCode(t, "ControllerGetVolumeGroup after delete", err, codes.NotFound)
-	if _, err := e.vg.DeleteVolumeGroup(ctx, &volumegroup.DeleteVolumeGroupRequest{VolumeGroupId: g}); err != nil {
+	if _, err := e.vg.DeleteVolumeGroup(ctx, &vgpb.DeleteVolumeGroupRequest{VolumeGroupId: g}); err != nil {
 		t.Fatalf("a repeated delete: %v", err)
 	}
 	// The volume names and the group name are free again.
@@ -144,39 +144,39 @@ func TestVolumeGroupErrors(t *testing.T) {
 		want codes.Code
 	}{
 		{"create with a parameter", func() error {
-			_, err := e.vg.CreateVolumeGroup(ctx, &volumegroup.CreateVolumeGroupRequest{Name: "p", Parameters: map[string]string{"replication": "sync"}})
+			_, err := e.vg.CreateVolumeGroup(ctx, &vgpb.CreateVolumeGroupRequest{Name: "p", Parameters: map[string]string{"replication": "sync"}})
 			return err
 		}, codes.InvalidArgument},
 		{"create an existing name with other parameters", func() error {
-			_, err := e.vg.CreateVolumeGroup(ctx, &volumegroup.CreateVolumeGroupRequest{Name: "g", Parameters: map[string]string{"replication": "sync"}})
+			_, err := e.vg.CreateVolumeGroup(ctx, &vgpb.CreateVolumeGroupRequest{Name: "g", Parameters: map[string]string{"replication": "sync"}})
 			return err
 		}, codes.AlreadyExists},
 		{"modify a missing group", func() error {
-			_, err := e.vg.ModifyVolumeGroupMembership(ctx, &volumegroup.ModifyVolumeGroupMembershipRequest{VolumeGroupId: "vg-00000000000000000000000000000000", VolumeIds: []string{b}})
+			_, err := e.vg.ModifyVolumeGroupMembership(ctx, &vgpb.ModifyVolumeGroupMembershipRequest{VolumeGroupId: "vg-00000000000000000000000000000000", VolumeIds: []string{b}})
 			return err
 		}, codes.NotFound},
 		{"modify with a missing volume", func() error {
-			_, err := e.vg.ModifyVolumeGroupMembership(ctx, &volumegroup.ModifyVolumeGroupMembershipRequest{VolumeGroupId: g, VolumeIds: []string{b, "vol-00000000000000000000000000000000"}})
+			_, err := e.vg.ModifyVolumeGroupMembership(ctx, &vgpb.ModifyVolumeGroupMembershipRequest{VolumeGroupId: g, VolumeIds: []string{b, "vol-00000000000000000000000000000000"}})
 			return err
 		}, codes.NotFound},
 		{"modify with a volume of another group", func() error {
-			_, err := e.vg.ModifyVolumeGroupMembership(ctx, &volumegroup.ModifyVolumeGroupMembershipRequest{VolumeGroupId: g, VolumeIds: []string{b, taken}})
+			_, err := e.vg.ModifyVolumeGroupMembership(ctx, &vgpb.ModifyVolumeGroupMembershipRequest{VolumeGroupId: g, VolumeIds: []string{b, taken}})
 			return err
 		}, codes.InvalidArgument},
 		{"modify beyond the member limit", func() error {
-			_, err := e.vg.ModifyVolumeGroupMembership(ctx, &volumegroup.ModifyVolumeGroupMembershipRequest{VolumeGroupId: g, VolumeIds: []string{a, b, c}})
+			_, err := e.vg.ModifyVolumeGroupMembership(ctx, &vgpb.ModifyVolumeGroupMembershipRequest{VolumeGroupId: g, VolumeIds: []string{a, b, c}})
 			return err
 		}, codes.ResourceExhausted},
 		{"get a missing group", func() error {
-			_, err := e.vg.ControllerGetVolumeGroup(ctx, &volumegroup.ControllerGetVolumeGroupRequest{VolumeGroupId: "vg-00000000000000000000000000000000"})
+			_, err := e.vg.ControllerGetVolumeGroup(ctx, &vgpb.ControllerGetVolumeGroupRequest{VolumeGroupId: "vg-00000000000000000000000000000000"})
 			return err
 		}, codes.NotFound},
 		{"delete a missing group", func() error {
-			_, err := e.vg.DeleteVolumeGroup(ctx, &volumegroup.DeleteVolumeGroupRequest{VolumeGroupId: "vg-00000000000000000000000000000000"})
+			_, err := e.vg.DeleteVolumeGroup(ctx, &vgpb.DeleteVolumeGroupRequest{VolumeGroupId: "vg-00000000000000000000000000000000"})
 			return err
 		}, codes.OK},
 		{"delete a group with a published member", func() error {
-			_, err := e.vg.DeleteVolumeGroup(ctx, &volumegroup.DeleteVolumeGroupRequest{VolumeGroupId: other})
+			_, err := e.vg.DeleteVolumeGroup(ctx, &vgpb.DeleteVolumeGroupRequest{VolumeGroupId: other})
 			return err
 		}, codes.FailedPrecondition},
 		{"delete a member alone", func() error {
@@ -254,7 +254,7 @@ func TestVolumeGroupsSurviveRestart(t *testing.T) {
 	_, err := e.controller.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: a})
 	wantCode(t, "DeleteVolume of a member after restart", err, codes.FailedPrecondition)
 	e.setMembers(t, g, b)
-	if _, err := e.vg.DeleteVolumeGroup(ctx, &volumegroup.DeleteVolumeGroupRequest{VolumeGroupId: g}); err != nil {
+	if _, err := e.vg.DeleteVolumeGroup(ctx, &vgpb.DeleteVolumeGroupRequest{VolumeGroupId: g}); err != nil {
 		t.Fatal(err)
 	}
 	if got := backings(t, e.plugin.Controller.l.volumesDir()); !slices.Equal(got, []string{a}) {
@@ -271,7 +271,7 @@ func TestVolumeGroupDeleteCutShort(t *testing.T) {
 	a := e.create(t, "a", 1<<20, mountCap("")).GetVolumeId()
 	e.setMembers(t, g, a)
 	withFailpoint(t, "delete-volume-group:after-backings")
-	if _, err := e.vg.DeleteVolumeGroup(ctx, &volumegroup.DeleteVolumeGroupRequest{VolumeGroupId: g}); err == nil {
+	if _, err := e.vg.DeleteVolumeGroup(ctx, &vgpb.DeleteVolumeGroupRequest{VolumeGroupId: g}); err == nil {
 		t.Fatal("the injected failure was not reported")
 	}
 	failpoint = nil
@@ -284,10 +284,10 @@ func TestVolumeGroupDeleteCutShort(t *testing.T) {
 	if got := e.members(t, g); len(got) != 0 {
 		t.Fatalf("after a restart the group still has %v, whose backings are gone", got)
 	}
-	if _, err := e.vg.DeleteVolumeGroup(ctx, &volumegroup.DeleteVolumeGroupRequest{VolumeGroupId: g}); err != nil {
+	if _, err := e.vg.DeleteVolumeGroup(ctx, &vgpb.DeleteVolumeGroupRequest{VolumeGroupId: g}); err != nil {
 		t.Fatalf("retried delete: %v", err)
 	}
-	_, err = e.vg.ControllerGetVolumeGroup(ctx, &volumegroup.ControllerGetVolumeGroupRequest{VolumeGroupId: g})
+	_, err = e.vg.ControllerGetVolumeGroup(ctx, &vgpb.ControllerGetVolumeGroupRequest{VolumeGroupId: g})
 	wantCode(t, "ControllerGetVolumeGroup after delete", err, codes.NotFound)
 	e.create(t, "a", 1<<20, mountCap("")) // the name is free
 }

@@ -12,7 +12,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	cosi1 "sigs.k8s.io/container-object-storage-interface/proto"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
+	"github.com/csikit/csikit/driver/plugin"
 	"github.com/csikit/csikit/examples/memorys3/bucketdriver"
 	cosi2 "github.com/csikit/csikit/internal/cosi/v1alpha2"
 )
@@ -33,8 +34,8 @@ func BenchmarkCOSICycle(b *testing.B) {
 				cfg.StateDir = b.TempDir()
 			}
 			srv := newS3(b, cfg)
-			d, err := driver.New(driver.Config{Name: "memorys3.csikit.dev", VendorVersion: "bench", Buckets: bucketdriver.New(srv),
-				BucketProtocols: []driver.ObjectProtocol{driver.ProtocolS3}, Logger: zap.NewNop()})
+			d, err := plugin.New(plugin.Config{Name: "memorys3.csikit.dev", VendorVersion: "bench", Logger: zap.NewNop(),
+				COSI: &plugin.COSIConfig{Provisioner: bucketdriver.New(srv), Protocols: []bucket.Protocol{bucket.S3}}})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -1,5 +1,5 @@
-// Package bucketdriver is memorys3's COSI backend: it implements driver.BucketProvisioner,
-// driver.BucketGetter and driver.BucketAccessGranter on an s3server.Server, so the buckets COSI
+// Package bucketdriver is memorys3's COSI backend: it implements bucket.Provisioner,
+// bucket.Getter and bucket.AccessGranter on an s3server.Server, so the buckets COSI
 // creates are real S3 buckets and the keys a grant returns really sign requests.
 //
 // What it adds to the S3 server is COSI's idempotency and ownership:
@@ -46,6 +46,7 @@ import (
 	"github.com/johannesboyne/gofakes3"
 
 	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
 	"github.com/csikit/csikit/examples/memorys3/s3server"
 )
 
@@ -73,9 +74,9 @@ func S3Name(cosiName string) string {
 	return hashedPrefix + hex.EncodeToString(sum[:16])
 }
 
-func (b *Backend) info(id string) *driver.Bucket {
-	return &driver.Bucket{ID: id, S3: &driver.S3Bucket{Endpoint: b.s3.Endpoint(), Region: b.s3.Region(),
-		AddressingStyle: driver.S3AddressingPath}}
+func (b *Backend) info(id string) *bucket.Bucket {
+	return &bucket.Bucket{ID: id, S3: &bucket.S3Info{Endpoint: b.s3.Endpoint(), Region: b.s3.Region(),
+		AddressingStyle: bucket.S3AddressingPath}}
 }
 
 func noParameters(what string, params map[string]string) error {
@@ -99,8 +100,8 @@ func mapS3Error(err error) error {
 	return err
 }
 
-// CreateBucket implements driver.BucketProvisioner.
-func (b *Backend) CreateBucket(ctx context.Context, req *driver.CreateBucketRequest) (*driver.Bucket, error) {
+// CreateBucket implements bucket.Provisioner.
+func (b *Backend) CreateBucket(ctx context.Context, req *bucket.CreateBucketRequest) (*bucket.Bucket, error) {
 	if err := noParameters("bucket", req.Parameters); err != nil {
 		return nil, err
 	}
@@ -117,9 +118,9 @@ func (b *Backend) CreateBucket(ctx context.Context, req *driver.CreateBucketRequ
 	return b.info(id), nil
 }
 
-// GetBucket implements driver.BucketGetter: it finds the buckets this driver created and, for
+// GetBucket implements bucket.Getter: it finds the buckets this driver created and, for
 // COSI's static provisioning, those that exist in the store without it.
-func (b *Backend) GetBucket(ctx context.Context, req *driver.GetBucketRequest) (*driver.Bucket, error) {
+func (b *Backend) GetBucket(ctx context.Context, req *bucket.GetBucketRequest) (*bucket.Bucket, error) {
 	if err := noParameters("bucket", req.Parameters); err != nil {
 		return nil, err
 	}
@@ -129,10 +130,10 @@ func (b *Backend) GetBucket(ctx context.Context, req *driver.GetBucketRequest) (
 	return b.info(req.ID), nil
 }
 
-// DeleteBucket implements driver.BucketProvisioner: the bucket goes with its objects and its
+// DeleteBucket implements bucket.Provisioner: the bucket goes with its objects and its
 // grants. A bucket this driver did not create is refused, never deleted. The S3 server is asked
 // whatever the store holds: while it has a record of the bucket, it has work to finish.
-func (b *Backend) DeleteBucket(ctx context.Context, req *driver.DeleteBucketRequest) error {
+func (b *Backend) DeleteBucket(ctx context.Context, req *bucket.DeleteBucketRequest) error {
 	if err := noParameters("bucket", req.Parameters); err != nil {
 		return err
 	}
@@ -143,19 +144,19 @@ func (b *Backend) DeleteBucket(ctx context.Context, req *driver.DeleteBucketRequ
 	return mapS3Error(err)
 }
 
-func s3Mode(m driver.BucketAccessMode) s3server.Mode {
+func s3Mode(m bucket.AccessMode) s3server.Mode {
 	switch m {
-	case driver.BucketReadOnly:
+	case bucket.ReadOnly:
 		return s3server.ReadOnly
-	case driver.BucketWriteOnly:
+	case bucket.WriteOnly:
 		return s3server.WriteOnly
 	}
 	return s3server.ReadWrite
 }
 
-// GrantBucketAccess implements driver.BucketAccessGranter.
-func (b *Backend) GrantBucketAccess(ctx context.Context, req *driver.GrantBucketAccessRequest) (*driver.BucketAccess, error) {
-	if req.Authentication != driver.AuthKey {
+// GrantBucketAccess implements bucket.AccessGranter.
+func (b *Backend) GrantBucketAccess(ctx context.Context, req *bucket.GrantBucketAccessRequest) (*bucket.Access, error) {
+	if req.Authentication != bucket.AuthKey {
 		return nil, fmt.Errorf("memorys3 grants access keys only, not %v: %w", req.Authentication, driver.ErrUnsupported)
 	}
 	if err := noParameters("access", req.Parameters); err != nil {
@@ -180,7 +181,7 @@ func (b *Backend) GrantBucketAccess(ctx context.Context, req *driver.GrantBucket
 	if err != nil {
 		return nil, mapS3Error(err)
 	}
-	out := &driver.BucketAccess{AccountID: acct.ID, Credentials: driver.Credentials{S3: &driver.S3Credentials{
+	out := &bucket.Access{AccountID: acct.ID, Credentials: bucket.Credentials{S3: &bucket.S3Credentials{
 		AccessKeyID: acct.Credentials.AccessKeyID, SecretAccessKey: acct.Credentials.SecretAccessKey}}}
 	for _, g := range req.Buckets {
 		out.Buckets = append(out.Buckets, *b.info(g.BucketID))
@@ -188,10 +189,10 @@ func (b *Backend) GrantBucketAccess(ctx context.Context, req *driver.GrantBucket
 	return out, nil
 }
 
-// RevokeBucketAccess implements driver.BucketAccessGranter: the given buckets leave the
+// RevokeBucketAccess implements bucket.AccessGranter: the given buckets leave the
 // account's grant, and when none is left the account and its keys go. Both wire versions name at
 // least one bucket (v1alpha1 its one bucket_id, v1alpha2 one or more; the library refuses an
 // empty list); a request naming none, which only a Go caller can make, revokes the whole account.
-func (b *Backend) RevokeBucketAccess(ctx context.Context, req *driver.RevokeBucketAccessRequest) error {
+func (b *Backend) RevokeBucketAccess(ctx context.Context, req *bucket.RevokeBucketAccessRequest) error {
 	return mapS3Error(b.s3.RevokeAccess(ctx, req.AccountID, req.BucketIDs...))
 }

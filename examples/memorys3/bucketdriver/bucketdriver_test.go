@@ -12,8 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
 	"github.com/csikit/csikit/driver/drivertest"
+	"github.com/csikit/csikit/driver/plugin"
 	"github.com/csikit/csikit/examples/memorys3/bucketdriver"
 	"github.com/csikit/csikit/examples/memorys3/s3server"
 )
@@ -45,7 +46,7 @@ func s3Fixture(t *testing.T) *s3server.Server {
 
 // awsClient is aws-sdk-go-v2 with its default checksums, path-style, no retries (a refusal is
 // reported at once).
-func awsClient(endpoint, region string, c *driver.S3Credentials) *s3.Client {
+func awsClient(endpoint, region string, c *bucket.S3Credentials) *s3.Client {
 	return s3.New(s3.Options{
 		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenSupported,
 		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenSupported,
@@ -60,7 +61,7 @@ func awsClient(endpoint, region string, c *driver.S3Credentials) *s3.Client {
 }
 
 // putAndGet proves a key can write and read an object in the bucket the grant describes.
-func putAndGet(ctx context.Context, b driver.Bucket, c driver.Credentials) error {
+func putAndGet(ctx context.Context, b bucket.Bucket, c bucket.Credentials) error {
 	if b.S3 == nil || c.S3 == nil {
 		return fmt.Errorf("no S3 info or keys")
 	}
@@ -85,11 +86,11 @@ func putAndGet(ctx context.Context, b driver.Bucket, c driver.Credentials) error
 // keys proven by a real S3 client: they put and get, and fail once revoked.
 func TestCOSIConformance(t *testing.T) {
 	srv := s3Fixture(t)
-	drivertest.COSI(t, driver.Config{Name: "memorys3.csikit.dev", VendorVersion: "test", Buckets: bucketdriver.New(srv),
-		BucketProtocols: []driver.ObjectProtocol{driver.ProtocolS3}, MultiBucketAccess: true},
+	drivertest.COSI(t, plugin.Config{Name: "memorys3.csikit.dev", VendorVersion: "test",
+		COSI: &plugin.COSIConfig{Provisioner: bucketdriver.New(srv), Protocols: []bucket.Protocol{bucket.S3}, MultiBucketAccess: true}},
 		drivertest.COSIOptions{
 			MultiBucketAccess: true,
-			CheckCredentials: func(ctx context.Context, _ driver.ObjectProtocol, b driver.Bucket, c driver.Credentials) error {
+			CheckCredentials: func(ctx context.Context, _ bucket.Protocol, b bucket.Bucket, c bucket.Credentials) error {
 				return putAndGet(ctx, b, c)
 			},
 		})

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
 	"github.com/csikit/csikit/examples/memorys3/bucketdriver"
 	"github.com/csikit/csikit/examples/memorys3/s3server"
 )
@@ -188,11 +188,11 @@ func TestLegacyEmptiedAccount(t *testing.T) {
 	srv := newS3(t, s3server.Config{StateDir: dir, Endpoint: "http://127.0.0.1:9"})
 	be := bucketdriver.New(srv)
 	ctx := context.Background()
-	if _, err := be.CreateBucket(ctx, &driver.CreateBucketRequest{Name: "bc-legacy"}); err != nil {
+	if _, err := be.CreateBucket(ctx, &bucket.CreateBucketRequest{Name: "bc-legacy"}); err != nil {
 		t.Fatal(err)
 	}
-	acc, err := be.GrantBucketAccess(ctx, &driver.GrantBucketAccessRequest{AccountName: "ba-legacy", Protocol: driver.ProtocolS3,
-		Authentication: driver.AuthKey, Buckets: []driver.BucketGrant{{BucketID: "bc-legacy", Mode: driver.BucketReadWrite}}})
+	acc, err := be.GrantBucketAccess(ctx, &bucket.GrantBucketAccessRequest{AccountName: "ba-legacy", Protocol: bucket.S3,
+		Authentication: bucket.AuthKey, Buckets: []bucket.Grant{{BucketID: "bc-legacy", Mode: bucket.ReadWrite}}})
 	if err != nil || acc.Credentials.S3.AccessKeyID != keys.AccessKeyID {
 		t.Fatalf("grant under the name of an emptied legacy account: %v; want OK with its keys", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/johannesboyne/gofakes3"
 
 	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
 	"github.com/csikit/csikit/examples/memorys3/bucketdriver"
 	"github.com/csikit/csikit/examples/memorys3/s3server"
 )
@@ -33,7 +34,7 @@ func TestHashedNameIsNotAnotherClaimsName(t *testing.T) {
 	srv := s3Fixture(t)
 	be := bucketdriver.New(srv)
 	long := strings.Repeat("a", 64)
-	first, err := be.CreateBucket(ctx, &driver.CreateBucketRequest{Name: long})
+	first, err := be.CreateBucket(ctx, &bucket.CreateBucketRequest{Name: long})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func TestHashedNameIsNotAnotherClaimsName(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	second, err := be.CreateBucket(ctx, &driver.CreateBucketRequest{Name: first.ID})
+	second, err := be.CreateBucket(ctx, &bucket.CreateBucketRequest{Name: first.ID})
 	switch {
 	case errors.Is(err, driver.ErrAlreadyExists): // refused: also safe
 	case err != nil:
@@ -59,7 +60,7 @@ func TestHashedNameIsNotAnotherClaimsName(t *testing.T) {
 		if s3Code(err) != "NoSuchKey" {
 			t.Errorf("the second claim reads key \"private\" in its bucket: %v, want NoSuchKey", err)
 		}
-		if err := be.DeleteBucket(ctx, &driver.DeleteBucketRequest{ID: second.ID}); err != nil {
+		if err := be.DeleteBucket(ctx, &bucket.DeleteBucketRequest{ID: second.ID}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -80,11 +81,11 @@ func TestBucketRecordsItsClaim(t *testing.T) {
 	if err := srv.CreateBucketFor(ctx, bucketdriver.S3Name(long), "some-other-claim"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := be.CreateBucket(ctx, &driver.CreateBucketRequest{Name: long}); !errors.Is(err, driver.ErrAlreadyExists) {
+	if _, err := be.CreateBucket(ctx, &bucket.CreateBucketRequest{Name: long}); !errors.Is(err, driver.ErrAlreadyExists) {
 		t.Errorf("CreateBucket of a name that maps to a bucket created for another name: %v, want ErrAlreadyExists", err)
 	}
 	for i := range 2 {
-		if b, err := be.CreateBucket(ctx, &driver.CreateBucketRequest{Name: "bc-claimed"}); err != nil || b.ID != "bc-claimed" {
+		if b, err := be.CreateBucket(ctx, &bucket.CreateBucketRequest{Name: "bc-claimed"}); err != nil || b.ID != "bc-claimed" {
 			t.Errorf("CreateBucket of bc-claimed, call %d: %v, %v; want OK with its own name", i+1, b, err)
 		}
 	}
@@ -130,7 +131,7 @@ func checkDistinct(t *testing.T, names []string) {
 	be := bucketdriver.New(srv)
 	owner := map[string]string{} // bucket ID -> the name answered with it
 	for _, n := range append(names, names...) {
-		b, err := be.CreateBucket(ctx, &driver.CreateBucketRequest{Name: n})
+		b, err := be.CreateBucket(ctx, &bucket.CreateBucketRequest{Name: n})
 		if errors.Is(err, driver.ErrAlreadyExists) {
 			continue
 		}
@@ -187,13 +188,13 @@ func FuzzS3Name(f *testing.F) {
 	})
 }
 
-// grantRW grants account read-write access to bucket and returns its keys.
-func grantRW(t *testing.T, be *bucketdriver.Backend, account, bucket string) *driver.S3Credentials {
+// grantRW grants account read-write access to bucketID and returns its keys.
+func grantRW(t *testing.T, be *bucketdriver.Backend, account, bucketID string) *bucket.S3Credentials {
 	t.Helper()
-	acc, err := be.GrantBucketAccess(context.Background(), &driver.GrantBucketAccessRequest{AccountName: account, Protocol: driver.ProtocolS3,
-		Authentication: driver.AuthKey, Buckets: []driver.BucketGrant{{BucketID: bucket, Mode: driver.BucketReadWrite}}})
+	acc, err := be.GrantBucketAccess(context.Background(), &bucket.GrantBucketAccessRequest{AccountName: account, Protocol: bucket.S3,
+		Authentication: bucket.AuthKey, Buckets: []bucket.Grant{{BucketID: bucketID, Mode: bucket.ReadWrite}}})
 	if err != nil {
-		t.Fatal(fmt.Errorf("grant %s on %s: %w", account, bucket, err))
+		t.Fatal(fmt.Errorf("grant %s on %s: %w", account, bucketID, err))
 	}
 	return acc.Credentials.S3
 }

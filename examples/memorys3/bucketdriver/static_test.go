@@ -16,6 +16,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
 	"github.com/csikit/csikit/examples/memorys3/bucketdriver"
 	"github.com/csikit/csikit/examples/memorys3/s3server"
 )
@@ -63,15 +64,15 @@ func TestStaticBucket(t *testing.T) {
 	serveS3(t, lis, srv)
 	be := bucketdriver.New(srv)
 
-	b, err := be.GetBucket(ctx, &driver.GetBucketRequest{ID: "static-bucket"})
+	b, err := be.GetBucket(ctx, &bucket.GetBucketRequest{ID: "static-bucket"})
 	if err != nil {
 		t.Fatalf("GetBucket of a static bucket: %v", err)
 	}
-	if _, err := be.GetBucket(ctx, &driver.GetBucketRequest{ID: "no-such-bucket"}); !errors.Is(err, driver.ErrNotFound) {
+	if _, err := be.GetBucket(ctx, &bucket.GetBucketRequest{ID: "no-such-bucket"}); !errors.Is(err, driver.ErrNotFound) {
 		t.Errorf("GetBucket of a missing bucket: %v, want ErrNotFound", err)
 	}
-	acc, err := be.GrantBucketAccess(ctx, &driver.GrantBucketAccessRequest{AccountName: "ba-static", Protocol: driver.ProtocolS3,
-		Authentication: driver.AuthKey, Buckets: []driver.BucketGrant{{BucketID: "static-bucket", Mode: driver.BucketReadOnly}}})
+	acc, err := be.GrantBucketAccess(ctx, &bucket.GrantBucketAccessRequest{AccountName: "ba-static", Protocol: bucket.S3,
+		Authentication: bucket.AuthKey, Buckets: []bucket.Grant{{BucketID: "static-bucket", Mode: bucket.ReadOnly}}})
 	if err != nil {
 		t.Fatalf("grant on a static bucket: %v", err)
 	}
@@ -89,10 +90,10 @@ func TestStaticBucket(t *testing.T) {
 		t.Error("a read-only grant on a static bucket could put")
 	}
 
-	if err := be.DeleteBucket(ctx, &driver.DeleteBucketRequest{ID: "static-bucket"}); !errors.Is(err, driver.ErrFailedPrecondition) {
+	if err := be.DeleteBucket(ctx, &bucket.DeleteBucketRequest{ID: "static-bucket"}); !errors.Is(err, driver.ErrFailedPrecondition) {
 		t.Errorf("DeleteBucket of a static bucket: %v, want ErrFailedPrecondition", err)
 	}
-	if _, err := be.CreateBucket(ctx, &driver.CreateBucketRequest{Name: "static-bucket"}); !errors.Is(err, driver.ErrAlreadyExists) {
+	if _, err := be.CreateBucket(ctx, &bucket.CreateBucketRequest{Name: "static-bucket"}); !errors.Is(err, driver.ErrAlreadyExists) {
 		t.Errorf("CreateBucket over a static bucket: %v, want ErrAlreadyExists", err)
 	}
 	if _, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("static-bucket"), Key: aws.String("theirs")}); err != nil {
@@ -106,16 +107,16 @@ func TestDeleteAbortsMultipartUploads(t *testing.T) {
 	ctx := context.Background()
 	srv := s3Fixture(t)
 	be := bucketdriver.New(srv)
-	create := func() *driver.Bucket {
-		b, err := be.CreateBucket(ctx, &driver.CreateBucketRequest{Name: "bc-multipart"})
+	create := func() *bucket.Bucket {
+		b, err := be.CreateBucket(ctx, &bucket.CreateBucketRequest{Name: "bc-multipart"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return b
 	}
-	grant := func(name string) *driver.S3Credentials {
-		acc, err := be.GrantBucketAccess(ctx, &driver.GrantBucketAccessRequest{AccountName: name, Protocol: driver.ProtocolS3,
-			Authentication: driver.AuthKey, Buckets: []driver.BucketGrant{{BucketID: "bc-multipart", Mode: driver.BucketReadWrite}}})
+	grant := func(name string) *bucket.S3Credentials {
+		acc, err := be.GrantBucketAccess(ctx, &bucket.GrantBucketAccessRequest{AccountName: name, Protocol: bucket.S3,
+			Authentication: bucket.AuthKey, Buckets: []bucket.Grant{{BucketID: "bc-multipart", Mode: bucket.ReadWrite}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +132,7 @@ func TestDeleteAbortsMultipartUploads(t *testing.T) {
 		PartNumber: aws.Int32(1), Body: bytes.NewReader(bytes.Repeat([]byte{'x'}, 5<<20))}); err != nil {
 		t.Fatal(err)
 	}
-	if err := be.DeleteBucket(ctx, &driver.DeleteBucketRequest{ID: b.ID}); err != nil {
+	if err := be.DeleteBucket(ctx, &bucket.DeleteBucketRequest{ID: b.ID}); err != nil {
 		t.Fatalf("DeleteBucket with an upload in progress: %v", err)
 	}
 

@@ -3,8 +3,6 @@ package bucketdriver_test
 import (
 	"context"
 	"errors"
-	"net"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,12 +10,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 	"go.uber.org/zap"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	cosi1 "sigs.k8s.io/container-object-storage-interface/proto"
 
-	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
+	"github.com/csikit/csikit/driver/drivertest"
+	"github.com/csikit/csikit/driver/plugin"
 	"github.com/csikit/csikit/examples/memorys3/bucketdriver"
 	"github.com/csikit/csikit/examples/memorys3/s3server"
 	cosi2 "github.com/csikit/csikit/internal/cosi/v1alpha2"
@@ -28,7 +26,7 @@ type wire interface {
 	name() string
 	create(ctx context.Context, name string) (string, error)
 	remove(ctx context.Context, id string) error
-	grant(ctx context.Context, account string, buckets ...string) (accountID string, keys driver.S3Credentials, err error)
+	grant(ctx context.Context, account string, buckets ...string) (accountID string, keys bucket.S3Credentials, err error)
 	revoke(ctx context.Context, accountID string, buckets ...string) error
 	// incompatible is the code of a grant that conflicts with the account's grant: v1alpha1
 	// answers FAILED_PRECONDITION where v1alpha2 answers ALREADY_EXISTS (its sidecar crashes
@@ -40,25 +38,8 @@ type wire interface {
 // of each wire version.
 func cosiWires(t *testing.T, srv *s3server.Server) []wire {
 	t.Helper()
-	d, err := driver.New(driver.Config{Name: "memorys3.csikit.dev", VendorVersion: "test", Buckets: bucketdriver.New(srv),
-		BucketProtocols: []driver.ObjectProtocol{driver.ProtocolS3}, MultiBucketAccess: true, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lis, err := net.Listen("unix", filepath.Join(t.TempDir(), "cosi.sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Serve(ctx, lis) }()
-	conn, err := grpc.NewClient("unix://"+lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		cancel()
-		<-done
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(); cancel(); <-done })
+	conn := drivertest.NewServer(t, plugin.Config{Name: "memorys3.csikit.dev", VendorVersion: "test", Logger: zap.NewNop(),
+		COSI: &plugin.COSIConfig{Provisioner: bucketdriver.New(srv), Protocols: []bucket.Protocol{bucket.S3}, MultiBucketAccess: true}}).Conn
 	return []wire{v1alpha1Wire{cosi1.NewProvisionerClient(conn)}, v1alpha2Wire{cosi2.NewProvisionerClient(conn)}}
 }
 
@@ -77,14 +58,14 @@ func (w v1alpha1Wire) remove(ctx context.Context, id string) error {
 	return err
 }
 
-func (w v1alpha1Wire) grant(ctx context.Context, account string, buckets ...string) (string, driver.S3Credentials, error) {
+func (w v1alpha1Wire) grant(ctx context.Context, account string, buckets ...string) (string, bucket.S3Credentials, error) {
 	if len(buckets) != 1 {
-		return "", driver.S3Credentials{}, errors.New("v1alpha1 grants one bucket per access")
+		return "", bucket.S3Credentials{}, errors.New("v1alpha1 grants one bucket per access")
 	}
 	r, err := w.p.DriverGrantBucketAccess(ctx, &cosi1.DriverGrantBucketAccessRequest{BucketId: buckets[0], Name: account,
 		AuthenticationType: cosi1.AuthenticationType_Key})
 	s := r.GetCredentials()["s3"].GetSecrets()
-	return r.GetAccountId(), driver.S3Credentials{AccessKeyID: s["accessKeyID"], SecretAccessKey: s["accessSecretKey"]}, err
+	return r.GetAccountId(), bucket.S3Credentials{AccessKeyID: s["accessKeyID"], SecretAccessKey: s["accessSecretKey"]}, err
 }
 
 func (w v1alpha1Wire) revoke(ctx context.Context, accountID string, buckets ...string) error {
@@ -119,7 +100,7 @@ func (w v1alpha2Wire) remove(ctx context.Context, id string) error {
 	return err
 }
 
-func (w v1alpha2Wire) grant(ctx context.Context, account string, buckets ...string) (string, driver.S3Credentials, error) {
+func (w v1alpha2Wire) grant(ctx context.Context, account string, buckets ...string) (string, bucket.S3Credentials, error) {
 	req := &cosi2.DriverGrantBucketAccessRequest{AccountName: account, Protocol: s3Protocol, AuthenticationType: keyAuth}
 	for _, b := range buckets {
 		req.Buckets = append(req.Buckets, &cosi2.DriverGrantBucketAccessRequest_AccessedBucket{BucketId: b,
@@ -127,7 +108,7 @@ func (w v1alpha2Wire) grant(ctx context.Context, account string, buckets ...stri
 	}
 	r, err := w.p.DriverGrantBucketAccess(ctx, req)
 	s := r.GetCredentials().GetS3()
-	return r.GetAccountId(), driver.S3Credentials{AccessKeyID: s.GetAccessKeyId(), SecretAccessKey: s.GetAccessSecretKey()}, err
+	return r.GetAccountId(), bucket.S3Credentials{AccessKeyID: s.GetAccessKeyId(), SecretAccessKey: s.GetAccessSecretKey()}, err
 }
 
 func (w v1alpha2Wire) revoke(ctx context.Context, accountID string, buckets ...string) error {
@@ -151,7 +132,7 @@ func s3Code(err error) string {
 // keyProbe is what one key can do against srv right now.
 type keyProbe struct {
 	srv  *s3server.Server
-	keys driver.S3Credentials
+	keys bucket.S3Credentials
 }
 
 func (k keyProbe) client() *s3.Client {

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
 	"github.com/csikit/csikit/examples/memorys3/bucketdriver"
 	"github.com/csikit/csikit/examples/memorys3/s3server"
 )
@@ -45,7 +46,7 @@ func (n *node) stop() {
 }
 
 // client is aws-sdk-go-v2, path-style, no retries, signing with c.
-func (n *node) client(c *driver.S3Credentials) *s3.Client {
+func (n *node) client(c *bucket.S3Credentials) *s3.Client {
 	return s3.New(s3.Options{
 		Region:       s3server.DefaultRegion,
 		BaseEndpoint: aws.String(n.hs.URL),
@@ -69,17 +70,17 @@ func s3Code(err error) string {
 
 func (n *node) create(t *testing.T, name string) string {
 	t.Helper()
-	b, err := n.be.CreateBucket(context.Background(), &driver.CreateBucketRequest{Name: name})
+	b, err := n.be.CreateBucket(context.Background(), &bucket.CreateBucketRequest{Name: name})
 	if err != nil {
 		t.Fatalf("CreateBucket %s: %v", name, err)
 	}
 	return b.ID
 }
 
-func (n *node) grant(account string, buckets ...string) (*driver.BucketAccess, error) {
-	req := &driver.GrantBucketAccessRequest{AccountName: account, Protocol: driver.ProtocolS3, Authentication: driver.AuthKey}
+func (n *node) grant(account string, buckets ...string) (*bucket.Access, error) {
+	req := &bucket.GrantBucketAccessRequest{AccountName: account, Protocol: bucket.S3, Authentication: bucket.AuthKey}
 	for _, b := range buckets {
-		req.Buckets = append(req.Buckets, driver.BucketGrant{BucketID: b, Mode: driver.BucketReadWrite})
+		req.Buckets = append(req.Buckets, bucket.Grant{BucketID: b, Mode: bucket.ReadWrite})
 	}
 	return n.be.GrantBucketAccess(context.Background(), req)
 }
@@ -141,7 +142,7 @@ func TestDeleteBucketCrash(t *testing.T) {
 				}
 
 				s3server.StopDeleteAfter(n.srv, st.step)
-				if err := n.be.DeleteBucket(ctx, &driver.DeleteBucketRequest{ID: doomed}); !errors.Is(err, s3server.ErrSimulatedCrash) {
+				if err := n.be.DeleteBucket(ctx, &bucket.DeleteBucketRequest{ID: doomed}); !errors.Is(err, s3server.ErrSimulatedCrash) {
 					t.Fatalf("DeleteBucket with a crash point: %v, want the simulated crash", err)
 				}
 				s3server.StopDeleteAfter(n.srv, 0)
@@ -153,7 +154,7 @@ func TestDeleteBucketCrash(t *testing.T) {
 				if code := get(c, kept, "k"); code != "" {
 					t.Errorf("old key on the bucket not being deleted: %q, want it readable", code)
 				}
-				if _, err := n.be.GetBucket(ctx, &driver.GetBucketRequest{ID: doomed}); !errors.Is(err, driver.ErrNotFound) {
+				if _, err := n.be.GetBucket(ctx, &bucket.GetBucketRequest{ID: doomed}); !errors.Is(err, driver.ErrNotFound) {
 					t.Errorf("GetBucket of the half-deleted bucket: %v, want ErrNotFound", err)
 				}
 				if _, err := n.grant("ba-late", doomed); !errors.Is(err, driver.ErrNotFound) {
@@ -162,7 +163,7 @@ func TestDeleteBucketCrash(t *testing.T) {
 
 				switch finish {
 				case "retried delete":
-					if err := n.be.DeleteBucket(ctx, &driver.DeleteBucketRequest{ID: doomed}); err != nil {
+					if err := n.be.DeleteBucket(ctx, &bucket.DeleteBucketRequest{ID: doomed}); err != nil {
 						t.Fatalf("retried DeleteBucket: %v", err)
 					}
 				case "restart":
@@ -180,7 +181,7 @@ func TestDeleteBucketCrash(t *testing.T) {
 					if code := get(c, kept, "k"); code != "" {
 						t.Errorf("old key on the other bucket after a restart: %q, want it readable", code)
 					}
-					if err := n.be.DeleteBucket(ctx, &driver.DeleteBucketRequest{ID: doomed}); err != nil {
+					if err := n.be.DeleteBucket(ctx, &bucket.DeleteBucketRequest{ID: doomed}); err != nil {
 						t.Fatalf("DeleteBucket retried after the restart: %v", err)
 					}
 				}

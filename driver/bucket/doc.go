@@ -1,0 +1,50 @@
+// Package bucket is the COSI contract: what an object-bucket backend implements so that package
+// plugin serves it as a COSI driver. It is to COSI what package driver is to CSI.
+//
+// A backend implements Provisioner (CreateBucket, DeleteBucket) and, when it can, Getter
+// (GetBucket, for buckets an administrator made: static provisioning) and AccessGranter
+// (GrantBucketAccess, RevokeBucketAccess), all on one value, found by type assertion. It answers
+// with a Bucket (its ID and its S3Info, AzureInfo or GCSInfo) and, for a grant, an Access (the
+// account ID, the granted buckets and Credentials). Errors are the sentinels of package driver
+// (driver.ErrNotFound, driver.ErrAlreadyExists, ...), which the plugin maps to COSI's codes.
+//
+// The interfaces speak of buckets, accounts and credentials, never of a wire version. Each request
+// (CreateBucketRequest, GetBucketRequest, DeleteBucketRequest, GrantBucketAccessRequest,
+// RevokeBucketAccessRequest) carries version-neutral fields, the Version it came by and the wire
+// request itself, typed: RawV1Alpha1 (package cosi.v1alpha1, spoken by the released sidecar) or
+// RawV1Alpha2 (sigs.k8s.io.cosi.v1alpha2), exactly one of them set. Upstream has already moved past
+// the v1alpha2 served here (DriverGetExistingBucket renamed DriverGetBucket, access modes split
+// into object data, object metadata and bucket metadata, a two-phase bucket ID proposed); such a
+// revision is a new adapter in the plugin, not a change to any backend. Create and grant are
+// idempotent by name: Fingerprint and CheckExisting decide a repeated call, with the same
+// fingerprint whichever version a request came by. Requests print and JSON-encode with
+// credentials and secret-looking parameter values hidden; Credentials never print a value.
+//
+// What the plugin does for a bucket backend, in both versions: validation (names are DNS
+// subdomains of at most 253 characters; bucket and account IDs at most 2048 characters of
+// [A-Za-z0-9._/-]; known protocols, authentication types and access modes), per-name, per-bucket
+// and per-account locking (ABORTED for a concurrent duplicate), the error tables (deletes and
+// revokes of what is gone answer OK; only a backend's own sentinel becomes a terminal code, so a
+// transient fault never looks final to the sidecar), the answer's shape (exactly the requested
+// buckets, only the requested protocol, the S3 fields the sidecar requires, both halves of a key),
+// and redaction of every credential in logs, errors and panics, and of every parameter value whose
+// key looks secret.
+//
+// # IDs are not paths
+//
+// Bucket and account IDs are opaque keys the backend chooses. The plugin checks only their shape,
+// 1 to 2048 characters of [A-Za-z0-9._/-], and that alphabet lets "/" and ".." through:
+// "../../etc", "/var/lib", ".", ".." and "a/../.." are all valid IDs. The CO sends back the IDs
+// the backend answered, but also IDs an administrator typed (static provisioning: a Bucket object
+// naming an existing bucket) and IDs of buckets that were never here. So a backend looks every
+// ID it is given up among the ones it issued (a map or database key, a storage API that takes
+// it as a name) and answers driver.ErrNotFound for any other (driver.ErrInvalidArgument for one
+// it can tell is malformed); it never uses an ID as a file path, or as part of one, without first
+// checking that it is one it issued and that it stays inside its own tree. A directory-per-bucket
+// backend that joins the ID onto its root answers a get of "../../../../etc" with OK, grants keys
+// for it, and deletes it. drivertest.COSI sends such IDs to every RPC that takes one and watches a
+// canary directory outside the driver.
+//
+// driver/memdriver.Buckets is the smallest correct backend; examples/memorys3 is one with a real
+// S3 server behind it.
+package bucket

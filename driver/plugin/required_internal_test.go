@@ -1,0 +1,34 @@
+package plugin
+
+import (
+	"testing"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+)
+
+// TestRequiredFieldsAreRegistered checks the table New registers against the linked bindings:
+// every message and field it names exists, and registering it succeeds, so New cannot fail on
+// it in production.
+func TestRequiredFieldsAreRegistered(t *testing.T) {
+	for msg, fields := range requiredFields {
+		d, err := protoregistry.GlobalFiles.FindDescriptorByName(protoreflect.FullName(msg))
+		if err != nil {
+			t.Errorf("%s: %v", msg, err)
+			continue
+		}
+		md, ok := d.(protoreflect.MessageDescriptor)
+		if !ok {
+			t.Errorf("%s is not a message", msg)
+			continue
+		}
+		for _, f := range fields {
+			if md.Fields().ByName(protoreflect.Name(f)) == nil && md.Oneofs().ByName(protoreflect.Name(f)) == nil {
+				t.Errorf("%s has no field or oneof %q", msg, f)
+			}
+		}
+	}
+	if err := registerRequiredFields(); err != nil {
+		t.Fatal(err)
+	}
+}
