@@ -15,15 +15,17 @@ import (
 	"github.com/csikit/csikit/examples/memorys3/s3server"
 )
 
-// TestAttackStoreInternalsAreNotABucket: with --state-dir, objects live in gofakes3's bbolt
+// TestStoreInternalsAreNotABucket: with --state-dir, objects lived in gofakes3's bbolt
 // backend, which keeps its bucket metadata in a bbolt bucket of its own named "_meta" (one
 // record "bucket/<name>" per S3 bucket of every tenant). The S3 server's "exists in the
 // store" test is BucketExists, which is true for "_meta", so the driver treats the store's
 // internal table as a statically provisioned bucket: GetExistingBucket finds it and
 // GrantBucketAccess issues keys for it. Those keys list every tenant's bucket names (and can
 // write and delete the store's records). "_meta" was never issued and is not an S3 bucket
-// name: it must be NOT_FOUND (or INVALID_ARGUMENT) for get and grant alike.
-func TestAttackStoreInternalsAreNotABucket(t *testing.T) {
+// name: it must be NOT_FOUND (or INVALID_ARGUMENT) for get and grant alike. The object store
+// of a state directory is memorys3's own now, with no such table, and the S3 server finds,
+// grants and lists no name that is not a valid S3 bucket name.
+func TestStoreInternalsAreNotABucket(t *testing.T) {
 	ctx := context.Background()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

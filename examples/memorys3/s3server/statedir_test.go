@@ -18,12 +18,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
-// faultChildEnv selects the case TestAttackStateDirStoreFaultsChild runs in a child process:
+// faultChildEnv selects the case TestStateDirReadsNeverAliasTheFileChild runs in a child process:
 // the crash under test is a SIGSEGV, which no recover() catches and which would end the test
 // binary with every other test in it.
 const faultChildEnv = "MEMORYS3_ATTACK_FAULT_CASE"
 
-// TestAttackStateDirStoreFaults: with --state-dir, gofakes3's bbolt backend decodes objects
+// TestStateDirReadsNeverAliasTheFile: with --state-dir, gofakes3's bbolt backend decoded objects
 // with mgo's bson, whose []byte fields are slices of the input: an object's Contents and Hash
 // point into bbolt's memory map, valid only inside the read transaction that GetObject has
 // already closed. When a write grows the database file, bbolt unmaps the old map, and the next
@@ -39,10 +39,13 @@ const faultChildEnv = "MEMORYS3_ATTACK_FAULT_CASE"
 //     (its pages are free at the next commit: no read transaction holds them), tenant B
 //     stores a secret of the same size in its own bucket, and A reads on: A's answer is
 //     mostly B's secret. A key reads other tenants' data.
-func TestAttackStateDirStoreFaults(t *testing.T) {
+//
+// boltStore copies what it answers inside the transaction that read it; each case must end
+// with the process alive and every tenant reading only its own bytes.
+func TestStateDirReadsNeverAliasTheFile(t *testing.T) {
 	for _, c := range []string{"copy", "stalled-get", "cross-tenant-read"} {
 		t.Run(c, func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestAttackStateDirStoreFaultsChild$", "-test.count=1")
+			cmd := exec.Command(os.Args[0], "-test.run=^TestStateDirReadsNeverAliasTheFileChild$", "-test.count=1")
 			cmd.Env = append(os.Environ(), faultChildEnv+"="+c)
 			out, err := cmd.CombinedOutput()
 			text := string(out)
@@ -56,11 +59,11 @@ func TestAttackStateDirStoreFaults(t *testing.T) {
 	}
 }
 
-// TestAttackStateDirStoreFaultsChild is TestAttackStateDirStoreFaults's child process.
-func TestAttackStateDirStoreFaultsChild(t *testing.T) {
+// TestStateDirReadsNeverAliasTheFileChild is TestStateDirReadsNeverAliasTheFile's child process.
+func TestStateDirReadsNeverAliasTheFileChild(t *testing.T) {
 	which := os.Getenv(faultChildEnv)
 	if which == "" {
-		t.Skip("run as a child of TestAttackStateDirStoreFaults")
+		t.Skip("run as a child of TestStateDirReadsNeverAliasTheFile")
 	}
 	f := newFixture(t, false, Config{StateDir: t.TempDir()})
 	c := f.bucketWithAccount("bkt", "rw", ReadWrite)
