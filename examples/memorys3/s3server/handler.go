@@ -1,7 +1,6 @@
 package s3server
 
 import (
-	"bytes"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -139,14 +138,17 @@ func (s *Server) perform(w http.ResponseWriter, r *http.Request, id requestID, o
 		r.TransferEncoding = nil
 		c.serve(w, r)
 	case bodyDocument, bodyCompletion:
-		doc, err := s.readDocument(body)
-		if err != nil {
-			s.refuse(w, r, id, err, res.AccessKeyID, "request document refused")
+		// Read whole and verified first: an XML decoder stops at the closing tag and would
+		// never reach the end of the body, where the hash is checked.
+		sp := spool{budget: &s.budget}
+		defer sp.release()
+		if err := sp.fill(body, maxRequestDocument); err != nil {
+			s.refuseBody(w, r, id, err, res.AccessKeyID, s3err.ErrEntityTooLarge.With("request documents are at most %d bytes", maxRequestDocument))
 			return
 		}
-		setBody(r, io.NopCloser(bytes.NewReader(doc)), int64(len(doc)))
+		setBody(r, io.NopCloser(sp.reader()), sp.n)
 		if op.spec.body == bodyCompletion {
-			s.completeUpload(w, r, c, doc)
+			s.completeUpload(w, r, c, sp.reader())
 			return
 		}
 		c.serve(w, r)
@@ -168,25 +170,31 @@ func (s *Server) perform(w http.ResponseWriter, r *http.Request, id requestID, o
 		// verified, at once, under the commit lock, instead of whenever the client finishes.
 		sp := spool{budget: &s.budget}
 		defer sp.release()
-		switch err := sp.fill(body, size); {
-		case errors.Is(err, errNoBudget):
-			s.refuse(w, r, id, s3err.ErrSlowDown.With("the server is holding as many request bodies as it may; retry later"), res.AccessKeyID, "no room for the body")
-			return
-		case errors.Is(err, errTooLong):
-			s.refuse(w, r, id, s3err.ErrIncompleteBody.With("the body is longer than its declared length"), res.AccessKeyID, "body too long")
-			return
-		case errors.Is(err, errTooShort):
-			s.refuse(w, r, id, s3err.ErrIncompleteBody, res.AccessKeyID, "body cut short")
-			return
-		case err != nil:
-			s.refuse(w, r, id, err, res.AccessKeyID, "request body failed verification")
-			return
-		case sp.n != size:
-			s.refuse(w, r, id, s3err.ErrIncompleteBody, res.AccessKeyID, "body shorter than declared")
+		err := sp.fill(body, size)
+		if err == nil && sp.n != size {
+			err = errTooShort
+		}
+		if err != nil {
+			s.refuseBody(w, r, id, err, res.AccessKeyID, s3err.ErrIncompleteBody.With("the body is longer than its declared length"))
 			return
 		}
 		setBody(r, io.NopCloser(sp.reader()), size)
 		c.serve(w, r)
+	}
+}
+
+// refuseBody answers a body that could not be read whole: tooLong is the answer to one
+// longer than it may be.
+func (s *Server) refuseBody(w http.ResponseWriter, r *http.Request, id requestID, err error, accessKeyID string, tooLong *s3err.Error) {
+	switch {
+	case errors.Is(err, errNoBudget):
+		s.refuse(w, r, id, s3err.ErrSlowDown.With("the server is holding as many request bodies as it may; retry later"), accessKeyID, "no room for the body")
+	case errors.Is(err, errTooLong):
+		s.refuse(w, r, id, tooLong, accessKeyID, "body too long")
+	case errors.Is(err, errTooShort):
+		s.refuse(w, r, id, s3err.ErrIncompleteBody, accessKeyID, "body cut short")
+	default:
+		s.refuse(w, r, id, err, accessKeyID, "request body failed verification")
 	}
 }
 
@@ -270,19 +278,6 @@ func setBody(r *http.Request, body io.ReadCloser, n int64) {
 	r.ContentLength = n
 	r.Header.Set("Content-Length", strconv.FormatInt(n, 10))
 	r.TransferEncoding = nil
-}
-
-// readDocument reads an XML request document whole, verified: an XML decoder stops at the
-// closing tag and would never reach the end of the body, where the hash is checked.
-func (s *Server) readDocument(body io.Reader) ([]byte, error) {
-	doc, err := io.ReadAll(io.LimitReader(body, maxRequestDocument+1))
-	switch {
-	case err != nil:
-		return nil, err
-	case len(doc) > maxRequestDocument:
-		return nil, s3err.ErrEntityTooLarge.With("request documents are at most %d bytes", maxRequestDocument)
-	}
-	return doc, nil
 }
 
 // requestID numbers the requests of a Server; it is formatted only when an answer or a log

@@ -2,6 +2,7 @@ package s3server
 
 import (
 	"encoding/xml"
+	"io"
 	"net/http"
 
 	"github.com/johannesboyne/gofakes3"
@@ -17,9 +18,9 @@ const maxPartNumber = gofakes3.MaxUploadPartNumber
 // repeats, so one part named ten thousand times would have made it allocate ten thousand times
 // its size), and the parts' total within the object size limit, as the upload store counts
 // them. The store checks both again as it completes, under its lock.
-func (s *Server) completeUpload(w http.ResponseWriter, r *http.Request, c commit, doc []byte) {
+func (s *Server) completeUpload(w http.ResponseWriter, r *http.Request, c commit, doc io.Reader) {
 	var in gofakes3.CompleteMultipartUploadRequest
-	if err := xml.Unmarshal(doc, &in); err != nil {
+	if err := xml.NewDecoder(doc).Decode(&in); err != nil {
 		s.refuse(w, r, c.id, s3err.ErrMalformedXML, c.key, "completion document is not XML")
 		return
 	}
