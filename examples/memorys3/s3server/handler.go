@@ -220,15 +220,11 @@ func (c commit) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ans := storeAnswer{header: w.Header()}
-	s.commitMu.RLock()
-	if !s.stillGranted(c.op, c.key, c.ring) {
-		s.commitMu.RUnlock()
+	if !c.commitLocked(&ans, r) {
 		s.refuse(w, r, c.id, s3err.ErrAccessDenied.With("the grant this request was authorised by was revoked before it completed"),
 			c.key, "grant gone before "+c.op.spec.name+" committed on bucket "+c.op.bucket)
 		return
 	}
-	s.store.ServeHTTP(&ans, r)
-	s.commitMu.RUnlock()
 
 	if ans.code == http.StatusInternalServerError {
 		if e := storeCodes[s3Code(ans.body.Bytes())]; e != nil {
@@ -246,6 +242,18 @@ func (c commit) serve(w http.ResponseWriter, r *http.Request) {
 	if ans.body.Len() > 0 {
 		_, _ = w.Write(ans.body.Bytes())
 	}
+}
+
+// commitLocked checks the grant again and has the store perform r, under the commit lock
+// (released however the store returns, a panic included); false: the grant is gone.
+func (c commit) commitLocked(ans *storeAnswer, r *http.Request) bool {
+	c.s.commitMu.RLock()
+	defer c.s.commitMu.RUnlock()
+	if !c.s.stillGranted(c.op, c.key, c.ring) {
+		return false
+	}
+	c.s.store.ServeHTTP(ans, r)
+	return true
 }
 
 // storeCodes are the S3 errors the backend answers that gofakes3 does not know (it sends them

@@ -2,8 +2,11 @@ package s3server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +24,10 @@ type panickyBackend struct {
 }
 
 func (b *panickyBackend) GetObject(string, string, *gofakes3.ObjectRangeRequest) (*gofakes3.Object, error) {
+	panic(b.value)
+}
+
+func (b *panickyBackend) PutObject(string, string, map[string]string, io.Reader, int64, *gofakes3.PutConditions) (gofakes3.PutObjectResult, error) {
 	panic(b.value)
 }
 
@@ -106,4 +113,37 @@ func FuzzRange(f *testing.F) {
 			t.Fatalf("%s with Range %q: %d %s", method, rng, rec.Code, rec.Body.String())
 		}
 	})
+}
+
+// TestAPanicInACommitReleasesTheCommitLock: a panic while the store commits (a PUT) leaves
+// the commit lock free, so the Go API can still change grants.
+func TestAPanicInACommitReleasesTheCommitLock(t *testing.T) {
+	pb := &panickyBackend{value: "store bug"}
+	srv, err := New(Config{instrument: func(b gofakes3.Backend) gofakes3.Backend {
+		pb.Backend = b
+		return pb
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	f := &fixture{t: t, srv: srv, hs: hs, forms: map[string]int{}}
+	c := f.bucketWithAccount("bkt", "w", WriteOnly)
+	resp := do(t, signedRequest(t, f, c, http.MethodPut, "/bkt/k", []byte("v"), "", time.Now(), nil))
+	if resp.StatusCode != http.StatusInternalServerError {
+		t.Fatalf("PUT into a panicking store: %d %s", resp.StatusCode, resp.body)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.RevokeAccess(context.Background(), AccountID("w")) }()
+	select {
+	case err := <-done:
+		hs.Close()
+		_ = srv.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		// The server is left as it is: closing it would wait for the stuck revoke.
+		t.Fatal("RevokeAccess did not return: the commit lock is still held")
+	}
 }

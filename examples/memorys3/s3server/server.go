@@ -132,6 +132,9 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.StateDir != "" && limits.MaxObjectSize > bolt.MaxValueSize {
+		return nil, fmt.Errorf("limits: a state directory keeps objects of at most %d bytes, not %d: %w", bolt.MaxValueSize, limits.MaxObjectSize, ErrInvalidArgument)
+	}
 	s := &Server{cfg: cfg, log: cfg.Logger, limits: limits, budget: budget{limit: limits.MaxBufferedBytes}}
 	if s.log == nil {
 		s.log = zap.NewNop()
