@@ -152,18 +152,34 @@ func (s *Server) perform(w http.ResponseWriter, r *http.Request, id requestID, o
 			return
 		}
 		c.serve(w, r)
-	case bodyObject, bodyPart:
-		size := r.ContentLength
-		if res.Decoded {
-			size = res.Body.Length()
-		}
-		switch {
-		case size < 0:
-			s.refuse(w, r, id, s3err.ErrMissingContentLength, res.AccessKeyID, "object of unknown length")
+	case bodyObject:
+		size, ok := s.bodySize(w, r, id, res)
+		if !ok {
 			return
-		case size > s.limits.MaxObjectSize:
-			s.refuse(w, r, id, s3err.ErrEntityTooLarge.With("the object is %d bytes; this server takes at most %d", size, s.limits.MaxObjectSize),
-				res.AccessKeyID, "object too large")
+		}
+		// The body streams into the store, which buffers it (storeBackend.PutObject) while
+		// gofakes3 hashes it as it arrives; the grant is checked again when it has arrived
+		// whole and verified (commitAtEOF), and the store commits under the commit lock.
+		eb := &commitAtEOF{ReadCloser: body, c: &c}
+		defer eb.release()
+		setBody(r, eb, size)
+		ans := storeAnswer{header: w.Header()}
+		s.store.ServeHTTP(&ans, r)
+		eb.release()
+		switch {
+		case eb.refused:
+			clear(w.Header())
+			s.refuse(w, r, id, errGrantGone, res.AccessKeyID, "grant gone before PutObject committed on bucket "+op.bucket)
+		case res.Body != nil && res.Body.Err() != nil:
+			// The store saw a failed Read and would call it an internal error.
+			clear(w.Header())
+			s.refuse(w, r, id, res.Body.Err(), res.AccessKeyID, "request body failed verification")
+		default:
+			c.answer(w, r, &ans)
+		}
+	case bodyPart:
+		size, ok := s.bodySize(w, r, id, res)
+		if !ok {
 			return
 		}
 		// The body is read whole before the store sees it: the store then commits what was
@@ -181,6 +197,25 @@ func (s *Server) perform(w http.ResponseWriter, r *http.Request, id requestID, o
 		setBody(r, io.NopCloser(sp.reader()), size)
 		c.serve(w, r)
 	}
+}
+
+// bodySize is the length of an object's or a part's body, refused when it is unknown or
+// over the object size limit (before any of it is read).
+func (s *Server) bodySize(w http.ResponseWriter, r *http.Request, id requestID, res *sigv4.Result) (int64, bool) {
+	size := r.ContentLength
+	if res.Decoded {
+		size = res.Body.Length()
+	}
+	switch {
+	case size < 0:
+		s.refuse(w, r, id, s3err.ErrMissingContentLength, res.AccessKeyID, "object of unknown length")
+		return 0, false
+	case size > s.limits.MaxObjectSize:
+		s.refuse(w, r, id, s3err.ErrEntityTooLarge.With("the object is %d bytes; this server takes at most %d", size, s.limits.MaxObjectSize),
+			res.AccessKeyID, "object too large")
+		return 0, false
+	}
+	return size, true
 }
 
 // refuseBody answers a body that could not be read whole: tooLong is the answer to one
@@ -221,18 +256,22 @@ func (c commit) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	ans := storeAnswer{header: w.Header()}
 	if !c.commitLocked(&ans, r) {
-		s.refuse(w, r, c.id, s3err.ErrAccessDenied.With("the grant this request was authorised by was revoked before it completed"),
-			c.key, "grant gone before "+c.op.spec.name+" committed on bucket "+c.op.bucket)
+		s.refuse(w, r, c.id, errGrantGone, c.key, "grant gone before "+c.op.spec.name+" committed on bucket "+c.op.bucket)
 		return
 	}
+	c.answer(w, r, &ans)
+}
 
+// errGrantGone answers a write whose grant went while it was under way.
+var errGrantGone = s3err.ErrAccessDenied.With("the grant this request was authorised by was revoked before it completed")
+
+// answer sends the store's answer, kept in ans, to the client; the codes of the backend that
+// gofakes3 sends as 500 go with their own status.
+func (c commit) answer(w http.ResponseWriter, r *http.Request, ans *storeAnswer) {
 	if ans.code == http.StatusInternalServerError {
 		if e := storeCodes[s3Code(ans.body.Bytes())]; e != nil {
-			h := w.Header()
-			for k := range h {
-				delete(h, k)
-			}
-			s.refuse(w, r, c.id, e.With("%s", s3Message(ans.body.Bytes())), c.key, "the store refused "+c.op.spec.name)
+			clear(w.Header())
+			c.s.refuse(w, r, c.id, e.With("%s", s3Message(ans.body.Bytes())), c.key, "the store refused "+c.op.spec.name)
 			return
 		}
 	}
@@ -241,6 +280,41 @@ func (c commit) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if ans.body.Len() > 0 {
 		_, _ = w.Write(ans.body.Bytes())
+	}
+}
+
+// commitAtEOF is a PUT's body on its way into the store: when it ends, verified (the SigV4
+// body ends only after its hash or last chunk checked out), it takes the commit lock shared
+// and checks the grant again; the store then commits before the handler releases the lock.
+// A grant gone by then fails the read, so the store stores nothing.
+type commitAtEOF struct {
+	io.ReadCloser
+	c       *commit
+	locked  bool
+	refused bool
+}
+
+func (e *commitAtEOF) Read(p []byte) (int, error) {
+	if e.refused {
+		return 0, errGrantGone
+	}
+	n, err := e.ReadCloser.Read(p)
+	if errors.Is(err, io.EOF) && !e.locked {
+		e.c.s.commitMu.RLock()
+		e.locked = true
+		if !e.c.s.stillGranted(e.c.op, e.c.key, e.c.ring) {
+			e.refused = true
+			return n, errGrantGone
+		}
+	}
+	return n, err
+}
+
+// release gives the commit lock back, once the store has returned.
+func (e *commitAtEOF) release() {
+	if e.locked {
+		e.locked = false
+		e.c.s.commitMu.RUnlock()
 	}
 }
 

@@ -56,8 +56,8 @@ const (
 	bodyNone       bodyKind = iota // none: whatever was sent is dropped
 	bodyDocument                   // an XML document, read whole and verified first
 	bodyCompletion                 // CompleteMultipartUpload's document, checked against the size limit
-	bodyObject                     // object bytes, read whole and bounded, then stored
-	bodyPart                       // a part's bytes, the same
+	bodyObject                     // object bytes, bounded, streamed into the store, which buffers them
+	bodyPart                       // a part's bytes, read whole and bounded, then stored
 )
 
 // Parameters the store reads for listings and object reads.

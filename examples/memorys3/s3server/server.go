@@ -168,7 +168,7 @@ func New(cfg Config) (*Server, error) {
 		inner = cfg.instrument(inner)
 	}
 	s.uploads = newUploadStore(s.limits, &s.budget, inner, ts.Now)
-	s.store = gofakes3.New(&storeBackend{Backend: inner, uploadStore: s.uploads, maxObjectSize: s.limits.MaxObjectSize},
+	s.store = gofakes3.New(&storeBackend{Backend: inner, uploadStore: s.uploads, maxObjectSize: s.limits.MaxObjectSize, bodies: &s.budget},
 		gofakes3.WithTimeSource(ts), gofakes3.WithTimeSkewLimit(0), gofakes3.WithLogger(storeLog{log: s.log, events: cfg.storeEvents})).Server()
 	s.conns = newConnLimiter(s.limits.MaxConnections)
 	s.http = s.newHTTPServer()

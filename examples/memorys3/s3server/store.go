@@ -2,6 +2,7 @@ package s3server
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net/http"
 
@@ -16,17 +17,34 @@ type storeBackend struct {
 	gofakes3.Backend
 	*uploadStore
 	maxObjectSize int64
+	bodies        *budget
 }
 
-// PutObject implements gofakes3.Backend. The handler has read and checked the body before
-// the store runs (it is in memory, of the declared size), so the backends' own reading, which
-// allocates the declared size up front, allocates what arrived.
+// PutObject implements gofakes3.Backend. It reads the body in chunks as the bytes arrive,
+// charged to the server's budget, before handing it on: gofakes3's backends allocate the
+// declared size up front (gofakes3.ReadAll), so a request declaring terabytes and sending
+// three bytes would otherwise allocate terabytes. An error of the body (a failed signature,
+// a grant gone by its end) stores nothing.
 func (b *storeBackend) PutObject(bucket, key string, meta map[string]string, input io.Reader, size int64, cond *gofakes3.PutConditions) (gofakes3.PutObjectResult, error) {
 	if size < 0 || size > b.maxObjectSize {
 		// The handler refuses these before the body is read; this is the second line.
 		return gofakes3.PutObjectResult{}, gofakes3.ErrIncompleteBody
 	}
-	return b.Backend.PutObject(bucket, key, meta, input, size, cond)
+	sp := spool{budget: b.bodies}
+	defer sp.release()
+	err := sp.fill(input, size)
+	if err == nil && sp.n != size {
+		err = errTooShort
+	}
+	switch {
+	case errors.Is(err, errNoBudget):
+		return gofakes3.PutObjectResult{}, errSlowDown("the server is holding as many request bodies as it may; retry later")
+	case errors.Is(err, errTooLong), errors.Is(err, errTooShort):
+		return gofakes3.PutObjectResult{}, gofakes3.ErrIncompleteBody
+	case err != nil:
+		return gofakes3.PutObjectResult{}, err
+	}
+	return b.Backend.PutObject(bucket, key, meta, sp.reader(), size, cond)
 }
 
 // listing collects one page of a listing in key order: the items that prefix matches, each
