@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/johannesboyne/gofakes3"
@@ -39,9 +40,15 @@ import (
 // under the names it does not set (gofakes3.MergeMetadata), listing pages end after the last
 // key rolled into a common prefix (the in-memory backend lists such a prefix again on the next
 // page), and ranges are clamped to the object.
+//
+// The copies a read makes are charged to the server's budget of buffered bytes (bodies) until
+// the answer has been sent, as request bodies are: concurrent GETs of large objects by a
+// client that reads slowly would otherwise hold a copy each without bound. Past the budget a
+// read is refused with SlowDown.
 type boltStore struct {
-	db  *bolt.DB
-	now func() time.Time
+	db     *bolt.DB
+	now    func() time.Time
+	bodies *budget // nil: copies are not charged (a migration)
 }
 
 var _ gofakes3.Backend = (*boltStore)(nil)
@@ -79,7 +86,7 @@ type objectRecord struct {
 // bucket and object is copied into a new file, which takes store.db's name only once it is
 // complete and on disk; objects.db is removed after that. A crash at any point leaves either
 // objects.db alone, to migrate again, or a complete store.db.
-func openBoltStore(dir string, now func() time.Time) (*boltStore, error) {
+func openBoltStore(dir string, now func() time.Time, bodies *budget) (*boltStore, error) {
 	path := filepath.Join(dir, storeFile)
 	legacy := filepath.Join(dir, legacyFile)
 	_, err := os.Stat(path)
@@ -97,7 +104,7 @@ func openBoltStore(dir string, now func() time.Time) (*boltStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &boltStore{db: db, now: now}
+	st := &boltStore{db: db, now: now, bodies: bodies}
 	if err := st.prepare(); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -320,16 +327,33 @@ func (b *boltStore) GetObject(bucket, key string, rng *gofakes3.ObjectRangeReque
 		if r != nil {
 			start, n = r.Start, r.Length
 		}
+		if !b.bodies.take(n) {
+			return errSlowDown("the server is holding as many bytes for answers and request bodies as it may; retry later")
+		}
 		body := make([]byte, n)
 		copy(body, data[start:start+n])
 		obj = &gofakes3.Object{Name: key, Metadata: rec.Metadata, Size: rec.Size, Hash: rec.hash(), Range: r,
-			Contents: io.NopCloser(bytes.NewReader(body))}
+			Contents: &chargedReader{Reader: bytes.NewReader(body), bodies: b.bodies, n: n}}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return obj, nil
+}
+
+// chargedReader is a read's copy, charged to the budget until it is closed (gofakes3 closes
+// an object's contents once its answer is written).
+type chargedReader struct {
+	*bytes.Reader
+	bodies *budget
+	n      int64
+	once   sync.Once
+}
+
+func (c *chargedReader) Close() error {
+	c.once.Do(func() { c.bodies.give(c.n) })
+	return nil
 }
 
 // clampRange resolves a range request against an object's size, as gofakes3's
@@ -444,6 +468,8 @@ func putObject(bk *bolt.Bucket, key string, meta map[string]string, body []byte,
 // before they are stored again: a slice of bbolt's memory must not outlive a write.
 func (b *boltStore) CopyObject(srcBucket, srcKey, dstBucket, dstKey string, meta map[string]string) (gofakes3.CopyObjectResult, error) {
 	var out gofakes3.CopyObjectResult
+	var charged int64 // the copy is referred to until the transaction has committed
+	defer func() { b.bodies.give(charged) }()
 	now := b.now()
 	err := b.db.Update(func(tx *bolt.Tx) error {
 		src := b.bucket(tx, srcBucket)
@@ -457,6 +483,10 @@ func (b *boltStore) CopyObject(srcBucket, srcKey, dstBucket, dstKey string, meta
 		if rec == nil {
 			return gofakes3.KeyNotFound(srcKey)
 		}
+		if !b.bodies.take(rec.Size) {
+			return errSlowDown("the server is holding as many bytes for answers and request bodies as it may; retry later")
+		}
+		charged = rec.Size
 		body := bytes.Clone(src.Bucket(objDataKey).Get([]byte(srcKey)))
 		if body == nil {
 			body = []byte{}

@@ -31,7 +31,7 @@ import (
 func contractBackends(t *testing.T) map[string]gofakes3.Backend {
 	t.Helper()
 	clock := timeSource{now: time.Now}
-	st, err := openBoltStore(t.TempDir(), clock.Now)
+	st, err := openBoltStore(t.TempDir(), clock.Now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -456,7 +456,7 @@ func TestStoreOfAnotherLayoutIsRefused(t *testing.T) {
 // TestStateFileRecordsObjectsApart pins store.db's layout as boltStore documents it.
 func TestStateFileRecordsObjectsApart(t *testing.T) {
 	dir := t.TempDir()
-	st, err := openBoltStore(dir, time.Now)
+	st, err := openBoltStore(dir, time.Now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"runtime"
@@ -140,4 +141,43 @@ func spareChunkBytes() int64 {
 		n += int64(len(c)) << (minChunkShift + i)
 	}
 	return n
+}
+
+// TestStateDirReadsStayWithinTheServerBudget: with a state directory, a GET answers a copy of
+// the object made inside the read transaction, held until the answer is sent: a reader that
+// stalls holds it. Copies are charged to the budget of buffered bytes like bodies, and a GET
+// past it is refused with 503 SlowDown (its copy is never made).
+func TestStateDirReadsStayWithinTheServerBudget(t *testing.T) {
+	const size = 16 << 20
+	f := newFixture(t, false, Config{StateDir: t.TempDir(), Limits: Limits{MaxObjectSize: size, MaxBufferedBytes: size + 4<<20}})
+	c := f.bucketWithAccount("bkt", "rw", ReadWrite)
+	if _, err := f.srv.backend.PutObject("bkt", "big", map[string]string{}, bytes.NewReader(bytes.Repeat([]byte("b"), size)), size, nil); err != nil {
+		t.Fatal(err)
+	}
+	addr := f.hs.Listener.Addr().String()
+	stalled, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled.Close()
+	if err := stalled.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stalled.Write(rawSigned(t, c, http.MethodGet, addr, "/bkt/big", -1, nil)); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(stalled)
+	first, err := http.ReadResponse(br, nil)
+	if err != nil || first.StatusCode != http.StatusOK {
+		t.Fatalf("first GET: %v %v", first, err)
+	}
+	// The first answer's copy is held while its reader stalls (more than the socket buffers
+	// take); a second GET does not fit beside it.
+	resp := do(t, signedRequest(t, f, c, http.MethodGet, "/bkt/big", nil, "", time.Now(), nil))
+	if resp.StatusCode != http.StatusServiceUnavailable || s3Code([]byte(resp.body)) != "SlowDown" {
+		t.Fatalf("a GET past the budget: %d %.200s, want 503 SlowDown", resp.StatusCode, resp.body)
+	}
+	if n, err := io.Copy(io.Discard, first.Body); err != nil || n != size {
+		t.Fatalf("the stalled GET read on: %d bytes, %v", n, err)
+	}
 }

@@ -251,6 +251,16 @@ type commit struct {
 func (c commit) serve(w http.ResponseWriter, r *http.Request) {
 	s := c.s
 	if !c.op.spec.commits {
+		if c.op.spec.name == "GetObject" && s.cfg.StateDir != "" {
+			// boltStore may refuse a read for want of budget, which gofakes3 answers as
+			// 500; such an answer is kept (it is short) and sent with its own status.
+			sf := &statusFixer{ResponseWriter: w}
+			s.store.ServeHTTP(sf, r)
+			if sf.held != nil {
+				c.answer(w, r, sf.held)
+			}
+			return
+		}
 		s.store.ServeHTTP(w, r)
 		return
 	}
@@ -261,6 +271,36 @@ func (c commit) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	c.answer(w, r, &ans)
 }
+
+// statusFixer passes the store's answer on as it comes, except one with status 500, which it
+// keeps for commit.answer to send with the status of its code.
+type statusFixer struct {
+	http.ResponseWriter
+	held *storeAnswer
+	sent bool
+}
+
+func (f *statusFixer) WriteHeader(code int) {
+	switch {
+	case f.sent || f.held != nil:
+	case code == http.StatusInternalServerError:
+		f.held = &storeAnswer{header: f.ResponseWriter.Header(), code: code}
+	default:
+		f.sent = true
+		f.ResponseWriter.WriteHeader(code)
+	}
+}
+
+func (f *statusFixer) Write(p []byte) (int, error) {
+	if f.held != nil {
+		return f.held.body.Write(p)
+	}
+	f.sent = true
+	return f.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (f *statusFixer) Unwrap() http.ResponseWriter { return f.ResponseWriter }
 
 // errGrantGone answers a write whose grant went while it was under way.
 var errGrantGone = s3err.ErrAccessDenied.With("the grant this request was authorised by was revoked before it completed")

@@ -23,8 +23,9 @@ const (
 	// size a small host holds several of at once.
 	DefaultMaxObjectSize = 256 << 20
 	// DefaultMaxBufferedBytes bounds the bytes held in request bodies across the server: the
-	// bodies being read before the store takes them, and the parts of multipart uploads
-	// waiting for their completion. Four bodies of the largest size fit.
+	// bodies being read before the store takes them, the parts of multipart uploads waiting
+	// for their completion, and (with a state directory) the objects GETs are sending. Four
+	// bodies of the largest size fit.
 	DefaultMaxBufferedBytes = 1 << 30
 	// DefaultMaxPartBytes bounds the bytes held in the parts of uploads in progress, within
 	// DefaultMaxBufferedBytes: half of it, so uploads that are never completed leave the other
@@ -56,9 +57,10 @@ type Limits struct {
 	// bytes; larger ones are refused with EntityTooLarge before their body is read.
 	MaxObjectSize int64
 	// MaxBufferedBytes bounds the bytes held in request bodies across the server, counted as
-	// they arrive (bodies are read whole before the store takes them) and while parts wait
-	// for their completion. A body that would pass it is refused with SlowDown and not read
-	// further. It must hold at least one body of MaxObjectSize.
+	// they arrive (bodies are read whole before the store takes them), while parts wait for
+	// their completion, and, with a state directory, while a GET's copy of an object is being
+	// sent. A body that would pass it is refused with SlowDown and not read further; so is a
+	// GET. It must hold at least one body of MaxObjectSize.
 	MaxBufferedBytes int64
 	// MaxPartBytes bounds the bytes held in the parts of uploads in progress (they count
 	// towards MaxBufferedBytes too); a part past it is refused with SlowDown.
@@ -123,8 +125,12 @@ type budget struct {
 	used  atomic.Int64
 }
 
-// take reserves n bytes and reports whether they were within the limit.
+// take reserves n bytes and reports whether they were within the limit. A nil budget has no
+// limit.
 func (b *budget) take(n int64) bool {
+	if b == nil {
+		return true
+	}
 	for {
 		used := b.used.Load()
 		if used+n > b.limit {
@@ -137,7 +143,11 @@ func (b *budget) take(n int64) bool {
 }
 
 // give returns n bytes taken earlier.
-func (b *budget) give(n int64) { b.used.Add(-n) }
+func (b *budget) give(n int64) {
+	if b != nil {
+		b.used.Add(-n)
+	}
+}
 
 // Serve answers S3 requests on lis, within the server's Limits, until Shutdown. It returns
 // http.ErrServerClosed after Shutdown.

@@ -198,7 +198,7 @@ func (s *Server) openState(dir string, ts timeSource) error {
 		return err
 	}
 	s.state = st
-	store, err := openBoltStore(dir, ts.Now)
+	store, err := openBoltStore(dir, ts.Now, &s.budget)
 	if err != nil {
 		return err
 	}
