@@ -66,7 +66,6 @@ var (
 	ErrInvalidPartOrder           = &Error{"InvalidPartOrder", http.StatusBadRequest, "The list of parts was not in ascending order. The parts list must be specified in order by part number."}
 	ErrInternal                   = &Error{"InternalError", http.StatusInternalServerError, "We encountered an internal error. Please try again."}
 	ErrKeyTooLong                 = &Error{"KeyTooLongError", http.StatusBadRequest, "Your key is too long."}
-	ErrInvalidRange               = &Error{"InvalidRange", http.StatusRequestedRangeNotSatisfiable, "The requested range is not satisfiable."}
 	ErrSlowDown                   = &Error{"SlowDown", http.StatusServiceUnavailable, "Please reduce your request rate."}
 )
 
