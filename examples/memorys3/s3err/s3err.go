@@ -65,6 +65,8 @@ var (
 	ErrMalformedXML               = &Error{"MalformedXML", http.StatusBadRequest, "The XML you provided was not well-formed or did not validate against our published schema."}
 	ErrInvalidPartOrder           = &Error{"InvalidPartOrder", http.StatusBadRequest, "The list of parts was not in ascending order. The parts list must be specified in order by part number."}
 	ErrInternal                   = &Error{"InternalError", http.StatusInternalServerError, "We encountered an internal error. Please try again."}
+	ErrKeyTooLong                 = &Error{"KeyTooLongError", http.StatusBadRequest, "Your key is too long."}
+	ErrSlowDown                   = &Error{"SlowDown", http.StatusServiceUnavailable, "Please reduce your request rate."}
 )
 
 // body is the XML document S3 sends with an error.

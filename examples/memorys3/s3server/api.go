@@ -152,7 +152,10 @@ func (s *Server) CreateBucketFor(ctx context.Context, name, createdFor string) e
 		if err := s.state.commit(change{putBuckets: map[string]bucketRecord{name: rec}}); err != nil {
 			return fmt.Errorf("record bucket %s: %w", name, err)
 		}
+		s.lastGen++
+		rec.gen = s.lastGen
 		s.buckets[name] = rec
+		s.publish()
 	}
 	err := s.backend.CreateBucket(name)
 	switch {
@@ -161,11 +164,9 @@ func (s *Server) CreateBucketFor(ctx context.Context, name, createdFor string) e
 	case err != nil:
 		return fmt.Errorf("create bucket %s in the store: %w", name, err)
 	}
-	// A new bucket starts with no upload in progress, even one a client started in an earlier
-	// bucket of this name while it was being deleted: no key is granted the bucket yet.
-	if err := s.abortUploads(name); err != nil {
-		return fmt.Errorf("create bucket %s: %w", name, err)
-	}
+	// A new bucket starts with no upload in progress, even one left by an earlier bucket of
+	// this name that was removed from the store behind the server's back.
+	s.uploads.dropBucket(name)
 	return nil
 }
 
@@ -182,6 +183,9 @@ func (s *Server) CreateBucketFor(ctx context.Context, name, createdFor string) e
 // the deletion is finished by a retried DeleteBucket, by CreateBucket of the name, and at
 // start-up.
 func (s *Server) DeleteBucket(ctx context.Context, name string) error {
+	if gofakes3.ValidateBucketName(name) != nil {
+		return nil // no bucket has that name
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -238,9 +242,10 @@ func (s *Server) beginDelete(name string) error {
 // objects and bucket, then the record. Each step is idempotent, so an interrupted run is
 // finished by running it again. s.mu must be held.
 func (s *Server) finishDelete(name string) error {
-	if err := s.abortUploads(name); err != nil {
-		return fmt.Errorf("delete bucket %s: %w", name, err)
+	if s.uploadsDropped != nil {
+		s.uploadsDropped(name)
 	}
+	s.uploads.dropBucket(name)
 	if s.stopAfter(deleteUploadsAborted) {
 		return errSimulatedCrash
 	}
@@ -319,9 +324,14 @@ type BucketInfo struct {
 	Created time.Time
 }
 
-// Bucket looks a bucket up: ErrBucketNotFound if it does not exist, ErrBucketNotOwned if it
-// exists but this server did not create it.
+// Bucket looks a bucket up: ErrBucketNotFound if it does not exist (a name that is not a
+// valid S3 bucket name never does), ErrBucketNotOwned if it exists but this server did not
+// create it.
 func (s *Server) Bucket(ctx context.Context, name string) (BucketInfo, error) {
+	if gofakes3.ValidateBucketName(name) != nil {
+		// Not an S3 bucket name, whatever the store may hold under it.
+		return BucketInfo{}, fmt.Errorf("bucket %q: %w", name, ErrBucketNotFound)
+	}
 	s.mu.Lock()
 	rec, ours := s.buckets[name]
 	s.mu.Unlock()
@@ -347,9 +357,10 @@ func (s *Server) Bucket(ctx context.Context, name string) (BucketInfo, error) {
 // the same keys. A later call with other buckets or modes replaces the grants and keeps the
 // keys; a call with the same buckets and modes puts back in force a grant whose bucket was
 // deleted and created again. Every bucket must exist (ErrBucketNotFound otherwise, also for a
-// bucket whose deletion is under way), whether this server created it or not: a bucket made
-// by other means can be granted, as COSI's static provisioning expects, though never adopted
-// or deleted. The map must not be empty (ErrInvalidArgument).
+// bucket whose deletion is under way and for a name that is not a valid S3 bucket name),
+// whether this server created it or not: a bucket made by other means can be granted, as
+// COSI's static provisioning expects, though never adopted or deleted. The map must not be
+// empty (ErrInvalidArgument).
 func (s *Server) GrantAccess(ctx context.Context, accountName string, buckets map[string]Mode) (*Account, error) {
 	if accountName == "" || len(accountName) > 253 {
 		return nil, fmt.Errorf("account name must be 1 to 253 bytes: %w", ErrInvalidArgument)
@@ -358,6 +369,10 @@ func (s *Server) GrantAccess(ctx context.Context, accountName string, buckets ma
 		return nil, fmt.Errorf("grant for %s names no bucket: %w", accountName, ErrInvalidArgument)
 	}
 	for b, m := range buckets {
+		if gofakes3.ValidateBucketName(b) != nil {
+			// Not an S3 bucket name, whatever the store may hold under it.
+			return nil, fmt.Errorf("grant of bucket %q: %w", b, ErrBucketNotFound)
+		}
 		if !m.valid() {
 			return nil, fmt.Errorf("grant of bucket %s: mode %v: %w", b, m, ErrInvalidArgument)
 		}

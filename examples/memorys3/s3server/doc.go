@@ -1,8 +1,9 @@
 // Package s3server is the S3 half of the memorys3 example: an S3 endpoint whose object store
-// is gofakes3 (in memory, or its bbolt backend in a state directory) behind this example's
-// own authentication (package sigv4: AWS Signature Version 4 recomputed by the rules of
-// aws-sdk-go-v2's signer) and per-key, per-bucket authorisation, plus the Go API the COSI
-// driver calls.
+// is gofakes3 (its in-memory backend, or boltStore, this package's bbolt backend, in a state
+// directory; multipart uploads in this package's upload store either way) behind this
+// example's own authentication (package sigv4: AWS Signature Version 4 recomputed by the
+// rules of aws-sdk-go-v2's signer) and per-key, per-bucket authorisation, plus the Go API the
+// COSI driver calls.
 //
 // The COSI side maps onto the API like this:
 //
@@ -17,6 +18,12 @@
 // PUT/DELETE objects, DeleteObjects and multipart uploads; ReadWrite both. Any grant may HEAD
 // the bucket. ListBuckets shows only the key's buckets. Nobody creates, deletes or configures
 // a bucket through S3: that is the driver's job. A copy needs read on the source bucket too.
+//
+// A request is authorised when its headers arrive, and a request that changes the store is
+// authorised again when the store commits it, after its body has been read whole: a write
+// that outlives its grant (revoked, or its bucket deleted and created again) is refused with
+// AccessDenied. What one request, one connection and the whole server may hold is bounded
+// (Limits); past a server-wide bound a request is refused with 503 SlowDown.
 //
 // Clients must use path-style addressing (http://host/bucket/key): aws-sdk-go-v2's
 // UsePathStyle, minio-go's BucketLookupPath, the aws CLI's addressing_style = path.

@@ -1,12 +1,12 @@
 package s3server
 
 import (
-	"bytes"
 	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,14 +24,16 @@ const maxRequestDocument = 8 << 20
 
 // ServeHTTP authenticates the request (SigV4), decides which S3 operation it is (route, from
 // the allow-list), authorises that operation against the key's grants, and hands the store a
-// request rebuilt from the decision, with a body that yields plain, verified bytes.
+// request rebuilt from the decision, with a body that yields plain, verified bytes. A request
+// that changes the store is authorised again when the store commits it (see commit).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := requestID(s.reqID.Add(1))
 	d := deadlines{rc: http.NewResponseController(w), idle: s.limits.IdleTimeout}
 	d.read()
 	d.write()
 	defer d.write() // the answer's last bytes leave after the handler returns
-	w = idleWriter{ResponseWriter: w, d: d}
+	iw := &idleWriter{ResponseWriter: w, d: d}
+	w = iw
 	// The store gets a request rebuilt from the decision; the one net/http made stays as it
 	// is, because after the answer net/http looks at its body to decide whether to drain it or
 	// close the connection, and would drain a replaced one with no bound but the deadline.
@@ -42,14 +44,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		req.Body = idleReader{ReadCloser: r.Body, d: d}
 	}
 	r = &req
+	defer s.recoverPanic(iw, r, id)
 
 	res, err := s.verifier.Verify(r)
 	if err != nil {
+		// Whoever sent it holds no key: the connection is not kept for them.
+		w.Header().Set("Connection", "close")
 		s.refuse(w, r, id, err, "", "authentication failed")
 		return
 	}
-	entry, ok := s.keys.Load().byKey[res.AccessKeyID]
+	ring := s.keys.Load()
+	entry, ok := ring.byKey[res.AccessKeyID]
 	if !ok { // revoked between the two lookups
+		w.Header().Set("Connection", "close")
 		s.refuse(w, r, id, s3err.ErrInvalidAccessKeyID, res.AccessKeyID, "key revoked during the request")
 		return
 	}
@@ -72,13 +79,41 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, id, s3err.ErrAccessDenied, res.AccessKeyID, "no read grant on copy source bucket "+op.copyBucket)
 		return
 	}
-	s.perform(w, r, id, op, res)
+	s.perform(w, r, id, op, res, ring)
+}
+
+// recoverPanic answers a panic in the store (or here) with InternalError and logs it as one
+// line, naming the panic only by what the runtime says or by its type: a panic's value is
+// not ours to print. An answer already under way is cut off instead.
+func (s *Server) recoverPanic(w *idleWriter, r *http.Request, id requestID) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	if p == http.ErrAbortHandler { //nolint:errorlint // net/http's own sentinel, compared as it does
+		panic(p)
+	}
+	what := fmt.Sprintf("%T", p)
+	if re, ok := p.(runtime.Error); ok {
+		what = re.Error()
+	}
+	s.log.Error("s3 request panicked", zap.Stringer("request_id", id), zap.String("method", r.Method),
+		zap.String("path", r.URL.Path), zap.String("panic", what), zap.StackSkip("stack", 2))
+	if w.wrote {
+		panic(http.ErrAbortHandler)
+	}
+	h := w.Header()
+	for k := range h {
+		delete(h, k)
+	}
+	h.Set("Connection", "close")
+	s3err.Write(w, r, s3err.ErrInternal, id.String())
 }
 
 // perform rebuilds r as the store must see it for op and hands it over: the query holds only
 // what op reads, the copy source is in canonical form, signing headers are gone, and the body
-// is bounded and verified.
-func (s *Server) perform(w http.ResponseWriter, r *http.Request, id requestID, op *operation, res *sigv4.Result) {
+// is bounded, verified and read whole.
+func (s *Server) perform(w http.ResponseWriter, r *http.Request, id requestID, op *operation, res *sigv4.Result, ring *keyring) {
 	var body io.ReadCloser = r.Body
 	if res.Body != nil {
 		body = res.Body
@@ -89,52 +124,274 @@ func (s *Server) perform(w http.ResponseWriter, r *http.Request, id requestID, o
 	if op.spec.copy {
 		r.Header.Set("X-Amz-Copy-Source", canonicalCopySource(op.copyBucket, op.copyKey))
 	}
+	if rng, ok := r.Header["Range"]; ok && len(rng) > 0 {
+		r.Header["Range"] = []string{safeRange(rng[0])}
+	}
 	r.URL.RawQuery = op.query
 	r.Form, r.PostForm, r.MultipartForm = nil, nil, nil
+	c := commit{s: s, op: op, ring: ring, id: id, key: res.AccessKeyID}
 
 	switch op.spec.body {
 	case bodyNone:
 		r.Body, r.ContentLength = http.NoBody, 0
 		r.Header.Del("Content-Length")
 		r.TransferEncoding = nil
-		s.store.ServeHTTP(w, r)
+		c.serve(w, r)
 	case bodyDocument, bodyCompletion:
-		doc, err := s.readDocument(body)
-		if err != nil {
-			s.refuse(w, r, id, err, res.AccessKeyID, "request document refused")
+		// Read whole and verified first: an XML decoder stops at the closing tag and would
+		// never reach the end of the body, where the hash is checked.
+		sp := spool{budget: &s.budget}
+		defer sp.release()
+		if err := sp.fill(body, maxRequestDocument); err != nil {
+			s.refuseBody(w, r, id, err, res.AccessKeyID, s3err.ErrEntityTooLarge.With("request documents are at most %d bytes", maxRequestDocument))
 			return
 		}
-		setBody(r, io.NopCloser(bytes.NewReader(doc)), int64(len(doc)))
+		setBody(r, io.NopCloser(sp.reader()), sp.n)
 		if op.spec.body == bodyCompletion {
-			s.completeUpload(w, r, id, op, doc, res.AccessKeyID)
+			s.completeUpload(w, r, c, sp.reader())
+			return
+		}
+		c.serve(w, r)
+	case bodyObject:
+		size, ok := s.bodySize(w, r, id, res)
+		if !ok {
+			return
+		}
+		// The body streams into the store, which buffers it (storeBackend.PutObject) while
+		// gofakes3 hashes it as it arrives; the grant is checked again when it has arrived
+		// whole and verified (commitAtEOF), and the store commits under the commit lock.
+		eb := &commitAtEOF{ReadCloser: body, c: &c}
+		defer eb.release()
+		setBody(r, eb, size)
+		ans := storeAnswer{header: w.Header()}
+		s.store.ServeHTTP(&ans, r)
+		eb.release()
+		switch {
+		case eb.refused:
+			clear(w.Header())
+			s.refuse(w, r, id, errGrantGone, res.AccessKeyID, "grant gone before PutObject committed on bucket "+op.bucket)
+		case res.Body != nil && res.Body.Err() != nil:
+			// The store saw a failed Read and would call it an internal error.
+			clear(w.Header())
+			s.refuse(w, r, id, res.Body.Err(), res.AccessKeyID, "request body failed verification")
+		default:
+			c.answer(w, r, &ans)
+		}
+	case bodyPart:
+		size, ok := s.bodySize(w, r, id, res)
+		if !ok {
+			return
+		}
+		// The body is read whole before the store sees it: the store then commits what was
+		// verified, at once, under the commit lock, instead of whenever the client finishes.
+		sp := spool{budget: &s.budget}
+		defer sp.release()
+		err := sp.fill(body, size)
+		if err == nil && sp.n != size {
+			err = errTooShort
+		}
+		if err != nil {
+			s.refuseBody(w, r, id, err, res.AccessKeyID, s3err.ErrIncompleteBody.With("the body is longer than its declared length"))
+			return
+		}
+		setBody(r, io.NopCloser(sp.reader()), size)
+		c.serve(w, r)
+	}
+}
+
+// bodySize is the length of an object's or a part's body, refused when it is unknown or
+// over the object size limit (before any of it is read).
+func (s *Server) bodySize(w http.ResponseWriter, r *http.Request, id requestID, res *sigv4.Result) (int64, bool) {
+	size := r.ContentLength
+	if res.Decoded {
+		size = res.Body.Length()
+	}
+	switch {
+	case size < 0:
+		s.refuse(w, r, id, s3err.ErrMissingContentLength, res.AccessKeyID, "object of unknown length")
+		return 0, false
+	case size > s.limits.MaxObjectSize:
+		s.refuse(w, r, id, s3err.ErrEntityTooLarge.With("the object is %d bytes; this server takes at most %d", size, s.limits.MaxObjectSize),
+			res.AccessKeyID, "object too large")
+		return 0, false
+	}
+	return size, true
+}
+
+// refuseBody answers a body that could not be read whole: tooLong is the answer to one
+// longer than it may be.
+func (s *Server) refuseBody(w http.ResponseWriter, r *http.Request, id requestID, err error, accessKeyID string, tooLong *s3err.Error) {
+	switch {
+	case errors.Is(err, errNoBudget):
+		s.refuse(w, r, id, s3err.ErrSlowDown.With("the server is holding as many request bodies as it may; retry later"), accessKeyID, "no room for the body")
+	case errors.Is(err, errTooLong):
+		s.refuse(w, r, id, tooLong, accessKeyID, "body too long")
+	case errors.Is(err, errTooShort):
+		s.refuse(w, r, id, s3err.ErrIncompleteBody, accessKeyID, "body cut short")
+	default:
+		s.refuse(w, r, id, err, accessKeyID, "request body failed verification")
+	}
+}
+
+// commit is one request on its way to the store, with what it was authorised against.
+type commit struct {
+	s    *Server
+	op   *operation
+	ring *keyring // the grants in force when it was authorised
+	id   requestID
+	key  string
+}
+
+// serve hands r to the store. A request that changes the store is authorised again first, as
+// the store performs it: under the commit lock, which the Go API holds exclusively while it
+// changes the grants in force, the key must still hold its grant (and read on a copy's source)
+// on the bucket it was authorised against, not on one deleted and created again since. A
+// write that began before a revoke or a bucket delete and finishes after it is refused with
+// AccessDenied and stores nothing. The check costs a pointer comparison while no grant changed.
+func (c commit) serve(w http.ResponseWriter, r *http.Request) {
+	s := c.s
+	if !c.op.spec.commits {
+		if c.op.spec.name == "GetObject" && s.cfg.StateDir != "" {
+			// boltStore may refuse a read for want of budget, which gofakes3 answers as
+			// 500; such an answer is kept (it is short) and sent with its own status.
+			sf := &statusFixer{ResponseWriter: w}
+			s.store.ServeHTTP(sf, r)
+			if sf.held != nil {
+				c.answer(w, r, sf.held)
+			}
 			return
 		}
 		s.store.ServeHTTP(w, r)
-	case bodyObject, bodyPart:
-		size := r.ContentLength
-		if res.Decoded {
-			size = res.Body.Length()
-		}
-		switch {
-		case size < 0:
-			s.refuse(w, r, id, s3err.ErrMissingContentLength, res.AccessKeyID, "object of unknown length")
-			return
-		case size > s.limits.MaxObjectSize:
-			s.refuse(w, r, id, s3err.ErrEntityTooLarge.With("the object is %d bytes; this server takes at most %d", size, s.limits.MaxObjectSize),
-				res.AccessKeyID, "object too large")
-			return
-		}
-		if op.spec.body == bodyPart {
-			s.uploadPart(w, r, id, op, body, size, res.AccessKeyID)
-			return
-		}
-		setBody(r, body, size)
-		if res.Body == nil {
-			s.store.ServeHTTP(w, r)
-			return
-		}
-		s.store.ServeHTTP(&guardedWriter{ResponseWriter: w, s: s, r: r, id: id, body: res.Body, key: res.AccessKeyID}, r)
+		return
 	}
+	ans := storeAnswer{header: w.Header()}
+	if !c.commitLocked(&ans, r) {
+		s.refuse(w, r, c.id, errGrantGone, c.key, "grant gone before "+c.op.spec.name+" committed on bucket "+c.op.bucket)
+		return
+	}
+	c.answer(w, r, &ans)
+}
+
+// statusFixer passes the store's answer on as it comes, except one with status 500, which it
+// keeps for commit.answer to send with the status of its code.
+type statusFixer struct {
+	http.ResponseWriter
+	held *storeAnswer
+	sent bool
+}
+
+func (f *statusFixer) WriteHeader(code int) {
+	switch {
+	case f.sent || f.held != nil:
+	case code == http.StatusInternalServerError:
+		f.held = &storeAnswer{header: f.ResponseWriter.Header(), code: code}
+	default:
+		f.sent = true
+		f.ResponseWriter.WriteHeader(code)
+	}
+}
+
+func (f *statusFixer) Write(p []byte) (int, error) {
+	if f.held != nil {
+		return f.held.body.Write(p)
+	}
+	f.sent = true
+	return f.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (f *statusFixer) Unwrap() http.ResponseWriter { return f.ResponseWriter }
+
+// errGrantGone answers a write whose grant went while it was under way.
+var errGrantGone = s3err.ErrAccessDenied.With("the grant this request was authorised by was revoked before it completed")
+
+// answer sends the store's answer, kept in ans, to the client; the codes of the backend that
+// gofakes3 sends as 500 go with their own status.
+func (c commit) answer(w http.ResponseWriter, r *http.Request, ans *storeAnswer) {
+	if ans.code == http.StatusInternalServerError {
+		if e := storeCodes[s3Code(ans.body.Bytes())]; e != nil {
+			clear(w.Header())
+			c.s.refuse(w, r, c.id, e.With("%s", s3Message(ans.body.Bytes())), c.key, "the store refused "+c.op.spec.name)
+			return
+		}
+	}
+	if ans.code != 0 {
+		w.WriteHeader(ans.code)
+	}
+	if ans.body.Len() > 0 {
+		_, _ = w.Write(ans.body.Bytes())
+	}
+}
+
+// commitAtEOF is a PUT's body on its way into the store: when it ends, verified (the SigV4
+// body ends only after its hash or last chunk checked out), it takes the commit lock shared
+// and checks the grant again; the store then commits before the handler releases the lock.
+// A grant gone by then fails the read, so the store stores nothing.
+type commitAtEOF struct {
+	io.ReadCloser
+	c       *commit
+	locked  bool
+	refused bool
+}
+
+func (e *commitAtEOF) Read(p []byte) (int, error) {
+	if e.refused {
+		return 0, errGrantGone
+	}
+	n, err := e.ReadCloser.Read(p)
+	if errors.Is(err, io.EOF) && !e.locked {
+		e.c.s.commitMu.RLock()
+		e.locked = true
+		if !e.c.s.stillGranted(e.c.op, e.c.key, e.c.ring) {
+			e.refused = true
+			return n, errGrantGone
+		}
+	}
+	return n, err
+}
+
+// release gives the commit lock back, once the store has returned.
+func (e *commitAtEOF) release() {
+	if e.locked {
+		e.locked = false
+		e.c.s.commitMu.RUnlock()
+	}
+}
+
+// commitLocked checks the grant again and has the store perform r, under the commit lock
+// (released however the store returns, a panic included); false: the grant is gone.
+func (c commit) commitLocked(ans *storeAnswer, r *http.Request) bool {
+	c.s.commitMu.RLock()
+	defer c.s.commitMu.RUnlock()
+	if !c.s.stillGranted(c.op, c.key, c.ring) {
+		return false
+	}
+	c.s.store.ServeHTTP(ans, r)
+	return true
+}
+
+// storeCodes are the S3 errors the backend answers that gofakes3 does not know (it sends them
+// with status 500), with the status they travel with.
+var storeCodes = map[string]*s3err.Error{
+	string(codeSlowDown):       s3err.ErrSlowDown,
+	string(codeEntityTooLarge): s3err.ErrEntityTooLarge,
+}
+
+// stillGranted says whether the key still holds what op needs, on the same buckets, in the
+// grants in force now; then is the keyring op was authorised against.
+func (s *Server) stillGranted(op *operation, accessKeyID string, then *keyring) bool {
+	now := s.keys.Load()
+	if now == then {
+		return true
+	}
+	e, ok := now.byKey[accessKeyID]
+	if !ok || !e.grants[op.bucket].allows(op.spec.need) || now.gen[op.bucket] != then.gen[op.bucket] {
+		return false
+	}
+	if op.spec.copy && (!e.grants[op.copyBucket].allows(needRead) || now.gen[op.copyBucket] != then.gen[op.copyBucket]) {
+		return false
+	}
+	return true
 }
 
 // setBody gives r a body of n bytes, as the store reads its length: from Content-Length.
@@ -143,19 +400,6 @@ func setBody(r *http.Request, body io.ReadCloser, n int64) {
 	r.ContentLength = n
 	r.Header.Set("Content-Length", strconv.FormatInt(n, 10))
 	r.TransferEncoding = nil
-}
-
-// readDocument reads an XML request document whole, verified: an XML decoder stops at the
-// closing tag and would never reach the end of the body, where the hash is checked.
-func (s *Server) readDocument(body io.Reader) ([]byte, error) {
-	doc, err := io.ReadAll(io.LimitReader(body, maxRequestDocument+1))
-	switch {
-	case err != nil:
-		return nil, err
-	case len(doc) > maxRequestDocument:
-		return nil, s3err.ErrEntityTooLarge.With("request documents are at most %d bytes", maxRequestDocument)
-	}
-	return doc, nil
 }
 
 // requestID numbers the requests of a Server; it is formatted only when an answer or a log
@@ -176,6 +420,9 @@ func (id requestID) String() string {
 // refuse answers with an S3 error and logs why at debug level: the access key ID and the
 // code, never a secret.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, id requestID, err error, accessKeyID, why string) {
+	if errors.Is(err, s3err.ErrSlowDown) {
+		w.Header().Set("Retry-After", "1")
+	}
 	if r.ContentLength != 0 {
 		// The body may be unread: the connection ends with the answer instead of waiting
 		// for bytes a refused client need not send.
@@ -226,47 +473,6 @@ func stripSigning(h http.Header) {
 	}
 }
 
-// guardedWriter replaces the store's answer with the verification error when the body failed
-// its checks: the store saw a failed Read and would call it an internal error.
-type guardedWriter struct {
-	http.ResponseWriter
-	s      *Server
-	r      *http.Request
-	id     requestID
-	key    string
-	body   *sigv4.Body
-	wrote  bool
-	failed bool
-}
-
-func (g *guardedWriter) WriteHeader(code int) {
-	if g.wrote {
-		return
-	}
-	g.wrote = true
-	if err := g.body.Err(); err != nil {
-		g.failed = true
-		// Headers the store set for its own answer do not belong to ours.
-		h := g.ResponseWriter.Header()
-		for k := range h {
-			delete(h, k)
-		}
-		g.s.refuse(g.ResponseWriter, g.r, g.id, err, g.key, "request body failed verification")
-		return
-	}
-	g.ResponseWriter.WriteHeader(code)
-}
-
-func (g *guardedWriter) Write(p []byte) (int, error) {
-	if !g.wrote {
-		g.WriteHeader(http.StatusOK)
-	}
-	if g.failed {
-		return len(p), nil
-	}
-	return g.ResponseWriter.Write(p)
-}
-
 // listBuckets answers ListBuckets with the buckets the key is granted, in any mode.
 func (s *Server) listBuckets(w http.ResponseWriter, r *http.Request, id requestID, e *keyEntry) {
 	all, err := s.backend.ListBuckets()
@@ -279,7 +485,7 @@ func (s *Server) listBuckets(w http.ResponseWriter, r *http.Request, id requestI
 		Owner: &gofakes3.UserInfo{ID: e.accountID, DisplayName: e.name},
 	}
 	for _, b := range all {
-		if _, ok := e.grants[b.Name]; ok {
+		if _, ok := e.grants[b.Name]; ok && gofakes3.ValidateBucketName(b.Name) == nil {
 			out.Buckets = append(out.Buckets, b)
 		}
 	}

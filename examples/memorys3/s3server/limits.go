@@ -9,10 +9,9 @@ import (
 	"math/bits"
 	"net"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
-
-	"github.com/johannesboyne/gofakes3"
-	"golang.org/x/net/netutil"
 )
 
 // One S3 server serves every tenant of the driver, and its process also holds the COSI
@@ -20,8 +19,23 @@ import (
 // bounds, each with a flag in the memorys3 command.
 const (
 	// DefaultMaxObjectSize bounds an object (a PUT, a part, a completed multipart upload). S3
-	// allows 5 GiB in one PUT; an in-memory store is better served by less.
-	DefaultMaxObjectSize = 1 << 30
+	// allows 5 GiB in one PUT; an example that holds objects in memory is better served by a
+	// size a small host holds several of at once.
+	DefaultMaxObjectSize = 256 << 20
+	// DefaultMaxBufferedBytes bounds the bytes held in request bodies across the server: the
+	// bodies being read before the store takes them, the parts of multipart uploads waiting
+	// for their completion, and (with a state directory) the objects GETs are sending. Four
+	// bodies of the largest size fit.
+	DefaultMaxBufferedBytes = 1 << 30
+	// DefaultMaxPartBytes bounds the bytes held in the parts of uploads in progress, within
+	// DefaultMaxBufferedBytes: half of it, so uploads that are never completed leave the other
+	// half to the bodies of other requests.
+	DefaultMaxPartBytes = 512 << 20
+	// DefaultMaxUploads bounds the multipart uploads in progress on the server.
+	DefaultMaxUploads = 10000
+	// DefaultMaxUploadsPerBucket bounds the multipart uploads in progress in one bucket (one
+	// page of ListMultipartUploads), so one tenant cannot take every upload of the server.
+	DefaultMaxUploadsPerBucket = 1000
 	// DefaultMaxConnections bounds the open S3 connections; further clients wait in the
 	// listen backlog, so file descriptors remain for the COSI socket and the state files.
 	DefaultMaxConnections = 256
@@ -34,12 +48,30 @@ const (
 	DefaultMaxHeaderBytes = 64 << 10
 )
 
-// Limits bound what one request and one connection may hold. Zero fields take the defaults.
+// Limits bound what one request, one connection and the whole server may hold. Zero fields
+// take the defaults. What is refused for want of a server-wide resource (buffered bytes,
+// uploads) is answered 503 SlowDown: it frees up as other requests finish or uploads complete,
+// and S3 clients retry it with backoff.
 type Limits struct {
 	// MaxObjectSize is the largest object, part or completed multipart upload accepted, in
 	// bytes; larger ones are refused with EntityTooLarge before their body is read.
 	MaxObjectSize int64
-	// MaxConnections is the most S3 connections served at once (Serve only).
+	// MaxBufferedBytes bounds the bytes held in request bodies across the server, counted as
+	// they arrive (bodies are read whole before the store takes them), while parts wait for
+	// their completion, and, with a state directory, while a GET's copy of an object is being
+	// sent. A body that would pass it is refused with SlowDown and not read further; so is a
+	// GET. It must hold at least one body of MaxObjectSize.
+	MaxBufferedBytes int64
+	// MaxPartBytes bounds the bytes held in the parts of uploads in progress (they count
+	// towards MaxBufferedBytes too); a part past it is refused with SlowDown.
+	MaxPartBytes int64
+	// MaxUploads bounds the multipart uploads in progress on the server; MaxUploadsPerBucket
+	// those in one bucket. A CreateMultipartUpload past either is refused with SlowDown.
+	MaxUploads          int
+	MaxUploadsPerBucket int
+	// MaxConnections is the most S3 connections served at once (Serve only). At the limit, a
+	// new client takes the place of the connection that has been quiet the longest (idle
+	// between requests, or open without a complete request), which is closed.
 	MaxConnections int
 	// IdleTimeout closes a connection idle for this long, between requests or within one.
 	IdleTimeout time.Duration
@@ -49,9 +81,21 @@ type Limits struct {
 	MaxHeaderBytes int
 }
 
-func (l Limits) withDefaults() Limits {
+func (l Limits) withDefaults() (Limits, error) {
 	if l.MaxObjectSize <= 0 {
 		l.MaxObjectSize = DefaultMaxObjectSize
+	}
+	if l.MaxBufferedBytes <= 0 {
+		l.MaxBufferedBytes = DefaultMaxBufferedBytes
+	}
+	if l.MaxPartBytes <= 0 {
+		l.MaxPartBytes = DefaultMaxPartBytes
+	}
+	if l.MaxUploads <= 0 {
+		l.MaxUploads = DefaultMaxUploads
+	}
+	if l.MaxUploadsPerBucket <= 0 {
+		l.MaxUploadsPerBucket = DefaultMaxUploadsPerBucket
 	}
 	if l.MaxConnections <= 0 {
 		l.MaxConnections = DefaultMaxConnections
@@ -65,13 +109,51 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxHeaderBytes <= 0 {
 		l.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
-	return l
+	// A body is buffered in chunks of up to 1 MiB, the last one partly filled.
+	if l.MaxBufferedBytes < l.MaxObjectSize+1<<maxChunkShift {
+		return l, fmt.Errorf("limits: %d buffered bytes cannot hold one body of the largest object size, %d bytes (it needs 1 MiB more): %w",
+			l.MaxBufferedBytes, l.MaxObjectSize, ErrInvalidArgument)
+	}
+	return l, nil
+}
+
+// budget counts bytes held against a server-wide limit. take never waits: a request that
+// finds the budget spent is refused at once rather than queued behind the requests holding
+// it, which may be slow on purpose.
+type budget struct {
+	limit int64
+	used  atomic.Int64
+}
+
+// take reserves n bytes and reports whether they were within the limit. A nil budget has no
+// limit.
+func (b *budget) take(n int64) bool {
+	if b == nil {
+		return true
+	}
+	for {
+		used := b.used.Load()
+		if used+n > b.limit {
+			return false
+		}
+		if b.used.CompareAndSwap(used, used+n) {
+			return true
+		}
+	}
+}
+
+// give returns n bytes taken earlier.
+func (b *budget) give(n int64) {
+	if b != nil {
+		b.used.Add(-n)
+	}
 }
 
 // Serve answers S3 requests on lis, within the server's Limits, until Shutdown. It returns
 // http.ErrServerClosed after Shutdown.
 func (s *Server) Serve(lis net.Listener) error {
-	return s.http.Serve(netutil.LimitListener(lis, s.limits.MaxConnections))
+	s.conns.Listener = lis
+	return s.http.Serve(s.conns)
 }
 
 // Shutdown stops Serve: no new connections, in-flight requests finish until ctx ends.
@@ -88,7 +170,138 @@ func (s *Server) newHTTPServer() *http.Server {
 		ReadHeaderTimeout: s.limits.HeaderTimeout,
 		IdleTimeout:       s.limits.IdleTimeout,
 		MaxHeaderBytes:    s.limits.MaxHeaderBytes,
+		ConnState:         s.conns.track,
 	}
+}
+
+// connLimiter is the listener Serve accepts from: at most max connections are open at once.
+// A client that arrives at the limit is accepted and waits (with the clients behind it in the
+// listen backlog) for a connection to close; the limiter closes the connection that has been
+// quiet the longest to make room: one idle between requests, or one open for newGrace without
+// a complete request. A client therefore cannot hold the slots with connections it does not
+// use: only with requests in progress, which the idle timeout bounds.
+type connLimiter struct {
+	net.Listener
+	slots chan struct{}
+
+	mu    sync.Mutex
+	quiet map[*limitedConn]quietConn // connections not in a request
+	calm  chan struct{}              // signalled when a connection turns quiet
+}
+
+// quietConn is when a connection turned quiet, and whether it has had no request yet.
+type quietConn struct {
+	since time.Time
+	new   bool
+}
+
+// newGrace is how long a new connection may take to send its first request before it may be
+// closed to make room: a client sends its request as it connects, so a connection quiet for
+// a second is either slow on purpose or lost; one younger than that is let be, so that
+// clients arriving at the limit do not close each other's connections.
+const newGrace = time.Second
+
+func newConnLimiter(max int) *connLimiter {
+	return &connLimiter{slots: make(chan struct{}, max), quiet: map[*limitedConn]quietConn{}, calm: make(chan struct{}, 1)}
+}
+
+// Accept implements net.Listener.
+func (l *connLimiter) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	for {
+		select {
+		case l.slots <- struct{}{}:
+			return &limitedConn{Conn: c, l: l}, nil
+		default:
+		}
+		closed, retry := l.reclaim(time.Now())
+		if closed {
+			continue // its slot is free once Close returned
+		}
+		var timer *time.Timer
+		var later <-chan time.Time
+		if retry > 0 {
+			timer = time.NewTimer(retry)
+			later = timer.C
+		}
+		select {
+		case l.slots <- struct{}{}:
+			return &limitedConn{Conn: c, l: l}, nil
+		case <-l.calm: // a connection turned quiet: take its place
+		case <-later: // a new connection's grace ended
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+	}
+}
+
+// reclaim closes the connection quiet the longest, if one may be closed; else it says when
+// the youngest new connection's grace ends (0: no connection is quiet).
+func (l *connLimiter) reclaim(now time.Time) (closed bool, retry time.Duration) {
+	l.mu.Lock()
+	var oldest *limitedConn
+	var since time.Time
+	for c, q := range l.quiet {
+		if q.new && now.Sub(q.since) < newGrace {
+			if wait := newGrace - now.Sub(q.since); retry == 0 || wait < retry {
+				retry = wait
+			}
+			continue
+		}
+		if oldest == nil || q.since.Before(since) {
+			oldest, since = c, q.since
+		}
+	}
+	l.mu.Unlock()
+	if oldest == nil {
+		return false, retry
+	}
+	_ = oldest.Close()
+	return true, 0
+}
+
+// track is the http.Server's ConnState hook: it keeps the set of quiet connections.
+func (l *connLimiter) track(c net.Conn, state http.ConnState) {
+	lc, ok := c.(*limitedConn)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch state {
+	case http.StateNew, http.StateIdle:
+		if !lc.closed.Load() {
+			l.quiet[lc] = quietConn{since: time.Now(), new: state == http.StateNew}
+			select {
+			case l.calm <- struct{}{}:
+			default:
+			}
+		}
+	default:
+		delete(l.quiet, lc)
+	}
+}
+
+// limitedConn gives its slot back when it is closed, by the server or by the limiter.
+type limitedConn struct {
+	net.Conn
+	l      *connLimiter
+	closed atomic.Bool
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	if c.closed.CompareAndSwap(false, true) {
+		c.l.mu.Lock()
+		delete(c.l.quiet, c)
+		c.l.mu.Unlock()
+		<-c.l.slots
+	}
+	return err
 }
 
 // deadlines moves a connection's read and write deadlines forward as bytes move, so a client
@@ -114,19 +327,27 @@ func (r idleReader) Read(p []byte) (int, error) {
 	return r.ReadCloser.Read(p)
 }
 
-// idleWriter is a response writer that pushes the write deadline before each Write.
+// idleWriter is a response writer that pushes the write deadline before each Write, and
+// notes whether the answer has begun.
 type idleWriter struct {
 	http.ResponseWriter
-	d deadlines
+	d     deadlines
+	wrote bool
 }
 
-func (w idleWriter) Write(p []byte) (int, error) {
+func (w *idleWriter) WriteHeader(code int) {
+	w.wrote = true
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *idleWriter) Write(p []byte) (int, error) {
+	w.wrote = true
 	w.d.write()
 	return w.ResponseWriter.Write(p)
 }
 
 // Unwrap lets http.ResponseController reach the connection.
-func (w idleWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+func (w *idleWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Bodies are buffered in chunks that grow as the bytes arrive: the first holds 64 KiB, each
 // next one twice what arrived so far, up to 1 MiB. Allocation therefore follows the bytes that
@@ -164,22 +385,27 @@ func putChunk(c []byte) {
 	}
 }
 
-// spool holds a body read in pooled chunks.
+// spool holds a body read in pooled chunks, each charged to the server's budget of buffered
+// bytes as it is taken.
 type spool struct {
-	chunks [][]byte // each filled to its length but the last, which holds n minus the others
-	n      int64
+	budget  *budget  // nil: not charged (tests)
+	chunks  [][]byte // each filled to its length but the last, which holds n minus the others
+	n       int64
+	charged int64
 }
 
-// errTooLong and errTooShort: a body longer than its declared length, or one whose
-// connection ended before it did.
+// errTooLong, errTooShort and errNoBudget: a body longer than its declared length, one whose
+// connection ended before it did, and one the server has no room left to buffer.
 var (
 	errTooLong  = errors.New("body longer than declared")
 	errTooShort = errors.New("body ended before its declared length")
+	errNoBudget = errors.New("the server holds as many buffered bytes as it may")
 )
 
 // fill reads r to its end, keeping at most limit bytes; a longer body is errTooLong, one cut
-// short by its connection errTooShort. Other errors from r (a failed signature or checksum
-// among them) are returned as they are.
+// short by its connection errTooShort, one that would take the buffered bytes past the
+// server's budget errNoBudget (nothing more is read). Other errors from r (a failed signature
+// or checksum among them) are returned as they are.
 func (s *spool) fill(r io.Reader, limit int64) error {
 	var cur []byte // the last chunk's free part
 	for {
@@ -188,6 +414,12 @@ func (s *spool) fill(r io.Reader, limit int64) error {
 				return errTooLong
 			}
 			shift := min(max(bits.Len64(uint64(s.n)), minChunkShift), maxChunkShift)
+			if s.budget != nil {
+				if !s.budget.take(1 << shift) {
+					return errNoBudget
+				}
+				s.charged += 1 << shift
+			}
 			c := getChunk(shift)
 			s.chunks = append(s.chunks, c)
 			cur = c
@@ -221,43 +453,14 @@ func (s *spool) reader() io.Reader {
 	return io.MultiReader(rs...)
 }
 
-// release returns the chunks to their pools; the spool is empty afterwards.
+// release returns the chunks to their pools and their bytes to the budget; the spool is empty
+// afterwards.
 func (s *spool) release() {
 	for _, c := range s.chunks {
 		putChunk(c)
 	}
-	s.chunks, s.n = nil, 0
-}
-
-// storeBackend is the backend gofakes3 is given. Its PutObject reads the body in chunks as
-// the bytes arrive before handing it on: gofakes3's backends allocate the declared size up
-// front (gofakes3.ReadAll), so a request declaring terabytes and sending three bytes would
-// otherwise allocate terabytes. It embeds only gofakes3.Backend, so the store sees no
-// versioning support: memorys3 offers no versions.
-type storeBackend struct {
-	gofakes3.Backend
-	maxObjectSize int64
-}
-
-// PutObject implements gofakes3.Backend.
-func (b storeBackend) PutObject(bucket, key string, meta map[string]string, input io.Reader, size int64, cond *gofakes3.PutConditions) (gofakes3.PutObjectResult, error) {
-	if br, ok := input.(*bytes.Reader); ok && int64(br.Len()) == size {
-		// Already in memory (a completed multipart upload, whose size was checked first).
-		return b.Backend.PutObject(bucket, key, meta, input, size, cond)
+	if s.charged > 0 {
+		s.budget.give(s.charged)
 	}
-	if size < 0 || size > b.maxObjectSize {
-		// The handler refuses these before the body is read; this is the second line.
-		return gofakes3.PutObjectResult{}, gofakes3.ErrIncompleteBody
-	}
-	var sp spool
-	defer sp.release()
-	switch err := sp.fill(input, size); {
-	case errors.Is(err, errTooLong), errors.Is(err, errTooShort):
-		return gofakes3.PutObjectResult{}, gofakes3.ErrIncompleteBody
-	case err != nil:
-		return gofakes3.PutObjectResult{}, err
-	case sp.n != size:
-		return gofakes3.PutObjectResult{}, gofakes3.ErrIncompleteBody
-	}
-	return b.Backend.PutObject(bucket, key, meta, sp.reader(), size, cond)
+	s.chunks, s.n, s.charged = nil, 0, 0
 }

@@ -130,7 +130,7 @@ func TestDeclaredSizesBeyondTheLimitAreRefusedUnread(t *testing.T) {
 // TestShortBodiesAllocateWhatArrived: a PUT that declares 512 MiB (within the limit) and sends
 // three bytes costs the server what arrived, not what was declared, and is IncompleteBody.
 func TestShortBodiesAllocateWhatArrived(t *testing.T) {
-	f := newFixture(t, false, Config{})
+	f := newFixture(t, false, Config{Limits: Limits{MaxObjectSize: 1 << 30, MaxBufferedBytes: 2 << 30}})
 	c := f.bucketWithAccount("bkt", "a", ReadWrite)
 	addr := f.hs.Listener.Addr().String()
 	const declared = 512 << 20
@@ -320,30 +320,36 @@ func TestConnectionBounds(t *testing.T) {
 	})
 }
 
-// TestConnectionCount: beyond MaxConnections, a client waits until a connection closes.
+// TestConnectionCount: beyond MaxConnections, a client waits until a connection closes. The
+// connection that holds the slot is busy (its request's body is still arriving): an idle one
+// would be closed to make room (TestQuietConnectionsMakeRoom).
 func TestConnectionCount(t *testing.T) {
 	_, addr, c := serveLimited(t, Limits{MaxConnections: 1})
-	head := rawSigned(t, c, http.MethodHead, addr, "/bkt", -1, nil)
 	first, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := first.Write(head); err != nil {
+	defer first.Close()
+	// The 100 Continue says the server is reading the body: the request is in progress.
+	if _, err := first.Write(rawSigned(t, c, http.MethodPut, addr, "/bkt/slow", 100, http.Header{"Expect": {"100-continue"}})); err != nil {
 		t.Fatal(err)
 	}
-	if resp, err := http.ReadResponse(bufio.NewReader(first), &http.Request{Method: http.MethodHead}); err != nil || resp.StatusCode != 200 {
-		t.Fatalf("first connection: %v %v", resp, err)
+	if resp, err := http.ReadResponse(bufio.NewReader(first), nil); err != nil || resp.StatusCode != http.StatusContinue {
+		t.Fatalf("first connection: %v %v, want 100 Continue", resp, err)
+	}
+	if _, err := first.Write([]byte("only ten b")); err != nil {
+		t.Fatal(err)
 	}
 	second, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer second.Close()
-	if _, err := second.Write(head); err != nil {
+	if _, err := second.Write(rawSigned(t, c, http.MethodHead, addr, "/bkt", -1, nil)); err != nil {
 		t.Fatal(err)
 	}
 	br := bufio.NewReader(second)
-	// While the first connection is open, the second is not served. Its answer cannot come
+	// While the first connection is busy, the second is not served. Its answer cannot come
 	// from a correct server however long one waits; a short wait catches a missing limit.
 	if err := second.SetReadDeadline(time.Now().Add(300 * time.Millisecond)); err != nil {
 		t.Fatal(err)
@@ -357,5 +363,55 @@ func TestConnectionCount(t *testing.T) {
 	}
 	if resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodHead}); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("second connection after the first closed: %v %v", resp, err)
+	}
+}
+
+// TestQuietConnectionsMakeRoom: at MaxConnections, a new client takes the place of the
+// connection quiet the longest, which the server closes: one idle after its request, or one
+// open for a second without a complete request (a client that sends half a request line
+// holds no slot another client needs).
+func TestQuietConnectionsMakeRoom(t *testing.T) {
+	for _, tc := range []struct {
+		rule  string
+		quiet func(t *testing.T, conn net.Conn, addr string, c Credentials)
+	}{
+		{"an idle kept-alive connection", func(t *testing.T, conn net.Conn, addr string, c Credentials) {
+			if _, err := conn.Write(rawSigned(t, c, http.MethodHead, addr, "/bkt", -1, nil)); err != nil {
+				t.Fatal(err)
+			}
+			if resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: http.MethodHead}); err != nil || resp.StatusCode != 200 {
+				t.Fatalf("first request: %v %v", resp, err)
+			}
+		}},
+		{"a connection with half a request", func(t *testing.T, conn net.Conn, addr string, c Credentials) {
+			if _, err := conn.Write([]byte("GET /bkt/k HTTP/1.1\r\nHost: x\r\n")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			_, addr, c := serveLimited(t, Limits{MaxConnections: 1})
+			quiet, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer quiet.Close()
+			tc.quiet(t, quiet, addr, c)
+			next, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer next.Close()
+			if _, err := next.Write(rawSigned(t, c, http.MethodHead, addr, "/bkt", -1, nil)); err != nil {
+				t.Fatal(err)
+			}
+			if err := next.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			if resp, err := http.ReadResponse(bufio.NewReader(next), &http.Request{Method: http.MethodHead}); err != nil || resp.StatusCode != 200 {
+				t.Fatalf("a new client at the limit, beside %s: %v %v", tc.rule, resp, err)
+			}
+			readToEnd(t, quiet, 5*time.Second)
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package s3server
 
 import (
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -44,6 +45,8 @@ type opSpec struct {
 	params []string // further query parameters the store reads for it
 	need   need
 	body   bodyKind // what its request body is
+	// commits: it changes the store, which is authorised again as it commits (see commit).
+	commits bool
 }
 
 // bodyKind says how a request body reaches the store.
@@ -53,8 +56,8 @@ const (
 	bodyNone       bodyKind = iota // none: whatever was sent is dropped
 	bodyDocument                   // an XML document, read whole and verified first
 	bodyCompletion                 // CompleteMultipartUpload's document, checked against the size limit
-	bodyObject                     // object bytes, streamed to the store and bounded
-	bodyPart                       // a part's bytes, read whole, bounded, then stored
+	bodyObject                     // object bytes, bounded, streamed into the store, which buffers them
+	bodyPart                       // a part's bytes, read whole and bounded, then stored
 )
 
 // Parameters the store reads for listings and object reads.
@@ -78,16 +81,16 @@ var operations = []opSpec{
 	{name: "GetBucketLocation", method: http.MethodGet, on: onBucket, sub: []string{"location"}, need: needRead},
 	{name: "GetBucketVersioning", method: http.MethodGet, on: onBucket, sub: []string{"versioning"}, need: needRead},
 	{name: "ListMultipartUploads", method: http.MethodGet, on: onBucket, sub: []string{"uploads"}, params: listUploadsParams, need: needWrite},
-	{name: "DeleteObjects", method: http.MethodPost, on: onBucket, sub: []string{"delete"}, need: needWrite, body: bodyDocument},
+	{name: "DeleteObjects", method: http.MethodPost, on: onBucket, sub: []string{"delete"}, need: needWrite, body: bodyDocument, commits: true},
 	{name: "GetObject", method: http.MethodGet, on: onObject, params: responseParams, need: needRead},
 	{name: "HeadObject", method: http.MethodHead, on: onObject, params: []string{"X-Amz-Checksum-Mode"}, need: needRead},
-	{name: "PutObject", method: http.MethodPut, on: onObject, need: needWrite, body: bodyObject},
-	{name: "CopyObject", method: http.MethodPut, on: onObject, copy: true, need: needWrite},
-	{name: "DeleteObject", method: http.MethodDelete, on: onObject, need: needWrite},
-	{name: "CreateMultipartUpload", method: http.MethodPost, on: onObject, sub: []string{"uploads"}, need: needWrite, body: bodyDocument},
-	{name: "UploadPart", method: http.MethodPut, on: onObject, sub: []string{"partNumber", "uploadId"}, need: needWrite, body: bodyPart},
-	{name: "CompleteMultipartUpload", method: http.MethodPost, on: onObject, sub: []string{"uploadId"}, need: needWrite, body: bodyCompletion},
-	{name: "AbortMultipartUpload", method: http.MethodDelete, on: onObject, sub: []string{"uploadId"}, need: needWrite},
+	{name: "PutObject", method: http.MethodPut, on: onObject, need: needWrite, body: bodyObject, commits: true},
+	{name: "CopyObject", method: http.MethodPut, on: onObject, copy: true, need: needWrite, commits: true},
+	{name: "DeleteObject", method: http.MethodDelete, on: onObject, need: needWrite, commits: true},
+	{name: "CreateMultipartUpload", method: http.MethodPost, on: onObject, sub: []string{"uploads"}, need: needWrite, body: bodyDocument, commits: true},
+	{name: "UploadPart", method: http.MethodPut, on: onObject, sub: []string{"partNumber", "uploadId"}, need: needWrite, body: bodyPart, commits: true},
+	{name: "CompleteMultipartUpload", method: http.MethodPost, on: onObject, sub: []string{"uploadId"}, need: needWrite, body: bodyCompletion, commits: true},
+	{name: "AbortMultipartUpload", method: http.MethodDelete, on: onObject, sub: []string{"uploadId"}, need: needWrite, commits: true},
 	{name: "ListParts", method: http.MethodGet, on: onObject, sub: []string{"uploadId"}, params: listPartsParams, need: needWrite},
 }
 
@@ -176,6 +179,9 @@ func route(r *http.Request) (*operation, error) {
 		}
 		return nil, notOffered(r.Method, on, sub, copySrc != "")
 	}
+	if len(key) > gofakes3.KeySizeLimit {
+		return nil, s3err.ErrKeyTooLong.With("object keys are at most %d bytes; this one is %d", gofakes3.KeySizeLimit, len(key))
+	}
 	op := &operation{spec: spec, bucket: bucket, key: key}
 	keep := url.Values{}
 	for k, vs := range q {
@@ -194,6 +200,9 @@ func route(r *http.Request) (*operation, error) {
 	if spec.copy {
 		if op.copyBucket, op.copyKey, err = parseCopySource(copySrc); err != nil {
 			return nil, err
+		}
+		if len(op.copyKey) > gofakes3.KeySizeLimit {
+			return nil, s3err.ErrKeyTooLong.With("the copy source's key is %d bytes; keys are at most %d", len(op.copyKey), gofakes3.KeySizeLimit)
 		}
 	}
 	return op, nil
@@ -237,9 +246,28 @@ func notOffered(method string, on resource, sub []string, hasCopy bool) error {
 	return s3err.ErrNotImplemented.With("memorys3 does not offer this S3 operation (%s)", truncate(shape))
 }
 
+// counts are the numeric parameters the store reads, with the values S3 allows: an empty
+// value means the default. gofakes3 clamps what it parses, but its part listing sliced the
+// parts at part-number-marker unchecked, and a negative max-keys lists without a bound.
+var counts = map[string]struct{ lo, hi int }{
+	"max-keys":           {0, math.MaxInt32},
+	"max-uploads":        {0, math.MaxInt32},
+	"max-parts":          {0, math.MaxInt32},
+	"part-number-marker": {0, gofakes3.MaxUploadPartNumber},
+}
+
 // checkValues checks the parameters whose value the store relies on: an upload ID must be
-// given, and a part number must be one S3 allows.
+// given, a part number must be one S3 allows, and counts and markers must be numbers in range.
 func checkValues(spec *opSpec, q url.Values) error {
+	for name, r := range counts {
+		v := q.Get(name)
+		if v == "" || !slices.Contains(spec.params, name) {
+			continue
+		}
+		if n, err := strconv.Atoi(v); err != nil || n < r.lo || n > r.hi {
+			return s3err.ErrInvalidArgument.With("%s must be an integer from %d to %d", name, r.lo, r.hi)
+		}
+	}
 	if slices.Contains(spec.sub, "uploadId") && q.Get("uploadId") == "" {
 		return s3err.ErrInvalidArgument.With("uploadId must not be empty")
 	}
@@ -278,6 +306,31 @@ func parseCopySource(src string) (bucket, key string, err error) {
 // splits it at the first '/' and query-unescapes the key, which gives back exactly key.
 func canonicalCopySource(bucket, key string) string {
 	return bucket + "/" + url.QueryEscape(key)
+}
+
+// safeRange is the Range header the store gets for h. gofakes3 computes the end of a range as
+// start plus length, which overflows for an end of 2^63-1 ("bytes=1-9223372036854775807"),
+// so the range escapes its clamp to the object's size and the backend slices out of bounds.
+// An end no object reaches means "to the end" (RFC 9110: a last position past the
+// representation's end is the end), and is given to the store so; every other header goes
+// as it came, for the store to read or refuse as before.
+func safeRange(h string) string {
+	spec, ok := strings.CutPrefix(h, "bytes=")
+	if !ok || strings.Contains(spec, ",") {
+		return h
+	}
+	first, last, ok := strings.Cut(strings.TrimSpace(spec), "-")
+	if !ok {
+		return h
+	}
+	first, last = strings.TrimSpace(first), strings.TrimSpace(last)
+	if first == "" || last == "" {
+		return h
+	}
+	if end, err := strconv.ParseInt(last, 10, 64); err != nil || end < math.MaxInt64/2 {
+		return h
+	}
+	return "bytes=" + first + "-"
 }
 
 // truncate bounds client-chosen text repeated in an error message.

@@ -306,6 +306,14 @@ func TestReviewAttacksAreRefused(t *testing.T) {
 			hdr: http.Header{"X-Amz-Copy-Source": {"/oth/k?versionId=1"}}, status: 501, code: "NotImplemented"},
 		{rule: "a read-only key cannot copy into its bucket", key: "ro", method: "PUT", path: "/bkt/copy",
 			hdr: http.Header{"X-Amz-Copy-Source": {"/bkt/k"}}, status: 403, code: "AccessDenied"},
+		{rule: "a part listing cannot start past the highest part number", key: "wo", method: "GET", path: "/bkt/k", query: "uploadId=x&part-number-marker=10001",
+			status: 400, code: "InvalidArgument"},
+		{rule: "a part listing takes no negative count", key: "wo", method: "GET", path: "/bkt/k", query: "uploadId=x&max-parts=-1",
+			status: 400, code: "InvalidArgument"},
+		{rule: "an object listing takes no negative count (gofakes3 would list without a bound)", key: "ro", method: "GET", path: "/bkt", query: "max-keys=-1",
+			status: 400, code: "InvalidArgument"},
+		{rule: "an object key is at most 1024 bytes", key: "rw", method: "PUT", path: "/bkt/" + strings.Repeat("k", 1025),
+			body: []byte("x"), status: 400, code: "KeyTooLongError"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.rule, func(t *testing.T) {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3bolt"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	bolt "go.etcd.io/bbolt"
 	"go.uber.org/zap"
@@ -24,8 +23,11 @@ const DefaultRegion = "us-east-1"
 
 // Config configures a Server. The zero value is an in-memory server for us-east-1.
 type Config struct {
-	// StateDir, when set, keeps objects (gofakes3's bbolt backend, objects.db) and buckets,
-	// accounts and grants (access.db) there, so they survive a restart. Empty: all in memory.
+	// StateDir, when set, keeps objects (store.db, see boltStore) and buckets, accounts and
+	// grants (access.db) there, so they survive a restart. Empty: all in memory. Multipart
+	// uploads in progress are kept in memory either way. A directory whose objects are in the
+	// format of gofakes3's bbolt backend (objects.db, written before store.db existed) is
+	// migrated when the server opens it.
 	StateDir string
 	// Region is the region clients must sign for; empty means DefaultRegion.
 	Region string
@@ -54,15 +56,27 @@ type Config struct {
 // manage its buckets and grants. Its methods are safe for concurrent use.
 type Server struct {
 	cfg      Config
-	backend  gofakes3.Backend
-	store    http.Handler // gofakes3's handler: routing, S3 semantics
+	backend  gofakes3.Backend // the objects: gofakes3's in-memory backend, or boltStore
+	uploads  *uploadStore     // the multipart uploads in progress
+	store    http.Handler     // gofakes3's handler: routing, S3 semantics
 	verifier *sigv4.Verifier
 	log      *zap.Logger
 	closers  []func() error
 	reqID    atomic.Uint64
 	limits   Limits
+	budget   budget // bytes buffered in request bodies and held in parts
 	http     *http.Server
-	uploads  uploadLocks
+	conns    *connLimiter
+
+	// commitMu orders the store's commits against changes of the grants in force: a request
+	// that changes the store holds it shared while it checks its grant again and commits
+	// (see commit); publish holds it exclusively while it swaps the keyring, so a grant is
+	// gone for every commit once the Go API call that took it returns.
+	commitMu sync.RWMutex
+
+	// uploadsDropped, when set (by tests), is told a bucket's uploads are being dropped by
+	// DeleteBucket, which holds s.mu.
+	uploadsDropped func(bucket string)
 
 	// stopDeleteAfter, when set (by tests), makes DeleteBucket stop after that step, as a
 	// crash there would; guarded by mu.
@@ -78,6 +92,7 @@ type Server struct {
 	state    state
 	buckets  map[string]bucketRecord
 	accounts map[string]accountRecord // by account ID
+	lastGen  uint64                   // the generation last given to a bucket record
 
 	keys atomic.Pointer[keyring]
 }
@@ -87,6 +102,10 @@ type Server struct {
 // every request that starts after RevokeAccess returns.
 type keyring struct {
 	byKey map[string]*keyEntry
+	// gen is the generation of each bucket this server created: a bucket deleted and created
+	// again has another, so a request authorised against the old bucket is not committed
+	// to the new one.
+	gen map[string]uint64
 }
 
 type keyEntry struct {
@@ -109,7 +128,14 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, limits: cfg.Limits.withDefaults()}
+	limits, err := cfg.Limits.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.StateDir != "" && limits.MaxObjectSize > bolt.MaxValueSize {
+		return nil, fmt.Errorf("limits: a state directory keeps objects of at most %d bytes, not %d: %w", bolt.MaxValueSize, limits.MaxObjectSize, ErrInvalidArgument)
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, limits: limits, budget: budget{limit: limits.MaxBufferedBytes}}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
@@ -128,6 +154,11 @@ func New(cfg Config) (*Server, error) {
 		_ = s.Close()
 		return nil, err
 	}
+	for name, rec := range buckets {
+		s.lastGen++
+		rec.gen = s.lastGen
+		buckets[name] = rec
+	}
 	s.buckets, s.accounts = buckets, accounts
 	s.publish()
 	// gofakes3's own skew check uses its clock on x-amz-date; ours runs first with the same
@@ -136,8 +167,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.instrument != nil {
 		inner = cfg.instrument(inner)
 	}
-	s.store = gofakes3.New(storeBackend{Backend: inner, maxObjectSize: s.limits.MaxObjectSize},
+	s.uploads = newUploadStore(s.limits, &s.budget, inner, ts.Now)
+	s.store = gofakes3.New(&storeBackend{Backend: inner, uploadStore: s.uploads, maxObjectSize: s.limits.MaxObjectSize, bodies: &s.budget},
 		gofakes3.WithTimeSource(ts), gofakes3.WithTimeSkewLimit(0), gofakes3.WithLogger(storeLog{log: s.log, events: cfg.storeEvents})).Server()
+	s.conns = newConnLimiter(s.limits.MaxConnections)
 	s.http = s.newHTTPServer()
 	s.verifier = &sigv4.Verifier{
 		Keys:    sigv4.KeyringFunc(s.lookupKey),
@@ -153,33 +186,38 @@ func (s *Server) openState(dir string, ts timeSource) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create state dir: %w", err)
 	}
-	open := func(name string) (*bolt.DB, error) {
-		path := filepath.Join(dir, name)
-		db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
-		if errors.Is(err, bolt.ErrTimeout) {
-			return nil, fmt.Errorf("state %s is in use by another process", path)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("open state %s: %w", path, err)
-		}
-		s.closers = append(s.closers, db.Close)
-		return db, nil
-	}
-	objects, err := open("objects.db")
+	// access.db first: its lock tells a second process on the directory to go away before it
+	// touches the objects (or migrates them).
+	access, err := openBolt(filepath.Join(dir, "access.db"))
 	if err != nil {
 		return err
 	}
-	s.backend = s3bolt.New(objects, s3bolt.WithTimeSource(ts))
-	access, err := open("access.db")
-	if err != nil {
-		return err
-	}
+	s.closers = append(s.closers, access.Close)
 	st, err := openBoltState(access)
 	if err != nil {
 		return err
 	}
 	s.state = st
+	store, err := openBoltStore(dir, ts.Now, &s.budget)
+	if err != nil {
+		return err
+	}
+	s.closers = append(s.closers, store.close)
+	s.backend = store
 	return nil
+}
+
+// openBolt opens a bbolt file of the state directory; a second process on the same directory
+// is told at once instead of waiting for a lock its holder will not release.
+func openBolt(path string) (*bolt.DB, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("state %s is in use by another process", path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open state %s: %w", path, err)
+	}
+	return db, nil
 }
 
 // Close stops the Go API and closes the state files. Serve no requests after Close.
@@ -206,9 +244,14 @@ func (s *Server) Region() string { return s.cfg.Region }
 // now is the configured clock.
 func (s *Server) now() time.Time { return s.cfg.Now() }
 
-// publish swaps in a keyring built from s.accounts; s.mu must be held.
+// publish swaps in a keyring built from s.accounts and s.buckets; s.mu must be held. It takes
+// the commit lock exclusively for the swap: a commit authorised by the old keyring has
+// finished when publish returns, and every later one is checked against the new keyring.
 func (s *Server) publish() {
-	k := &keyring{byKey: make(map[string]*keyEntry, len(s.accounts))}
+	k := &keyring{byKey: make(map[string]*keyEntry, len(s.accounts)), gen: make(map[string]uint64, len(s.buckets))}
+	for name, rec := range s.buckets {
+		k.gen[name] = rec.gen
+	}
 	old := s.keys.Load()
 	for id, a := range s.accounts {
 		if len(a.Buckets) == 0 { // every bucket it was granted is deleted: no key until a new grant
@@ -226,7 +269,9 @@ func (s *Server) publish() {
 		}
 		k.byKey[a.Credentials.AccessKeyID] = e
 	}
+	s.commitMu.Lock()
 	s.keys.Store(k)
+	s.commitMu.Unlock()
 }
 
 func (s *Server) lookupKey(id string) (*sigv4.Key, bool) {

@@ -21,6 +21,11 @@ type bucketRecord struct {
 	// uploads, objects and store bucket may be partly gone. A retried DeleteBucket, a
 	// CreateBucket of the name or the next start-up finishes the deletion.
 	Deleting bool `json:"deleting,omitempty"`
+
+	// gen tells this record from an earlier one of the same name, within the process: each
+	// record loaded or created gets the next number (see keyring.gen). Not persisted: no
+	// request outlives the process.
+	gen uint64
 }
 
 // accountRecord is an account as persisted: its name, keys and grants. The secret is stored

@@ -1,0 +1,115 @@
+package s3server
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/johannesboyne/gofakes3"
+)
+
+// storeBackend is the backend gofakes3 is given: the object store (gofakes3's in-memory
+// backend, or boltStore in a state directory) and memorys3's own multipart uploads, which
+// gofakes3 finds by type assertion and uses instead of its uploader. It embeds only
+// gofakes3.Backend, so the store sees no versioning support: memorys3 offers no versions.
+type storeBackend struct {
+	gofakes3.Backend
+	*uploadStore
+	maxObjectSize int64
+	bodies        *budget
+}
+
+// PutObject implements gofakes3.Backend. It reads the body in chunks as the bytes arrive,
+// charged to the server's budget, before handing it on: gofakes3's backends allocate the
+// declared size up front (gofakes3.ReadAll), so a request declaring terabytes and sending
+// three bytes would otherwise allocate terabytes. An error of the body (a failed signature,
+// a grant gone by its end) stores nothing.
+func (b *storeBackend) PutObject(bucket, key string, meta map[string]string, input io.Reader, size int64, cond *gofakes3.PutConditions) (gofakes3.PutObjectResult, error) {
+	if size < 0 || size > b.maxObjectSize {
+		// The handler refuses these before the body is read; this is the second line.
+		return gofakes3.PutObjectResult{}, gofakes3.ErrIncompleteBody
+	}
+	sp := spool{budget: b.bodies}
+	defer sp.release()
+	err := sp.fill(input, size)
+	if err == nil && sp.n != size {
+		err = errTooShort
+	}
+	switch {
+	case errors.Is(err, errNoBudget):
+		return gofakes3.PutObjectResult{}, errSlowDown("the server is holding as many request bodies as it may; retry later")
+	case errors.Is(err, errTooLong), errors.Is(err, errTooShort):
+		return gofakes3.PutObjectResult{}, gofakes3.ErrIncompleteBody
+	case err != nil:
+		return gofakes3.PutObjectResult{}, err
+	}
+	return b.Backend.PutObject(bucket, key, meta, sp.reader(), size, cond)
+}
+
+// listing collects one page of a listing in key order: the items that prefix matches, each
+// either listed or rolled into a common prefix, up to limit entries (items and prefixes; 0 or
+// less: no limit). An item that rolls into a prefix already on the page takes no room, so a
+// page that ends in a prefix ends after the last item under it (last), where the next page
+// must begin.
+type listing[T any] struct {
+	prefix *gofakes3.Prefix
+	limit  int64
+
+	items     []T
+	prefixes  []string
+	seen      map[string]bool
+	last      T // the last item listed or rolled into a listed prefix
+	truncated bool
+}
+
+// add considers the next item in key order; false: the page is full and more would follow.
+func (l *listing[T]) add(key string, item T) bool {
+	var m gofakes3.PrefixMatch
+	if !l.prefix.Match(key, &m) {
+		return true
+	}
+	if m.CommonPrefix && l.seen[m.MatchedPart] {
+		l.last = item
+		return true
+	}
+	if l.limit > 0 && int64(len(l.items)+len(l.prefixes)) >= l.limit {
+		l.truncated = true
+		return false
+	}
+	if m.CommonPrefix {
+		if l.seen == nil {
+			l.seen = map[string]bool{}
+		}
+		l.seen[m.MatchedPart] = true
+		l.prefixes = append(l.prefixes, m.MatchedPart)
+	} else {
+		l.items = append(l.items, item)
+	}
+	l.last = item
+	return true
+}
+
+// storeAnswer keeps the store's answer to a request that commits a change, which the store
+// performs under the commit lock: the answer goes to the client after the lock is released,
+// so a client that does not read cannot hold it. Headers go to the real response's map.
+type storeAnswer struct {
+	header http.Header
+	code   int
+	body   bytes.Buffer
+}
+
+func (a *storeAnswer) Header() http.Header { return a.header }
+
+func (a *storeAnswer) WriteHeader(code int) {
+	if a.code == 0 {
+		a.code = code
+	}
+}
+
+func (a *storeAnswer) Write(p []byte) (int, error) {
+	if a.code == 0 {
+		a.code = http.StatusOK
+	}
+	return a.body.Write(p)
+}

@@ -1,0 +1,379 @@
+package s3server
+
+import (
+	"bytes"
+	"crypto/md5"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/johannesboyne/gofakes3"
+)
+
+// uploadStore keeps the multipart uploads in progress. The store's backend (storeBackend)
+// implements gofakes3.MultipartBackend with it, so gofakes3's own uploader, which keeps an
+// upload's parts in a slice indexed by part number (one part numbered 10000 cost 80 KiB),
+// lists parts past the first page under the wrong numbers, removes an upload in time linear
+// in the uploads of its key, and never forgets the uploads of a deleted bucket, is never used.
+//
+// Parts are held in a map by part number, each as a slice of exactly its size charged to the
+// server's budget of buffered bytes. The store knows every part's size, so the completion's
+// size check needs no listing. Uploads are bounded in number (per bucket and per server) and
+// in bytes held; past a bound a request is refused with SlowDown. Aborting an upload, or
+// dropping those of a deleted bucket, costs time in its parts only.
+type uploadStore struct {
+	now     func() time.Time
+	limits  Limits
+	budget  *budget
+	objects gofakes3.Backend // where a completed upload is stored
+
+	mu        sync.Mutex
+	buckets   map[string]map[gofakes3.UploadID]*upload
+	count     int   // uploads in progress
+	partBytes int64 // bytes held in their parts
+	seq       uint64
+}
+
+type upload struct {
+	id          gofakes3.UploadID
+	bucket, key string
+	meta        map[string]string
+	initiated   time.Time
+	parts       map[int]*part
+	// completing is set while the upload's object is stored: its parts are not replaced
+	// and it is not aborted or completed again meanwhile.
+	completing bool
+}
+
+type part struct {
+	body     []byte
+	md5      [md5.Size]byte
+	modified time.Time
+}
+
+func (p *part) etag() string { return `"` + hex.EncodeToString(p.md5[:]) + `"` }
+
+func newUploadStore(limits Limits, b *budget, objects gofakes3.Backend, now func() time.Time) *uploadStore {
+	return &uploadStore{now: now, limits: limits, budget: b, objects: objects, buckets: map[string]map[gofakes3.UploadID]*upload{}}
+}
+
+// errSlowDown is a refusal for want of a server-wide resource. gofakes3 answers errors of
+// codes it does not know with status 500; the handler answers this code with 503 SlowDown
+// (see storeAnswer).
+func errSlowDown(format string, args ...any) error {
+	return gofakes3.ErrorMessagef(codeSlowDown, format, args...)
+}
+
+// The codes the backend answers that gofakes3 does not know, and that the handler passes on
+// with their own status.
+const (
+	codeSlowDown       gofakes3.ErrorCode = "SlowDown"
+	codeEntityTooLarge gofakes3.ErrorCode = "EntityTooLarge"
+)
+
+// newID makes an upload ID: a counter, so that IDs sort in the order uploads began (S3 lists
+// the uploads of a key in that order), then 64 random bits, so that an ID from before a
+// restart (uploads are kept in memory only) never names an upload begun after it.
+func (u *uploadStore) newID() gofakes3.UploadID {
+	u.seq++
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], u.seq)
+	_, _ = rand.Read(b[8:]) // crypto/rand.Read never fails (Go 1.24)
+	return gofakes3.UploadID(hex.EncodeToString(b[:]))
+}
+
+// get finds an upload of bucket/key; s.mu must be held.
+func (u *uploadStore) get(bucket, key string, id gofakes3.UploadID) (*upload, error) {
+	up := u.buckets[bucket][id]
+	if up == nil || up.key != key || up.completing {
+		return nil, gofakes3.ErrNoSuchUpload
+	}
+	return up, nil
+}
+
+// CreateMultipartUpload implements gofakes3.MultipartBackend.
+func (u *uploadStore) CreateMultipartUpload(bucket, key string, meta map[string]string) (gofakes3.UploadID, error) {
+	if len(key) > gofakes3.KeySizeLimit {
+		return "", gofakes3.ResourceError(gofakes3.ErrKeyTooLong, key)
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.count >= u.limits.MaxUploads {
+		return "", errSlowDown("the server holds %d multipart uploads in progress, as many as it may; complete or abort some", u.count)
+	}
+	inBucket := u.buckets[bucket]
+	if len(inBucket) >= u.limits.MaxUploadsPerBucket {
+		return "", errSlowDown("the bucket holds %d multipart uploads in progress, as many as it may; complete or abort some", len(inBucket))
+	}
+	if inBucket == nil {
+		inBucket = map[gofakes3.UploadID]*upload{}
+		u.buckets[bucket] = inBucket
+	}
+	up := &upload{id: u.newID(), bucket: bucket, key: key, meta: meta, initiated: u.now(), parts: map[int]*part{}}
+	inBucket[up.id] = up
+	u.count++
+	return up.id, nil
+}
+
+// UploadPart implements gofakes3.MultipartBackend. The part is read into a slice of its size,
+// charged to the server's budget, before the upload is looked up: the handler has the bytes in
+// memory already, checked against the declared length.
+func (u *uploadStore) UploadPart(bucket, key string, id gofakes3.UploadID, number int, size int64, input io.Reader) (string, error) {
+	if number < 1 || number > gofakes3.MaxUploadPartNumber {
+		return "", gofakes3.ErrInvalidPart
+	}
+	if size < 0 || size > u.limits.MaxObjectSize {
+		return "", gofakes3.ErrIncompleteBody
+	}
+	if !u.budget.take(size) {
+		return "", errSlowDown("the server holds as many buffered bytes as it may")
+	}
+	p := &part{body: make([]byte, size), modified: u.now()}
+	held := false
+	defer func() {
+		if !held {
+			u.budget.give(size)
+		}
+	}()
+	if _, err := io.ReadFull(input, p.body); err != nil {
+		return "", gofakes3.ErrIncompleteBody
+	}
+	if n, _ := input.Read(make([]byte, 1)); n > 0 {
+		return "", gofakes3.ErrIncompleteBody
+	}
+	p.md5 = md5.Sum(p.body)
+
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	up, err := u.get(bucket, key, id)
+	if err != nil {
+		return "", err
+	}
+	var replaced int64
+	if old := up.parts[number]; old != nil {
+		replaced = int64(len(old.body))
+	}
+	if u.partBytes-replaced+size > u.limits.MaxPartBytes {
+		return "", errSlowDown("the parts of uploads in progress hold %d bytes, as many as the server keeps; complete or abort some", u.partBytes)
+	}
+	up.parts[number] = p
+	u.partBytes += size - replaced
+	u.budget.give(replaced)
+	held = true
+	return p.etag(), nil
+}
+
+// ListMultipartUploads implements gofakes3.MultipartBackend: the uploads of bucket in the
+// order of their keys, and of their beginning within a key, after the marker.
+func (u *uploadStore) ListMultipartUploads(bucket string, marker *gofakes3.UploadListMarker, prefix gofakes3.Prefix, limit int64) (*gofakes3.ListMultipartUploadsResult, error) {
+	type entry struct {
+		key       string
+		id        gofakes3.UploadID
+		initiated time.Time
+	}
+	u.mu.Lock()
+	all := make([]entry, 0, len(u.buckets[bucket]))
+	for _, up := range u.buckets[bucket] {
+		all = append(all, entry{up.key, up.id, up.initiated})
+	}
+	u.mu.Unlock()
+	slices.SortFunc(all, func(a, b entry) int {
+		if c := strings.Compare(a.key, b.key); c != 0 {
+			return c
+		}
+		return strings.Compare(string(a.id), string(b.id))
+	})
+	out := &gofakes3.ListMultipartUploadsResult{Bucket: bucket, MaxUploads: limit, Prefix: prefix.Prefix, Delimiter: prefix.Delimiter}
+	start := 0
+	if marker != nil {
+		out.KeyMarker, out.UploadIDMarker = marker.Object, marker.UploadID
+		start, _ = slices.BinarySearchFunc(all, *marker, func(e entry, m gofakes3.UploadListMarker) int {
+			// Entries at or before the marker sort first: keys before it, and, for its key,
+			// every upload when no upload ID is given, else those up to that ID.
+			if c := strings.Compare(e.key, m.Object); c != 0 {
+				return c
+			}
+			if m.UploadID == "" || e.id <= m.UploadID {
+				return -1
+			}
+			return 1
+		})
+	}
+	l := listing[entry]{prefix: &prefix, limit: limit}
+	for _, e := range all[start:] {
+		if !l.add(e.key, e) {
+			break
+		}
+	}
+	for _, it := range l.items {
+		out.Uploads = append(out.Uploads, gofakes3.ListMultipartUploadItem{Key: it.key, UploadID: it.id,
+			StorageClass: "STANDARD", Initiated: gofakes3.NewContentTime(it.initiated)})
+	}
+	for _, p := range l.prefixes {
+		out.CommonPrefixes = append(out.CommonPrefixes, gofakes3.CommonPrefix{Prefix: p})
+	}
+	if l.truncated {
+		out.IsTruncated, out.NextKeyMarker, out.NextUploadIDMarker = true, l.last.key, l.last.id
+	}
+	return out, nil
+}
+
+// ListParts implements gofakes3.MultipartBackend: the parts numbered above marker, in order.
+func (u *uploadStore) ListParts(bucket, key string, id gofakes3.UploadID, marker int, limit int64) (*gofakes3.ListMultipartUploadPartsResult, error) {
+	if limit <= 0 || limit > gofakes3.MaxUploadPartsLimit {
+		limit = gofakes3.MaxUploadPartsLimit
+	}
+	out := &gofakes3.ListMultipartUploadPartsResult{Bucket: bucket, Key: key, UploadID: id, PartNumberMarker: marker,
+		MaxParts: limit, StorageClass: "STANDARD"}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	up, err := u.get(bucket, key, id)
+	if err != nil {
+		return nil, err
+	}
+	numbers := make([]int, 0, len(up.parts))
+	for n := range up.parts {
+		if n > marker {
+			numbers = append(numbers, n)
+		}
+	}
+	slices.Sort(numbers)
+	if int64(len(numbers)) > limit {
+		numbers = numbers[:limit]
+		out.IsTruncated = true
+	}
+	for _, n := range numbers {
+		p := up.parts[n]
+		out.Parts = append(out.Parts, gofakes3.ListMultipartUploadPartItem{PartNumber: n, ETag: p.etag(),
+			Size: int64(len(p.body)), LastModified: gofakes3.NewContentTime(p.modified)})
+	}
+	if out.IsTruncated {
+		out.NextPartNumberMarker = numbers[len(numbers)-1]
+	}
+	return out, nil
+}
+
+// AbortMultipartUpload implements gofakes3.MultipartBackend.
+func (u *uploadStore) AbortMultipartUpload(bucket, key string, id gofakes3.UploadID) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	up, err := u.get(bucket, key, id)
+	if err != nil {
+		return err
+	}
+	u.remove(up)
+	return nil
+}
+
+// remove forgets an upload and gives back what its parts held; u.mu must be held.
+func (u *uploadStore) remove(up *upload) {
+	inBucket := u.buckets[up.bucket]
+	delete(inBucket, up.id)
+	if len(inBucket) == 0 {
+		delete(u.buckets, up.bucket)
+	}
+	u.count--
+	var held int64
+	for _, p := range up.parts {
+		held += int64(len(p.body))
+	}
+	u.partBytes -= held
+	u.budget.give(held)
+}
+
+// dropBucket forgets every upload in bucket: it is being deleted or created afresh.
+func (u *uploadStore) dropBucket(bucket string) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	ups := u.buckets[bucket]
+	for _, up := range ups {
+		u.remove(up)
+	}
+	return len(ups)
+}
+
+// completion checks the parts a completion names, in the order given (strictly ascending),
+// against the upload's parts, and returns their total size; u.mu must be held.
+func (up *upload) completion(parts []gofakes3.CompletedPart) (int64, error) {
+	var total int64
+	for i, cp := range parts {
+		if i > 0 && cp.PartNumber <= parts[i-1].PartNumber {
+			return 0, gofakes3.ErrInvalidPartOrder
+		}
+		p := up.parts[cp.PartNumber]
+		if p == nil {
+			return 0, gofakes3.ErrorMessagef(gofakes3.ErrInvalidPart, "part %d was not uploaded", cp.PartNumber)
+		}
+		if strings.Trim(cp.ETag, `"`) != hex.EncodeToString(p.md5[:]) {
+			return 0, gofakes3.ErrorMessagef(gofakes3.ErrInvalidPart, "part %d has another ETag", cp.PartNumber)
+		}
+		total += int64(len(p.body))
+	}
+	return total, nil
+}
+
+// completedSize is the size of the object a completion would store, for the handler's check
+// before the store runs it; errNoUpload when there is no such upload (the store then answers
+// NoSuchUpload), and the store's error for parts that do not match.
+func (u *uploadStore) completedSize(bucket, key string, id gofakes3.UploadID, parts []gofakes3.CompletedPart) (int64, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	up, err := u.get(bucket, key, id)
+	if err != nil {
+		return 0, errNoUpload
+	}
+	return up.completion(parts)
+}
+
+var errNoUpload = errors.New("no such upload")
+
+// CompleteMultipartUpload implements gofakes3.MultipartBackend. The object is stored from
+// the parts as they are, without assembling a copy of them first; the ETag is S3's: the MD5
+// of the parts' MD5s, and their count.
+func (u *uploadStore) CompleteMultipartUpload(bucket, key string, id gofakes3.UploadID, in *gofakes3.CompleteMultipartUploadRequest) (gofakes3.VersionID, string, error) {
+	if len(in.Parts) == 0 {
+		return "", "", gofakes3.ErrorMessage(gofakes3.ErrMalformedXML, "a completion names at least one part")
+	}
+	u.mu.Lock()
+	up, err := u.get(bucket, key, id)
+	if err != nil {
+		u.mu.Unlock()
+		return "", "", err
+	}
+	total, err := up.completion(in.Parts)
+	if err == nil && total > u.limits.MaxObjectSize {
+		err = gofakes3.ErrorMessagef(codeEntityTooLarge, "the parts add up to %d bytes; this server takes objects of at most %d", total, u.limits.MaxObjectSize)
+	}
+	if err != nil {
+		u.mu.Unlock()
+		return "", "", err
+	}
+	up.completing = true
+	readers := make([]io.Reader, len(in.Parts))
+	sums := md5.New()
+	for i, cp := range in.Parts {
+		p := up.parts[cp.PartNumber]
+		readers[i] = bytes.NewReader(p.body)
+		sums.Write(p.md5[:])
+	}
+	u.mu.Unlock()
+
+	res, err := u.objects.PutObject(bucket, key, up.meta, io.MultiReader(readers...), total, nil)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	up.completing = false
+	if err != nil {
+		return "", "", err // as it is: gofakes3 reads the S3 code from the error's own type
+	}
+	if u.buckets[bucket][id] == up { // not dropped with its bucket meanwhile
+		u.remove(up)
+	}
+	return res.VersionID, fmt.Sprintf(`"%s-%d"`, hex.EncodeToString(sums.Sum(nil)), len(in.Parts)), nil
+}
