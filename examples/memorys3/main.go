@@ -52,9 +52,13 @@ func run(ctx context.Context, args []string, out io.Writer, started chan<- strin
 		stateDir   = fs.String("state-dir", "", "directory where buckets, objects and keys survive a restart; empty keeps them in memory")
 		name       = fs.String("driver-name", "memorys3.csikit.dev", "COSI driver name (DNS-1035 labels, at most 63 characters)")
 		maxObject  = fs.Int64("max-object-size", s3server.DefaultMaxObjectSize, "largest object, part or completed multipart upload in bytes; larger ones get EntityTooLarge before their body is read")
-		maxConns   = fs.Int("s3-max-connections", s3server.DefaultMaxConnections, "most S3 connections served at once; further clients wait")
+		maxConns   = fs.Int("s3-max-connections", s3server.DefaultMaxConnections, "most S3 connections served at once; at the limit the connection quiet the longest is closed to make room, else further clients wait")
 		idle       = fs.Duration("s3-idle-timeout", s3server.DefaultIdleTimeout, "close an S3 connection on which nothing moved for this long, between requests or within one")
 		hdrTimeout = fs.Duration("s3-header-timeout", s3server.DefaultHeaderTimeout, "time a client has to send a request's headers")
+		maxBuf     = fs.Int64("max-buffered-bytes", s3server.DefaultMaxBufferedBytes, "bytes the S3 server holds in request bodies, parts awaiting completion and (with --state-dir) objects being sent; past it requests get 503 SlowDown; at least --max-object-size plus 1 MiB")
+		maxParts   = fs.Int64("max-part-bytes", s3server.DefaultMaxPartBytes, "bytes held in the parts of multipart uploads in progress (within --max-buffered-bytes); past it UploadPart gets 503 SlowDown")
+		maxUps     = fs.Int("max-uploads", s3server.DefaultMaxUploads, "multipart uploads in progress on the server; past it CreateMultipartUpload gets 503 SlowDown")
+		maxUpsPB   = fs.Int("max-uploads-per-bucket", s3server.DefaultMaxUploadsPerBucket, "multipart uploads in progress in one bucket; past it CreateMultipartUpload gets 503 SlowDown")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -74,11 +78,12 @@ func run(ctx context.Context, args []string, out io.Writer, started chan<- strin
 	if endpoint == "" {
 		endpoint = "http://" + reachable(lis.Addr().(*net.TCPAddr))
 	}
-	if *maxObject <= 0 || *maxConns <= 0 || *idle <= 0 || *hdrTimeout <= 0 {
+	if *maxObject <= 0 || *maxConns <= 0 || *idle <= 0 || *hdrTimeout <= 0 || *maxBuf <= 0 || *maxParts <= 0 || *maxUps <= 0 || *maxUpsPB <= 0 {
 		return errors.New("--max-object-size, --s3-max-connections, --s3-idle-timeout and --s3-header-timeout must be positive")
 	}
 	s3, err := s3server.New(s3server.Config{StateDir: *stateDir, Region: *region, Endpoint: endpoint, Logger: logger.Named("s3"),
-		Limits: s3server.Limits{MaxObjectSize: *maxObject, MaxConnections: *maxConns, IdleTimeout: *idle, HeaderTimeout: *hdrTimeout}})
+		Limits: s3server.Limits{MaxObjectSize: *maxObject, MaxConnections: *maxConns, IdleTimeout: *idle, HeaderTimeout: *hdrTimeout,
+			MaxBufferedBytes: *maxBuf, MaxPartBytes: *maxParts, MaxUploads: *maxUps, MaxUploadsPerBucket: *maxUpsPB}})
 	if err != nil {
 		return err
 	}
