@@ -15,7 +15,7 @@
 //   - driver/plugin: the server: Config, New, Run, Serve, NewServer and Register; the RPC table,
 //     the interceptor chain, capability derivation, error mapping and the COSI wire adapters.
 //   - driver/cmdline: the shared operator knobs (CSI_ENDPOINT, LOG_LEVEL, metrics, tracing and
-//     their flags).
+//     their flags); Settings.Tracing is how a driver opts in to the OTEL_* variables.
 //   - driver/endpoint, driver/httpserve: endpoint parsing and safe unix socket listening; the
 //     diagnostics HTTP endpoint.
 //   - driver/nodemount: node-side mounting that is easy to get wrong.
@@ -23,10 +23,14 @@
 //   - driver/drivertest: a test server (NewServer) and one-call conformance suites for CSI, COSI
 //     and volume groups.
 //   - middleware/...: the gRPC interceptors, each usable alone (requestid, recovery, logging,
-//     sanitize, validation, locking, metrics, tracing).
+//     sanitize, validation, locking, metrics, tracing). Tracing needs only the OpenTelemetry API;
+//     middleware/tracing/otelenv holds the SDK and its exporters, so only a driver that asks for
+//     them links them.
 //   - secrets: finding and redacting sensitive fields from the proto descriptors.
 //   - idempotency: keyed in-flight locks and request fingerprints.
 //
 // examples/minimal is a complete driver in one file; see the README for the two commands a
-// newcomer runs.
+// newcomer runs. The examples and cmd/csictl are modules of their own, joined to this one by the
+// repository's go.work, so that this module's go.mod lists only what its packages import; run
+// every test of the workspace with go test -race work.
 package csikit

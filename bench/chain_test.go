@@ -183,7 +183,7 @@ func BenchmarkChainTracing(b *testing.B) {
 // (tracing.ServerOption), "otelgrpc" from otelgrpc v0.72.0's server stats handler, as csikit did
 // until issue 10's second round. "-always" samples every call, "-ratio" one in ten
 // (ParentBased(TraceIDRatioBased(0.1)), the calls carry no traceparent). Spans go through the
-// SDK's batch span processor (sdktrace.WithBatcher), as with tracing.NewProviderFromEnv.
+// SDK's batch span processor (sdktrace.WithBatcher), as with otelenv.NewProvider.
 func BenchmarkChainTracingBreakdown(b *testing.B) {
 	dir := b.TempDir()
 	always := tracerProvider(b, sdktrace.AlwaysSample())
@@ -206,7 +206,7 @@ func BenchmarkChainTracingBreakdown(b *testing.B) {
 }
 
 // tracerProvider is an SDK provider with sampler whose spans are dropped by the exporter, shut
-// down when the benchmark ends, built as tracing.NewProviderFromEnv builds it from OTEL_*
+// down when the benchmark ends, built as otelenv.NewProvider builds it from OTEL_*
 // variables: the exporter behind the SDK's batch span processor (sdktrace.WithBatcher, default
 // settings), so the benchmarks measure what a driver runs. A synchronous processor
 // (sdktrace.WithSyncer) snapshots and exports each span on the call's own goroutine, which

@@ -74,7 +74,7 @@ func BenchmarkTracingHandlerInProcess(b *testing.B) {
 // and with tracing on, the spans going to an exporter that drops them: what a call costs in CPU
 // and allocations, sampled or not ("ratio-0.1": ParentBased(TraceIDRatioBased(0.1)), no incoming
 // traceparent). Spans go through the SDK's batch span processor (sdktrace.WithBatcher), as with
-// tracing.NewProviderFromEnv; its export goroutine is woken for every span, and its CPU shows in
+// otelenv.NewProvider; its export goroutine is woken for every span, and its CPU shows in
 // ns/op.
 func BenchmarkInProcessTracing(b *testing.B) {
 	wire := mustMarshal(b, publishRequest())

@@ -1,19 +1,26 @@
 // Package cmdline gives every plugin binary the same operator knobs: the endpoint from
 // CSI_ENDPOINT and the log level from LOG_LEVEL, each overridable by a flag (--endpoint,
-// --log-level), with defaults that let the binary start with no arguments at all.
+// --log-level), with defaults that let the binary start with no arguments at all; the
+// diagnostics HTTP endpoint (--http-endpoint); and OpenTelemetry tracing from the standard OTEL_*
+// variables (Tracing), which is also what links the OpenTelemetry SDK and its exporters into a
+// binary: plugin.Run alone links neither.
 package cmdline
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
 	"github.com/csikit/csikit/driver/plugin"
+	"github.com/csikit/csikit/middleware/tracing/otelenv"
 )
 
 // Defaults are used when neither the flag nor the environment variable is set.
@@ -85,6 +92,42 @@ func (s *Settings) Diagnostics(cfg *plugin.Config) error {
 	cfg.HTTPEndpoint = addr
 	cfg.MetricsPath = s.MetricsPath
 	return nil
+}
+
+// flushTimeout bounds how long the spans of the last calls may take to leave at exit.
+const flushTimeout = 5 * time.Second
+
+// Tracing sets cfg.TracerProvider from the standard OpenTelemetry environment variables
+// (otelenv.NewProvider): OTEL_TRACES_EXPORTER=otlp (endpoint, protocol, headers and TLS from the
+// OTEL_EXPORTER_OTLP_* variables) or console, batched as the OTEL_BSP_* variables say, sampled as
+// OTEL_TRACES_SAMPLER says. With no exporter named, or OTEL_SDK_DISABLED=true, tracing stays off
+// and cfg is left as it is. An unknown exporter or protocol is an error, so that a typo does not
+// silently turn tracing off. A TracerProvider already in cfg is kept and the variables are not
+// read: the driver chose its own.
+//
+// Call flush once the plugin has stopped (defer it after Run, which returns after the in-flight
+// calls have drained): it sends the spans of the last calls, within five seconds, and logs a
+// failure as a warning on cfg.Logger (set cfg.Logger first).
+func (s *Settings) Tracing(ctx context.Context, cfg *plugin.Config) (flush func(), err error) {
+	if cfg.TracerProvider != nil {
+		return func() {}, nil
+	}
+	tp, shutdown, err := otelenv.NewProvider(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("tracing from the OTEL_* variables: %w", err)
+	}
+	if _, off := tp.(tracenoop.TracerProvider); off {
+		return func() {}, nil
+	}
+	cfg.TracerProvider = tp
+	log := cfg.Logger
+	return func() {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+		defer cancel()
+		if err := shutdown(fctx); err != nil && log != nil {
+			log.Warn("flushing traces", zap.Error(err))
+		}
+	}, nil
 }
 
 func envOr(name, def string) string {

@@ -26,7 +26,6 @@ import (
 	"github.com/csikit/csikit/idempotency"
 	"github.com/csikit/csikit/internal/pagetoken"
 	"github.com/csikit/csikit/middleware/metrics"
-	"github.com/csikit/csikit/middleware/tracing"
 	"github.com/csikit/csikit/middleware/validation"
 	"github.com/csikit/csikit/secrets"
 )
@@ -128,8 +127,10 @@ type Config struct {
 	// TracerProvider turns on OpenTelemetry tracing: a span per call (W3C trace context taken
 	// from the CO's metadata), with the resource IDs of the request as attributes (never a
 	// secret), and the trace ID in every log line of the call. Backends start child spans from
-	// the call's context. Nil in Serve means off; Run then reads the standard OTEL_* variables
-	// (tracing.NewProviderFromEnv), which leave it off unless OTEL_TRACES_EXPORTER is set.
+	// the call's context. Nil means off. The plugin links only the OpenTelemetry API: the SDK and
+	// the exporters come with the provider, so a driver that wants the standard OTEL_* variables
+	// (OTEL_TRACES_EXPORTER=otlp or console, ...) asks for them with cmdline.Settings.Tracing or
+	// builds the provider with otelenv.NewProvider, and one that does neither links no exporter.
 	TracerProvider trace.TracerProvider
 }
 
@@ -178,8 +179,6 @@ type Plugin struct {
 
 	metrics *metrics.Metrics
 	ready   httpserve.Readiness
-	// tp is the tracer provider Run made from OTEL_* when Config.TracerProvider is nil.
-	tp trace.TracerProvider
 
 	pluginInfo     *csi.GetPluginInfoResponse
 	pluginCaps     *csi.GetPluginCapabilitiesResponse
@@ -345,21 +344,6 @@ func (d *Plugin) Run(ctx context.Context) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if d.cfg.TracerProvider == nil {
-		tp, shutdown, err := tracing.NewProviderFromEnv(ctx)
-		if err != nil {
-			return fmt.Errorf("tracing from OTEL_* variables: %w", err)
-		}
-		d.tp = tp
-		defer func() {
-			// Spans of the last calls are flushed after the drain, within a bound of their own.
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			if err := shutdown(sctx); err != nil {
-				d.log.Warn("flushing traces", zap.Error(err))
-			}
-		}()
-	}
 	lis, err := endpoint.Listen(ctx, ep, d.cfg.Socket)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", ep, err)
@@ -463,12 +447,4 @@ func (d *Plugin) serveHTTP(ctx context.Context) (stop func(), err error) {
 			d.log.Warn("diagnostics endpoint stopped with an error", zap.Error(err))
 		}
 	}, nil
-}
-
-// tracer is the provider calls are traced with, or nil for none.
-func (d *Plugin) tracer() trace.TracerProvider {
-	if d.cfg.TracerProvider != nil {
-		return d.cfg.TracerProvider
-	}
-	return d.tp
 }

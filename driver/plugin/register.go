@@ -105,7 +105,7 @@ func (d *Plugin) frontUnary(r *secrets.Redactor) []grpc.UnaryServerInterceptor {
 		recovery.UnaryServerInterceptor(recovery.WithLogger(d.log), recovery.WithScrubber(r.ScrubAny)),
 		logging.UnaryServerInterceptor(d.log, logging.WithRedactor(r), logging.WithTraceID(tracing.TraceID)),
 	}
-	if span := tracing.UnarySpanInterceptor(d.tracer()); span != nil {
+	if span := tracing.UnarySpanInterceptor(d.cfg.TracerProvider); span != nil {
 		// Outermost: every step, the log lines' trace_id included, runs inside the call's span.
 		ics = append([]grpc.UnaryServerInterceptor{span}, ics...)
 	}
@@ -120,7 +120,7 @@ func (d *Plugin) frontStream(r *secrets.Redactor) []grpc.StreamServerInterceptor
 		recovery.StreamServerInterceptor(recovery.WithLogger(d.log), recovery.WithScrubber(r.ScrubAny)),
 		logging.StreamServerInterceptor(d.log, logging.WithRedactor(r), logging.WithTraceID(tracing.TraceID)),
 	}
-	if span := tracing.StreamSpanInterceptor(d.tracer()); span != nil {
+	if span := tracing.StreamSpanInterceptor(d.cfg.TracerProvider); span != nil {
 		ics = append([]grpc.StreamServerInterceptor{span}, ics...)
 	}
 	if d.metrics != nil {

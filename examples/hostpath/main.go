@@ -132,6 +132,11 @@ func run(ctx context.Context, args []string) error {
 	if err := settings.Diagnostics(&cfg); err != nil {
 		return err
 	}
+	flush, err := settings.Tracing(ctx, &cfg)
+	if err != nil {
+		return err
+	}
+	defer flush() // after Run: the spans of the last calls
 	d, err := plugin.New(cfg)
 	if err != nil {
 		return err

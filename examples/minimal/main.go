@@ -207,9 +207,14 @@ func run(ctx context.Context, settings *cmdline.Settings, root string) error {
 	}
 	cfg := config(root)
 	cfg.Logger, cfg.Endpoint = logger, settings.Endpoint
-	if err := settings.Diagnostics(&cfg); err != nil {
+	if err := settings.Diagnostics(&cfg); err != nil { // --http-endpoint: /metrics, /healthz, /readyz
 		return err
 	}
+	flush, err := settings.Tracing(ctx, &cfg) // OTEL_TRACES_EXPORTER=otlp or console: spans leave
+	if err != nil {
+		return err
+	}
+	defer flush()
 	d, err := plugin.New(cfg)
 	if err != nil {
 		return err

@@ -9,7 +9,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	otelcodes "go.opentelemetry.io/otel/codes"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
@@ -130,11 +129,12 @@ func annotate(span trace.Span, req any, c *planCache) {
 	if !m.IsValid() {
 		return
 	}
-	// SetAttributes is an interface method, so whatever slice it is given
-	// escapes to the heap. The OpenTelemetry SDK's span copies the
-	// attributes before SetAttributes returns, so for it the slice comes
-	// from a pool; any other span gets a slice of its own, of the exact
-	// size.
+	// The attributes are gathered in a pooled buffer and handed over in a
+	// slice of their own, of the exact size: the OpenTelemetry API does not
+	// say that a span copies what SetAttributes is given, and recognising the
+	// SDK's span (which does copy) would link the SDK into every driver, with
+	// or without tracing. That one small allocation per recording call with
+	// resource fields is all it costs.
 	bp := attrBufs.Get().(*attrBuf)
 	n := 0
 	for _, f := range c.plan(m.Descriptor()) {
@@ -148,11 +148,7 @@ func annotate(span trace.Span, req any, c *planCache) {
 		n++
 	}
 	if n > 0 {
-		if _, sdk := span.(sdktrace.ReadWriteSpan); sdk {
-			span.SetAttributes(bp[:n]...)
-		} else {
-			span.SetAttributes(slices.Clone(bp[:n])...)
-		}
+		span.SetAttributes(slices.Clone(bp[:n])...)
 	}
 	clear(bp[:n])
 	attrBufs.Put(bp)

@@ -21,9 +21,12 @@
 //   - LogFields and TraceID give the trace and span IDs of the call for its
 //     log lines, so a log line leads to its trace.
 //
-// NewProviderFromEnv builds a TracerProvider from the standard OTEL_*
-// environment variables, its exporters fed by the SDK's batch span
-// processor. Tracing is off unless OTEL_TRACES_EXPORTER asks for an exporter.
+// The package needs only the OpenTelemetry API: the SDK and the exporters
+// come with the TracerProvider a driver chooses. Package otelenv builds one
+// from the standard OTEL_* environment variables (cmdline.Settings.Tracing
+// is how a plugin binary asks for it), its exporters fed by the SDK's batch
+// span processor; tracing is off unless OTEL_TRACES_EXPORTER asks for an
+// exporter.
 //
 // # Why not otelgrpc
 //
@@ -44,8 +47,9 @@
 // per-message event is recorded, and in the driver it is started by an
 // interceptor, not a stats handler. The calls that carry no trace context
 // skip the propagators altogether, each method's final attributes are one
-// prebuilt slice per status code, and the resource attributes are handed to
-// the SDK's span from a pooled buffer (it copies them). What remains is the
+// prebuilt slice per status code, and the resource attributes are gathered
+// in a pooled buffer and handed over in one slice of the exact size (the API
+// does not promise that a span copies them). What remains is the
 // OpenTelemetry SDK's own span, which no instrumentation can avoid: its
 // recording span, its end-of-span snapshot and its attribute storage, about
 // 1.4 KB of allocations per sampled call.
@@ -59,7 +63,7 @@
 //
 // # Batching
 //
-// NewProviderFromEnv hands spans to each exporter through the SDK's own
+// otelenv.NewProvider hands spans to each exporter through the SDK's own
 // batch span processor (sdktrace.WithBatcher), with the specification's
 // queue, batch size, schedule and export timeout and the OTEL_BSP_*
 // variables. That processor wakes its export goroutine for every span

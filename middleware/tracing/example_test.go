@@ -18,7 +18,7 @@ import (
 // Here a span is started by hand, as the stats handler would for a call, so
 // the example runs without a network.
 func Example() {
-	// In a driver: tp, shutdown, err := tracing.NewProviderFromEnv(ctx)
+	// In a driver: tp, shutdown, err := otelenv.NewProvider(ctx)
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	defer func() { _ = tp.Shutdown(context.Background()) }()

@@ -8,6 +8,8 @@ import (
 	otelcodes "go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/csikit/csikit/middleware/tracing"
@@ -121,4 +123,27 @@ func TestErrorStatusCarriesTheFinalMessage(t *testing.T) {
 			t.Errorf("status = %v %q, want Error %q", s.Status.Code, s.Status.Description, "disk on fire")
 		}
 	})
+}
+
+func TestTracingOffForNoopProvider(t *testing.T) {
+	tests := []struct {
+		name string
+		tp   trace.TracerProvider
+	}{
+		{"nil provider", nil},
+		{"no-op provider, as otelenv.NewProvider returns when off", tracenoop.NewTracerProvider()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, ok := tracing.ServerOption(tt.tp).(grpc.EmptyServerOption); !ok {
+				t.Errorf("ServerOption installs a handler; want grpc.EmptyServerOption so tracing off costs nothing")
+			}
+			if tracing.ServerHandler(tt.tp) != nil {
+				t.Error("ServerHandler is not nil; want nil so tracing off installs nothing")
+			}
+			if tracing.UnarySpanInterceptor(tt.tp) != nil || tracing.StreamSpanInterceptor(tt.tp) != nil {
+				t.Error("a span interceptor is not nil; want nil so tracing off adds nothing to the chain")
+			}
+		})
+	}
 }

@@ -1,4 +1,4 @@
-package tracing_test
+package otelenv_test
 
 import (
 	"context"
@@ -8,14 +8,12 @@ import (
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
-	"google.golang.org/grpc"
 
-	"github.com/csikit/csikit/middleware/tracing"
+	"github.com/csikit/csikit/middleware/tracing/otelenv"
 )
 
-func TestNewProviderFromEnv(t *testing.T) {
+func TestNewProvider(t *testing.T) {
 	tests := []struct {
 		name    string
 		env     map[string]string
@@ -23,29 +21,29 @@ func TestNewProviderFromEnv(t *testing.T) {
 		wantErr bool
 	}{
 		{name: "off by default", env: nil},
-		{name: "none is off", env: map[string]string{tracing.EnvTracesExporter: "none"}},
+		{name: "none is off", env: map[string]string{otelenv.EnvTracesExporter: "none"}},
 		{name: "SDK disabled wins over an exporter", env: map[string]string{
-			tracing.EnvTracesExporter: "console", tracing.EnvSDKDisabled: "true"}},
-		{name: "console", env: map[string]string{tracing.EnvTracesExporter: "console"}, wantSDK: true},
-		{name: "otlp defaults to http/protobuf", env: map[string]string{tracing.EnvTracesExporter: "otlp"}, wantSDK: true},
+			otelenv.EnvTracesExporter: "console", otelenv.EnvSDKDisabled: "true"}},
+		{name: "console", env: map[string]string{otelenv.EnvTracesExporter: "console"}, wantSDK: true},
+		{name: "otlp defaults to http/protobuf", env: map[string]string{otelenv.EnvTracesExporter: "otlp"}, wantSDK: true},
 		{name: "otlp over grpc", env: map[string]string{
-			tracing.EnvTracesExporter: "otlp", tracing.EnvOTLPProtocol: "grpc"}, wantSDK: true},
+			otelenv.EnvTracesExporter: "otlp", otelenv.EnvOTLPProtocol: "grpc"}, wantSDK: true},
 		{name: "trace protocol wins over the general one", env: map[string]string{
-			tracing.EnvTracesExporter: "otlp", tracing.EnvOTLPProtocol: "http/json",
-			tracing.EnvOTLPTracesProtocol: "grpc"}, wantSDK: true},
+			otelenv.EnvTracesExporter: "otlp", otelenv.EnvOTLPProtocol: "http/json",
+			otelenv.EnvOTLPTracesProtocol: "grpc"}, wantSDK: true},
 		{name: "list with none and duplicates", env: map[string]string{
-			tracing.EnvTracesExporter: " OTLP, none ,otlp,console"}, wantSDK: true},
+			otelenv.EnvTracesExporter: " OTLP, none ,otlp,console"}, wantSDK: true},
 		{name: "unknown exporter is an error, not silence", env: map[string]string{
-			tracing.EnvTracesExporter: "jaeger"}, wantErr: true},
+			otelenv.EnvTracesExporter: "jaeger"}, wantErr: true},
 		{name: "unknown exporter after a good one", env: map[string]string{
-			tracing.EnvTracesExporter: "console,zipkin"}, wantErr: true},
+			otelenv.EnvTracesExporter: "console,zipkin"}, wantErr: true},
 		{name: "unsupported protocol", env: map[string]string{
-			tracing.EnvTracesExporter: "otlp", tracing.EnvOTLPProtocol: "http/json"}, wantErr: true},
+			otelenv.EnvTracesExporter: "otlp", otelenv.EnvOTLPProtocol: "http/json"}, wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, k := range []string{tracing.EnvTracesExporter, tracing.EnvSDKDisabled,
-				tracing.EnvOTLPProtocol, tracing.EnvOTLPTracesProtocol} {
+			for _, k := range []string{otelenv.EnvTracesExporter, otelenv.EnvSDKDisabled,
+				otelenv.EnvOTLPProtocol, otelenv.EnvOTLPTracesProtocol} {
 				t.Setenv(k, "")
 			}
 			// Nothing listens here; creating an exporter must not need a
@@ -54,7 +52,7 @@ func TestNewProviderFromEnv(t *testing.T) {
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
-			tp, shutdown, err := tracing.NewProviderFromEnv(t.Context())
+			tp, shutdown, err := otelenv.NewProvider(t.Context())
 			if tt.wantErr {
 				if err == nil {
 					t.Fatalf("want an error, got provider %T", tp)
@@ -62,7 +60,7 @@ func TestNewProviderFromEnv(t *testing.T) {
 				return
 			}
 			if err != nil {
-				t.Fatalf("NewProviderFromEnv: %v", err)
+				t.Fatalf("NewProvider: %v", err)
 			}
 			defer func() {
 				if err := shutdown(context.Background()); err != nil {
@@ -85,33 +83,10 @@ func TestNewProviderFromEnv(t *testing.T) {
 	}
 }
 
-func TestTracingOffForNoopProvider(t *testing.T) {
-	tests := []struct {
-		name string
-		tp   trace.TracerProvider
-	}{
-		{"nil provider", nil},
-		{"no-op provider, as NewProviderFromEnv returns when off", tracenoop.NewTracerProvider()},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if _, ok := tracing.ServerOption(tt.tp).(grpc.EmptyServerOption); !ok {
-				t.Errorf("ServerOption installs a handler; want grpc.EmptyServerOption so tracing off costs nothing")
-			}
-			if tracing.ServerHandler(tt.tp) != nil {
-				t.Error("ServerHandler is not nil; want nil so tracing off installs nothing")
-			}
-			if tracing.UnarySpanInterceptor(tt.tp) != nil || tracing.StreamSpanInterceptor(tt.tp) != nil {
-				t.Error("a span interceptor is not nil; want nil so tracing off adds nothing to the chain")
-			}
-		})
-	}
-}
-
-// TestNewProviderFromEnvHonoursBSP: spans leave through a batch span processor set from the
+// TestNewProviderHonoursBSP: spans leave through a batch span processor set from the
 // OTEL_BSP_* variables. With OTEL_BSP_SCHEDULE_DELAY at 1 ms, an ended span reaches the console
 // exporter with no flush, long before the 5 s default delay would have sent it.
-func TestNewProviderFromEnvHonoursBSP(t *testing.T) {
+func TestNewProviderHonoursBSP(t *testing.T) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -120,16 +95,16 @@ func TestNewProviderFromEnvHonoursBSP(t *testing.T) {
 		_ = w.Close()
 		_ = r.Close() // unblocks the reader below if it is still waiting
 	})
-	t.Setenv(tracing.EnvSDKDisabled, "")
-	t.Setenv(tracing.EnvTracesExporter, "console")
+	t.Setenv(otelenv.EnvSDKDisabled, "")
+	t.Setenv(otelenv.EnvTracesExporter, "console")
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "1")
 	// The console exporter takes os.Stdout when it is created.
 	stdout := os.Stdout
 	os.Stdout = w
-	tp, shutdown, err := tracing.NewProviderFromEnv(t.Context())
+	tp, shutdown, err := otelenv.NewProvider(t.Context())
 	os.Stdout = stdout
 	if err != nil {
-		t.Fatalf("NewProviderFromEnv: %v", err)
+		t.Fatalf("NewProvider: %v", err)
 	}
 	defer func() {
 		if err := shutdown(context.Background()); err != nil {

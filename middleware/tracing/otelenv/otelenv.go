@@ -1,4 +1,12 @@
-package tracing
+// Package otelenv builds an OpenTelemetry TracerProvider from the standard OTEL_* environment
+// variables: the OpenTelemetry SDK, the OTLP exporters (HTTP and gRPC) and the console exporter,
+// each fed by the SDK's batch span processor.
+//
+// It is apart from package tracing, whose interceptors need only the OpenTelemetry API, so that a
+// driver links the SDK and its exporters only when it asks for them: plugin.Run never does, and
+// cmdline.Settings.Tracing, which every example calls, is the usual way in. A driver that builds
+// its own provider passes it as plugin.Config.TracerProvider and needs neither.
+package otelenv
 
 import (
 	"context"
@@ -16,7 +24,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
 
-// Environment variables NewProviderFromEnv reads itself. The exporters and
+// Environment variables NewProvider reads itself. The exporters and
 // the SDK read the rest (OTEL_EXPORTER_OTLP_ENDPOINT, _HEADERS, _TIMEOUT, TLS
 // settings, OTEL_BSP_* for the batch span processor, OTEL_TRACES_SAMPLER,
 // OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES).
@@ -46,13 +54,13 @@ const (
 // noShutdown is the shutdown of a provider that holds nothing.
 func noShutdown(context.Context) error { return nil }
 
-// NewProviderFromEnv returns the TracerProvider the standard OpenTelemetry
+// NewProvider returns the TracerProvider the standard OpenTelemetry
 // environment variables ask for, and the function that flushes and stops it
 // (call it once, at exit).
 //
 // Tracing is off by default: unless OTEL_TRACES_EXPORTER names an exporter,
 // or when OTEL_SDK_DISABLED is "true", the provider is a no-op, which
-// ServerOption recognises and turns into no handler at all.
+// package tracing recognises and turns into no span and no handler at all.
 // OTEL_TRACES_EXPORTER is a comma-separated list of:
 //
 //   - "otlp": OTLP over the protocol in OTEL_EXPORTER_OTLP_TRACES_PROTOCOL or
@@ -70,7 +78,7 @@ func noShutdown(context.Context) error { return nil }
 // driver can set, for example, sdktrace.WithResource with its own name.
 // An unknown exporter or protocol is an error, so a typo does not silently
 // turn tracing off.
-func NewProviderFromEnv(ctx context.Context, opts ...sdktrace.TracerProviderOption) (trace.TracerProvider, func(context.Context) error, error) {
+func NewProvider(ctx context.Context, opts ...sdktrace.TracerProviderOption) (trace.TracerProvider, func(context.Context) error, error) {
 	if strings.EqualFold(strings.TrimSpace(os.Getenv(EnvSDKDisabled)), "true") {
 		return tracenoop.NewTracerProvider(), noShutdown, nil
 	}
@@ -129,21 +137,21 @@ func newExporter(ctx context.Context, name string) (sdktrace.SpanExporter, error
 		case protocolHTTPProto:
 			e, err = otlptracehttp.New(ctx)
 		default:
-			return nil, fmt.Errorf("tracing: unsupported OTLP protocol %q (want %s or %s)",
+			return nil, fmt.Errorf("unsupported OTLP protocol %q (want %s or %s)",
 				protocol, protocolHTTPProto, protocolGRPC)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("tracing: create otlp exporter: %w", err)
+			return nil, fmt.Errorf("create otlp exporter: %w", err)
 		}
 		return e, nil
 	case exporterConsole:
 		e, err := stdouttrace.New(stdouttrace.WithWriter(os.Stdout))
 		if err != nil {
-			return nil, fmt.Errorf("tracing: create console exporter: %w", err)
+			return nil, fmt.Errorf("create console exporter: %w", err)
 		}
 		return e, nil
 	}
-	return nil, fmt.Errorf("tracing: unsupported %s value %q (want %s, %s or %s)",
+	return nil, fmt.Errorf("unsupported %s value %q (want %s, %s or %s)",
 		EnvTracesExporter, name, exporterOTLP, exporterConsole, exporterNone)
 }
 
