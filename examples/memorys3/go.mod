@@ -13,7 +13,6 @@ require (
 	github.com/minio/minio-go/v7 v7.4.1
 	go.etcd.io/bbolt v1.5.0
 	go.uber.org/zap v1.28.0
-	golang.org/x/net v0.60.0
 	google.golang.org/grpc v1.85.0
 	sigs.k8s.io/container-object-storage-interface/proto v0.2.2
 )
@@ -77,6 +76,7 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/mod v0.41.0 // indirect
+	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sync v0.23.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
