@@ -41,10 +41,11 @@
 //
 // Backends return plain Go errors wrapping the sentinels (ErrNotFound, ErrAlreadyExists, ErrInUse,
 // ErrUnsupported, ErrOutOfRange, ErrResourceExhausted, ...), which every protocol csikit serves
-// shares. The plugin turns them into the code each RPC's error table demands: DeleteVolume of a
-// missing volume is OK, NodePublishVolume of an unsupported capability is FAILED_PRECONDITION,
-// anything unknown is INTERNAL with a message that names the RPC. A gRPC status returned as is
-// keeps its code; status details are always dropped.
+// shares. The plugin turns them into the code each RPC's error table demands, and each
+// sentinel's doc lists the CSI answers: DeleteVolume of a missing volume is OK while
+// NodeUnpublishVolume of one is NOT_FOUND, NodePublishVolume of an unsupported capability is
+// FAILED_PRECONDITION, anything unknown is INTERNAL with a message that names the RPC. A gRPC
+// status returned as is keeps its code; status details are always dropped.
 //
 // # Listings
 //

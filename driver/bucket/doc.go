@@ -30,6 +30,35 @@
 // and redaction of every credential in logs, errors and panics, and of every parameter value whose
 // key looks secret.
 //
+// # Errors
+//
+// The plugin answers the sentinels of package driver with these codes, in both versions (the
+// table the CSI RPCs use, with COSI's rows):
+//
+//   - driver.ErrNotFound: NOT_FOUND, but OK from DriverDeleteBucket and DriverRevokeBucketAccess.
+//   - driver.ErrAlreadyExists: ALREADY_EXISTS. A v1alpha1 DriverGrantBucketAccess answers
+//     FAILED_PRECONDITION instead (any ALREADY_EXISTS, the backend's status too), because the
+//     v1alpha1 sidecar crashes on ALREADY_EXISTS from a grant.
+//   - driver.ErrInUse: FAILED_PRECONDITION.
+//   - driver.ErrFailedPrecondition: FAILED_PRECONDITION.
+//   - driver.ErrUnsupported: INVALID_ARGUMENT.
+//   - driver.ErrInvalidArgument: INVALID_ARGUMENT.
+//   - driver.ErrOutOfRange: OUT_OF_RANGE. COSI reserves OUT_OF_RANGE for a grant of several
+//     buckets the driver cannot put behind one access, so from a grant of one bucket it is a
+//     plugin bug, answered INTERNAL. Without plugin.COSIConfig.MultiBucketAccess the plugin
+//     answers a grant of several buckets OUT_OF_RANGE itself, before the backend is called.
+//   - driver.ErrResourceExhausted: RESOURCE_EXHAUSTED.
+//   - driver.ErrPending: ABORTED.
+//   - driver.ErrUnauthenticated: UNAUTHENTICATED.
+//   - driver.ErrPermissionDenied: PERMISSION_DENIED.
+//   - driver.ErrUnavailable: UNAVAILABLE.
+//
+// Errors that are not sentinels follow the rules in package driver's documentation of the
+// sentinels: context errors keep their meaning, a gRPC status returned as it is keeps its code,
+// anything else is INTERNAL. The sidecar treats INVALID_ARGUMENT, ALREADY_EXISTS, UNIMPLEMENTED
+// and OUT_OF_RANGE as final, so never return them (or the sentinels behind them) for a transient
+// fault: that is driver.ErrUnavailable.
+//
 // # IDs are not paths
 //
 // Bucket and account IDs are opaque keys the backend chooses. The plugin checks only their shape,

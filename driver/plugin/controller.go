@@ -144,8 +144,11 @@ func (s *controllerServer) ValidateVolumeCapabilities(ctx context.Context, req *
 		Secrets:           req.GetSecrets(),
 		Raw:               req,
 	})
-	if err != nil && !isUnsupported(err) {
-		return nil, mapError(rpcValidateVolumeCaps, err)
+	if err != nil {
+		if st := mapError(rpcValidateVolumeCaps, err); st != nil {
+			return nil, st
+		}
+		// The table answers OK: the backend declined (ErrUnsupported), with err as the reason.
 	}
 	if declined != nil {
 		return &csi.ValidateVolumeCapabilitiesResponse{Message: fitString(status.Convert(declined).Message())}, nil

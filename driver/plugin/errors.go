@@ -11,7 +11,8 @@ import (
 )
 
 // mapError turns a backend error into the status the RPC's error table demands. It returns nil
-// when the error means success for this RPC (not found on a delete).
+// when the error means success for this RPC (not found on a delete, unsupported on
+// ValidateVolumeCapabilities, whose handler then declines).
 //
 // The sentinels decide first, wherever they are in the chain. A gRPC status keeps its code when
 // the backend returned it as is; wrapped deeper (an upstream SDK's status inside the backend's
@@ -71,6 +72,9 @@ func codeFor(r rpc, err error) codes.Code {
 	case errors.Is(err, driver.ErrInUse), errors.Is(err, driver.ErrFailedPrecondition):
 		return codes.FailedPrecondition
 	case errors.Is(err, driver.ErrUnsupported):
+		if spec.unsupportedDeclines {
+			return codes.OK
+		}
 		return spec.unsupported
 	case errors.Is(err, driver.ErrInvalidArgument), errors.Is(err, driver.ErrGroupMember):
 		return codes.InvalidArgument

@@ -271,5 +271,3 @@ func matches(req *csi.ListSnapshotsRequest, sn *driver.Snapshot) bool {
 }
 
 func wrapInt64(v int64) *wrapperspb.Int64Value { return wrapperspb.Int64(v) }
-
-func isUnsupported(err error) bool { return errors.Is(err, driver.ErrUnsupported) }

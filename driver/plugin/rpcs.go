@@ -132,6 +132,9 @@ type rpcSpec struct {
 	// unsupported is the code for ErrUnsupported: INVALID_ARGUMENT, except where the spec's table
 	// calls an unsupported capability a failed precondition (NodeStage, NodePublish).
 	unsupported codes.Code
+	// unsupportedDeclines: ErrUnsupported is an answer, not a failure (ValidateVolumeCapabilities:
+	// OK, unconfirmed, with the error's text as the message). It overrides unsupported.
+	unsupportedDeclines bool
 	// stream marks a server-streaming RPC.
 	stream bool
 	// unknown marks a method of a served service that has no entry in rpcTable (a newer spec's
@@ -225,7 +228,7 @@ func buildRPCTable() map[rpc]*rpcSpec {
 			ctrlCap:    csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME,
 			goneIsDone: true, keepNotFoundStatus: true,
 			locks: keys(func(r *csi.ControllerUnpublishVolumeRequest) []idempotency.Key { return volumeKey(r.GetVolumeId()) })},
-		{name: rpcValidateVolumeCaps, service: svcController},
+		{name: rpcValidateVolumeCaps, service: svcController, unsupportedDeclines: true},
 		{name: rpcListVolumes, service: svcController, serves: []reflect.Type{typeOf[driver.VolumeLister](), typeOf[driver.VolumePageLister]()},
 			ctrlCap: csi.ControllerServiceCapability_RPC_LIST_VOLUMES},
 		{name: rpcGetCapacity, service: svcController, serves: []reflect.Type{typeOf[driver.CapacityReporter]()},

@@ -17,6 +17,27 @@
 // CreateVolumeGroupRequest.Fingerprint and CheckExisting decide a repeated one, as for CSI's
 // create-by-name calls.
 //
+// # Errors
+//
+// The plugin answers the sentinels of package driver with these codes (seed 001's error table):
+//
+//   - driver.ErrNotFound: NOT_FOUND, but OK from DeleteVolumeGroup: a delete of what is gone has
+//     reached its goal.
+//   - driver.ErrAlreadyExists: ALREADY_EXISTS.
+//   - driver.ErrInUse: FAILED_PRECONDITION.
+//   - driver.ErrFailedPrecondition: FAILED_PRECONDITION.
+//   - driver.ErrUnsupported: INVALID_ARGUMENT.
+//   - driver.ErrInvalidArgument: INVALID_ARGUMENT.
+//   - driver.ErrOutOfRange: OUT_OF_RANGE.
+//   - driver.ErrResourceExhausted: RESOURCE_EXHAUSTED.
+//   - driver.ErrPending: ABORTED.
+//   - driver.ErrUnauthenticated: UNAUTHENTICATED.
+//   - driver.ErrPermissionDenied: PERMISSION_DENIED.
+//   - driver.ErrUnavailable: UNAVAILABLE.
+//
+// Errors that are not sentinels follow the rules in package driver's documentation of the
+// sentinels.
+//
 // The proto has no capability RPC, so the plugin lists the group RPCs it serves in
 // GetPluginInfo's manifest (plugin.ManifestVolumeGroupRPCs) and answers UNIMPLEMENTED for the
 // rest. driver/memdriver implements this contract in memory; examples/hostpath on disk.
