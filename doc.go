@@ -15,7 +15,8 @@
 //   - driver/plugin: the server: Config, New, Run, Serve, NewServer and Register; the RPC table,
 //     the interceptor chain, capability derivation, error mapping and the COSI wire adapters.
 //   - driver/cmdline: the shared operator knobs (CSI_ENDPOINT, LOG_LEVEL, metrics, tracing and
-//     their flags); Settings.Tracing is how a driver opts in to the OTEL_* variables.
+//     their flags); Settings.Apply puts them all into a plugin.Config, and is how a driver opts
+//     in to the OTEL_* variables.
 //   - driver/endpoint, driver/httpserve: endpoint parsing and safe unix socket listening; the
 //     diagnostics HTTP endpoint.
 //   - driver/nodemount: node-side mounting that is easy to get wrong.

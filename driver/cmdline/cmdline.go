@@ -1,9 +1,16 @@
-// Package cmdline gives every plugin binary the same operator knobs: the endpoint from
-// CSI_ENDPOINT and the log level from LOG_LEVEL, each overridable by a flag (--endpoint,
-// --log-level), with defaults that let the binary start with no arguments at all; the
-// diagnostics HTTP endpoint (--http-endpoint); and OpenTelemetry tracing from the standard OTEL_*
-// variables (Tracing), which is also what links the OpenTelemetry SDK and its exporters into a
-// binary: plugin.Run alone links neither.
+// Package cmdline gives every plugin binary the same operator knobs, with defaults that let the
+// binary start with no arguments at all:
+//
+//   - --endpoint, default $CSI_ENDPOINT (COSI drivers: $COSI_ENDPOINT), else the driver's default:
+//     where the plugin listens;
+//   - --log-level, default $LOG_LEVEL, else info: what is logged (debug: redacted payloads);
+//   - --http-endpoint (and its deprecated spelling --metrics-address) and --metrics-path: the
+//     diagnostics HTTP server (/metrics, /healthz, /readyz), off by default;
+//   - the standard OTEL_* variables: OpenTelemetry tracing, off unless they name an exporter.
+//
+// Register adds the flags; after parsing, Settings.Apply puts all of it into a plugin.Config in
+// one call and returns the flush to defer. This package, through Apply and Tracing, is also what
+// brings the OpenTelemetry SDK and its exporters into a binary: plugin.Run alone links neither.
 package cmdline
 
 import (
@@ -34,7 +41,8 @@ type Defaults struct {
 	LogLevel string
 }
 
-// Settings holds the resolved values after flag parsing.
+// Settings holds the values the flags resolved to, once the flag set is parsed. Apply puts them
+// into a plugin.Config.
 type Settings struct {
 	// Endpoint is where the plugin listens.
 	Endpoint string
@@ -50,8 +58,23 @@ type Settings struct {
 	MetricsPath string
 }
 
-// Register adds --endpoint and --log-level to fs. Precedence: flag, then environment, then
-// default. Read the returned Settings after fs.Parse.
+// Register adds the operator's flags to fs and returns the Settings they fill; read them after
+// fs.Parse, or hand them all to a plugin.Config with Settings.Apply. The flags:
+//
+//   - --endpoint: where the plugin listens, unix:///abs/path.sock. Default: the variable
+//     d.EndpointEnv names ($CSI_ENDPOINT when empty), else d.Endpoint.
+//   - --log-level: debug, info, warn or error; debug logs redacted request and response payloads.
+//     Default: $LOG_LEVEL, else d.LogLevel, else info.
+//   - --http-endpoint: the TCP address (":8080") of the diagnostics HTTP server, which serves
+//     /metrics, /healthz and /readyz, as the CSI sidecars' flag of that name does. Default: none,
+//     no HTTP server.
+//   - --metrics-address: the sidecars' deprecated spelling of --http-endpoint, accepted so that
+//     manifests written for them work; Apply and Diagnostics refuse both at once.
+//   - --metrics-path: the HTTP path of the Prometheus metrics. Default: /metrics.
+//
+// For --endpoint and --log-level the flag wins over the variable, which wins over the default; a
+// variable set to the empty string counts as unset. The help text (-h) states each default once,
+// naming the variable and the value used without it.
 func Register(fs *flag.FlagSet, d Defaults) *Settings {
 	env := d.EndpointEnv
 	if env == "" {
@@ -62,21 +85,77 @@ func Register(fs *flag.FlagSet, d Defaults) *Settings {
 		level = "info"
 	}
 	s := &Settings{}
+	endpointDefault := "$" + env
+	if d.Endpoint != "" {
+		endpointDefault += fmt.Sprintf(", else %q", d.Endpoint)
+	}
 	fs.StringVar(&s.Endpoint, "endpoint", envOr(env, d.Endpoint),
-		fmt.Sprintf("where to listen: unix:///abs/path.sock (default from $%s)", env))
+		fmt.Sprintf("where to listen: unix:///abs/path.sock (default %s)", endpointDefault))
 	fs.StringVar(&s.LogLevel, "log-level", envOr("LOG_LEVEL", level),
-		"debug, info, warn or error; debug logs redacted payloads (default from $LOG_LEVEL)")
+		fmt.Sprintf("debug, info, warn or error; debug logs redacted payloads (default $LOG_LEVEL, else %s)", level))
+	// The usage above states these two defaults, variable first; the flag package would add the
+	// value resolved now as a second "(default ...)". An empty DefValue (the field exists for the
+	// usage message) keeps it to one.
+	fs.Lookup("endpoint").DefValue = ""
+	fs.Lookup("log-level").DefValue = ""
 	fs.StringVar(&s.HTTPEndpoint, "http-endpoint", "",
-		"TCP address (e.g. :8080) of the HTTP server for /metrics, /healthz and /readyz; empty serves none")
+		"TCP address (e.g. :8080) of the HTTP server for /metrics, /healthz and /readyz (default none: no HTTP server)")
 	fs.StringVar(&s.MetricsAddress, "metrics-address", "",
-		"deprecated: use --http-endpoint")
+		"deprecated spelling of --http-endpoint; setting both is an error")
 	fs.StringVar(&s.MetricsPath, "metrics-path", "/metrics", "HTTP path of the Prometheus metrics")
 	return s
 }
 
+// Apply puts everything the settings hold into cfg, so that a binary cannot forget a part: a
+// Config without Endpoint listens on $CSI_ENDPOINT whatever --endpoint said, and one without
+// Logger logs nothing.
+//
+//   - Endpoint: the --endpoint value (flag, variable or default) when it is not empty. It wins
+//     over an Endpoint already in cfg: it is the operator's choice, or the driver's own default.
+//   - Logger: a logger at --log-level, as Logger builds it, unless cfg.Logger is set already. A
+//     driver whose backend needs the logger before Apply builds it with Logger and sets
+//     cfg.Logger to it first.
+//   - HTTPEndpoint, MetricsPath and Metrics: from the HTTP flags, as Diagnostics sets them.
+//   - TracerProvider: from the OTEL_* variables, as Tracing sets it (a provider already in cfg
+//     is kept).
+//
+// On error cfg is left as it was. Defer flush right after Apply: deferred calls run after Run
+// returns, once the in-flight calls have drained, and flush then sends the spans of the last
+// calls (within five seconds) and syncs the logger Apply built.
+func (s *Settings) Apply(ctx context.Context, cfg *plugin.Config) (flush func(), err error) {
+	c := *cfg
+	if s.Endpoint != "" {
+		c.Endpoint = s.Endpoint
+	}
+	var built *zap.Logger
+	if c.Logger == nil {
+		if built, err = s.Logger(); err != nil {
+			return nil, err
+		}
+		c.Logger = built
+	}
+	if err := s.Diagnostics(&c); err != nil {
+		return nil, err
+	}
+	// Last: the only step that starts something (an exporter), so nothing is left to undo when
+	// an earlier one fails.
+	flushTraces, err := s.Tracing(ctx, &c)
+	if err != nil {
+		return nil, err
+	}
+	*cfg = c
+	return func() {
+		flushTraces()
+		if built != nil {
+			_ = built.Sync() // stderr: nothing to do about a failure at exit
+		}
+	}, nil
+}
+
 // Diagnostics turns the HTTP flags into cfg's settings: with --http-endpoint (or the deprecated
-// --metrics-address) set, a new Prometheus registry as cfg.Metrics, the address and the metrics
-// path. Without either, cfg is left as it is and no metric is recorded.
+// --metrics-address) set, the address, the metrics path and, unless the driver set cfg.Metrics
+// to a registry of its own, a new Prometheus registry as cfg.Metrics. Without either flag, cfg
+// is left as it is and no metric is recorded. Apply calls it.
 func (s *Settings) Diagnostics(cfg *plugin.Config) error {
 	addr := s.HTTPEndpoint
 	if s.MetricsAddress != "" {
@@ -88,7 +167,9 @@ func (s *Settings) Diagnostics(cfg *plugin.Config) error {
 	if addr == "" {
 		return nil
 	}
-	cfg.Metrics = prometheus.NewRegistry()
+	if cfg.Metrics == nil {
+		cfg.Metrics = prometheus.NewRegistry()
+	}
 	cfg.HTTPEndpoint = addr
 	cfg.MetricsPath = s.MetricsPath
 	return nil
@@ -107,7 +188,7 @@ const flushTimeout = 5 * time.Second
 //
 // Call flush once the plugin has stopped (defer it after Run, which returns after the in-flight
 // calls have drained): it sends the spans of the last calls, within five seconds, and logs a
-// failure as a warning on cfg.Logger (set cfg.Logger first).
+// failure as a warning on cfg.Logger (set cfg.Logger first). Apply calls it.
 func (s *Settings) Tracing(ctx context.Context, cfg *plugin.Config) (flush func(), err error) {
 	if cfg.TracerProvider != nil {
 		return func() {}, nil
@@ -137,7 +218,8 @@ func envOr(name, def string) string {
 	return def
 }
 
-// Logger builds a JSON logger to stderr at the configured level.
+// Logger builds a JSON logger to stderr at the configured level; each call builds a new one.
+// Apply calls it when cfg.Logger is not set.
 //
 // Entries carry no stack trace, except at DPanic and above: a failed call is
 // logged at warn or error by the logging middleware, and a 20-frame trace of

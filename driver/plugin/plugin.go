@@ -59,7 +59,7 @@ type Config struct {
 	VolumeGroups *VolumeGroupConfig
 	// COSI serves object buckets over COSI (v1alpha1 and v1alpha2 on the same socket); nil when
 	// the plugin has none. A plugin with COSI and no CSI backend serves no CSI service, and Run
-	// listens on $COSI_ENDPOINT.
+	// listens on $COSI_ENDPOINT when Endpoint is empty.
 	COSI *COSIConfig
 	// Prober is an extra readiness check beside any Probe method of the backends.
 	Prober driver.Prober
@@ -94,7 +94,11 @@ type Config struct {
 	// breaks it. Meant for tests and conformance runs; it costs a walk of every response.
 	CheckResponses bool
 
-	// Endpoint is where Run listens; empty means $CSI_ENDPOINT.
+	// Endpoint is where Run listens: unix:///abs/path.sock (COSI: a name ending in ".sock"), or
+	// tcp://host:port with AllowTCP. Empty means $CSI_ENDPOINT; for a plugin whose only backend is
+	// COSI it means $COSI_ENDPOINT, and for one with COSI and a CSI or volume-group backend,
+	// $CSI_ENDPOINT, else $COSI_ENDPOINT. A binary that takes its endpoint from a flag must put it
+	// here: cmdline.Settings.Apply does.
 	Endpoint string
 	// AllowTCP lets Endpoint be tcp://host:port (a debugging extension, never a default).
 	AllowTCP bool
@@ -335,8 +339,9 @@ func (d *Plugin) Serve(ctx context.Context, lis net.Listener) error {
 	return nil
 }
 
-// Run listens on Config.Endpoint (or $CSI_ENDPOINT) and serves until ctx is done or the process
-// gets SIGTERM or SIGINT, then shuts down gracefully and removes the socket.
+// Run listens on Config.Endpoint (when empty, $CSI_ENDPOINT or $COSI_ENDPOINT, as Config.Endpoint
+// says) and serves until ctx is done or the process gets SIGTERM or SIGINT, then shuts down
+// gracefully and removes the socket.
 func (d *Plugin) Run(ctx context.Context) error {
 	ep, err := d.endpoint()
 	if err != nil {
@@ -394,19 +399,36 @@ func (d *Plugin) readyWhenProbed(ctx context.Context) {
 // endpoint is where Run listens: Config.Endpoint, else $CSI_ENDPOINT, else (for a plugin that
 // serves COSI) $COSI_ENDPOINT. An endpoint that serves COSI follows COSI's rules: a unix socket
 // whose path ends in ".sock", never TCP, since the COSI sidecar connects to nothing else.
+//
+// Its errors say where Run looked, and nothing about flags: Run never sees them, and the usual
+// cause of a missing endpoint is a binary that parsed one and did not put it in Config.Endpoint.
 func (d *Plugin) endpoint() (endpoint.Endpoint, error) {
-	raw, from := d.cfg.Endpoint, "Config.Endpoint"
-	if raw == "" && d.b.servesCSI() {
-		raw, from = os.Getenv("CSI_ENDPOINT"), "CSI_ENDPOINT"
+	var vars []string // the variables Run reads, in order, when Config.Endpoint is empty
+	if d.b.servesCSI() {
+		vars = append(vars, "CSI_ENDPOINT")
 	}
-	if raw == "" && d.b.buckets != nil {
-		raw, from = os.Getenv("COSI_ENDPOINT"), "COSI_ENDPOINT"
+	if d.b.buckets != nil {
+		vars = append(vars, "COSI_ENDPOINT")
+	}
+	raw, from := d.cfg.Endpoint, "Config.Endpoint"
+	for _, v := range vars {
+		if raw != "" {
+			break
+		}
+		raw, from = os.Getenv(v), v+" (read because Config.Endpoint is empty)"
 	}
 	if raw == "" {
-		if d.b.servesCSI() {
-			return endpoint.Endpoint{}, errors.New("no endpoint: set CSI_ENDPOINT (e.g. unix:///csi/csi.sock) or Config.Endpoint")
+		unset := "$" + vars[0] + " is not set; set either"
+		if len(vars) == 2 {
+			unset = "neither $" + vars[0] + " nor $" + vars[1] + " is set; set one of them"
 		}
-		return endpoint.Endpoint{}, errors.New("no endpoint: set COSI_ENDPOINT (e.g. unix:///var/lib/cosi/cosi.sock) or Config.Endpoint")
+		example := "unix:///csi/csi.sock"
+		if !d.b.servesCSI() {
+			example = "unix:///var/lib/cosi/cosi.sock"
+		}
+		return endpoint.Endpoint{}, fmt.Errorf("no endpoint to listen on: Config.Endpoint is empty and %s (e.g. %s); "+
+			"a binary that takes the endpoint on its command line must put it in Config.Endpoint (cmdline.Settings.Apply does)",
+			unset, example)
 	}
 	opts := endpoint.ParseOptions{AllowTCP: d.cfg.AllowTCP}
 	if d.b.buckets != nil {

@@ -656,3 +656,59 @@ func TestPluginCapabilitiesAreTheSameInEveryMode(t *testing.T) {
 		}
 	}
 }
+
+// TestRunSaysWhereTheEndpointComesFrom: without an endpoint, Run names the places it looked
+// (Config.Endpoint and the variables this plugin reads, no others) and how a binary with an
+// endpoint flag gets it there; it blames no flag, since it never sees one. An endpoint it cannot
+// use is reported with where it came from.
+func TestRunSaysWhereTheEndpointComesFrom(t *testing.T) {
+	csiOnly := plugin.Config{Name: "ep.example.com", VendorVersion: "1", Controller: minimal{}, Node: minimal{}}
+	cosiOnly := bucketConfig(memdriver.NewBuckets("e", "r"))
+	both := cosiOnly
+	both.Controller, both.Node = minimal{}, minimal{}
+	relative := csiOnly
+	relative.Endpoint = "unix://relative.sock"
+	for _, tc := range []struct {
+		name      string
+		cfg       plugin.Config
+		env       map[string]string
+		want      []string
+		forbidden []string
+	}{
+		{"CSI", csiOnly, nil,
+			[]string{"Config.Endpoint is empty and $CSI_ENDPOINT is not set", "unix:///csi/csi.sock", "cmdline.Settings.Apply"},
+			[]string{"COSI", "--endpoint", "flag"}},
+		{"COSI only", cosiOnly, nil,
+			[]string{"Config.Endpoint is empty and $COSI_ENDPOINT is not set", "unix:///var/lib/cosi/cosi.sock", "cmdline.Settings.Apply"},
+			[]string{"$CSI_ENDPOINT", "--endpoint", "flag"}},
+		{"CSI and COSI", both, nil,
+			[]string{"neither $CSI_ENDPOINT nor $COSI_ENDPOINT is set"}, nil},
+		{"a bad variable", csiOnly, map[string]string{"CSI_ENDPOINT": "unix://relative.sock"},
+			[]string{"CSI_ENDPOINT (read because Config.Endpoint is empty): ", "absolute"}, nil},
+		{"a bad Config.Endpoint", relative, map[string]string{"CSI_ENDPOINT": "unix:///csi/csi.sock"},
+			[]string{"Config.Endpoint: ", "absolute"}, []string{"CSI_ENDPOINT"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("CSI_ENDPOINT", tc.env["CSI_ENDPOINT"])
+			t.Setenv("COSI_ENDPOINT", tc.env["COSI_ENDPOINT"])
+			p, err := plugin.New(tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = p.Run(t.Context())
+			if err == nil {
+				t.Fatal("Run without a usable endpoint succeeded")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Run: %v\nwant it to mention %q", err, w)
+				}
+			}
+			for _, f := range tc.forbidden {
+				if strings.Contains(err.Error(), f) {
+					t.Errorf("Run: %v\nmentions %q", err, f)
+				}
+			}
+		})
+	}
+}

@@ -127,12 +127,9 @@ func run(ctx context.Context, args []string) error {
 	}
 	defer hp.Close()
 	cfg := hp.Config()
-	cfg.Logger = logger
-	cfg.Endpoint = settings.Endpoint
-	if err := settings.Diagnostics(&cfg); err != nil {
-		return err
-	}
-	flush, err := settings.Tracing(ctx, &cfg)
+	cfg.Logger = logger // the one the backend logs to; Apply keeps it
+	// The rest of the flags and variables: --endpoint, --http-endpoint, the OTEL_* tracing.
+	flush, err := settings.Apply(ctx, &cfg)
 	if err != nil {
 		return err
 	}

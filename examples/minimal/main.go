@@ -201,20 +201,14 @@ func main() {
 }
 
 func run(ctx context.Context, settings *cmdline.Settings, root string) error {
-	logger, err := settings.Logger()
-	if err != nil {
-		return err
-	}
 	cfg := config(root)
-	cfg.Logger, cfg.Endpoint = logger, settings.Endpoint
-	if err := settings.Diagnostics(&cfg); err != nil { // --http-endpoint: /metrics, /healthz, /readyz
-		return err
-	}
-	flush, err := settings.Tracing(ctx, &cfg) // OTEL_TRACES_EXPORTER=otlp or console: spans leave
+	// --endpoint, --log-level, --http-endpoint (/metrics, /healthz, /readyz) and the OTEL_*
+	// variables (OTEL_TRACES_EXPORTER=otlp or console: spans leave), all into cfg.
+	flush, err := settings.Apply(ctx, &cfg)
 	if err != nil {
 		return err
 	}
-	defer flush()
+	defer flush() // after Run: the last spans leave, the log is synced
 	d, err := plugin.New(cfg)
 	if err != nil {
 		return err
