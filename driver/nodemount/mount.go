@@ -25,9 +25,13 @@ import (
 // subtype shows; "nfs" also matches the "nfs4" of an NFSv4 mount), the source (paths compared
 // cleaned, so "host:/export/" is "host:/export"), read-only, the per-mount flags the kernel keeps
 // for every filesystem (nosuid, nodev, noexec, noatime, nodiratime, nosymfollow and their
-// opposites), and, for tmpfs, whose options the kernel shows as they were set, size, nr_blocks,
-// nr_inodes, mode, uid, gid and huge. Other filesystems' own options are not compared: NFS shows
-// negotiated values (vers=4 becomes vers=4.2) and FUSE daemons keep theirs to themselves. So that
+// opposites), and, for tmpfs, size, nr_blocks, nr_inodes, mode, uid, gid and huge. The kernel
+// shows those in a form of its own, not as they were set: a size rounded up to whole pages and
+// written in KiB (size=5246976 shows as size=5124k, size=50% as the KiB of half the memory),
+// nr_blocks as that size too, a mode in octal, and a value left out when it is the default (half
+// the memory, 1777, root); Mount converts the requested options to that form before comparing.
+// Other filesystems' own options are not compared: NFS shows negotiated values (vers=4 becomes
+// vers=4.2) and FUSE daemons keep theirs to themselves. So that
 // a repeated call always recognises what the first one mounted, Mount checks the new mount the
 // same way and, if the table shows it otherwise (a source the helper renamed), unmounts it and
 // fails with an error naming what the table shows.

@@ -347,6 +347,9 @@ func TestTmpfsShownIsHowTheKernelShowsAnOption(t *testing.T) {
 	}
 	if page != 4096 {
 		t.Logf("page size %d", page)
+	} else if _, v, _ := tmpfsShown("size", "5246976"); v != "5124k" {
+		// The example Mount's doc gives of a size the kernel does not show as it was set.
+		t.Errorf("size=5246976 shows as size=%s, want 5124k", v)
 	}
 }
 

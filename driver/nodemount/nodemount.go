@@ -307,8 +307,13 @@ func (m *Mounter) Unpublish(target string) error {
 // RemoveTarget removes what Bind, Mount and FormatAndMount create at a target, an empty directory
 // or an empty regular file, once it is no longer a mount point. Anything else there (a directory or
 // file with content, a link, a device node) is left alone, never deleted: with nothing mounted,
-// its content is not a volume's. Removing through a mount would delete the volume's data, so a
-// target that is still a mount point is an error.
+// its content is not a volume's, and RemoveTarget returns nil. Removing through a mount would
+// delete the volume's data, so a target that is still a mount point is an error wrapping
+// driver.ErrFailedPrecondition.
+//
+// A target that does not exist is already removed: RemoveTarget returns nil, also when its parent
+// does not exist or is not a directory, so that a retried NodeUnpublishVolume whose CO has
+// cleaned up the parent succeeds.
 func RemoveTarget(target string) error {
 	p, err := Canonical(target)
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
@@ -324,8 +329,8 @@ func RemoveTarget(target string) error {
 	}
 	fi, err := os.Lstat(p)
 	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return nil
+	case errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ENOTDIR):
+		return nil // ENOTDIR: the parent is a file, so there is no target
 	case err != nil:
 		return fmt.Errorf("inspect target: %w", err)
 	case fi.IsDir():

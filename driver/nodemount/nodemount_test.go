@@ -217,6 +217,32 @@ func TestRemoveTargetRemovesOnlyWhatBindCreates(t *testing.T) {
 	}
 }
 
+// TestRemoveTargetOfNothingIsNil: a target that is not there is removed already, whatever is
+// missing on the way to it, as the doc promises.
+func TestRemoveTargetOfNothingIsNil(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "a-file")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, target := range map[string]string{
+		"missing target":              filepath.Join(dir, "target"),
+		"missing parent":              filepath.Join(dir, "parent", "target"),
+		"missing grandparent":         filepath.Join(dir, "grand", "parent", "target"),
+		"parent is a file":            filepath.Join(file, "target"),
+		"parent is a file, then more": filepath.Join(file, "sub", "target"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := RemoveTarget(target); err != nil {
+				t.Errorf("RemoveTarget(%s) = %v, want nil", target, err)
+			}
+		})
+	}
+	if _, err := os.Stat(file); err != nil {
+		t.Errorf("the file on the way: %v", err)
+	}
+}
+
 func TestBindRefusesASymlinkTarget(t *testing.T) {
 	needRoot(t)
 	volume, target := scratch(t)
