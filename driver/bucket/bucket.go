@@ -170,9 +170,14 @@ type CreateBucketRequest struct {
 }
 
 // Fingerprint is a stable digest of what must be the same when a bucket is created again under
-// the same name: its parameters. Store it with the bucket and compare with CheckExisting. It is
-// the same for both wire versions, so a CO that moves from one to the other keeps its buckets
-// (see canonical for what it hashes and why).
+// the same name. Store it with the bucket and compare with CheckExisting.
+//
+// It hashes Parameters, every key and value, and nothing else: not Name (the key the backend
+// stores the fingerprint under), not Protocols (v1alpha1 never names any, so they would make the
+// same bucket differ between the versions), not Version and not the wire request. So it is the
+// same for both wire versions, and a CO that moves from one to the other keeps its buckets. The
+// digest is idempotency.Fingerprint's (22 characters of SHA-256 over a canonical, versioned
+// protobuf encoding) of those fields; it works on a request built without a wire request too.
 func (r *CreateBucketRequest) Fingerprint() string {
 	return idempotency.Fingerprint(r.canonical())
 }
@@ -182,8 +187,11 @@ func (r *CreateBucketRequest) canonical() *structpb.Struct {
 	return canonicalForm(map[string]*structpb.Value{"parameters": stringMapValue(r.Parameters)})
 }
 
-// CheckExisting decides a repeated CreateBucket: nil when the stored fingerprint matches, an error
-// wrapping ErrAlreadyExists otherwise.
+// CheckExisting decides a repeated CreateBucket: existing is the bucket the backend already has
+// under r.Name, and fingerprint is what r.Fingerprint() returned when it was created. It returns
+// nil when the fingerprints match (existing is then the answer), an error wrapping
+// driver.ErrAlreadyExists otherwise. With existing nil (no bucket under that name yet) it returns
+// nil whatever the fingerprint: nothing conflicts, so the backend creates the bucket.
 func (r *CreateBucketRequest) CheckExisting(fingerprint string, existing *Bucket) error {
 	if existing == nil || fingerprint == r.Fingerprint() {
 		return nil
@@ -306,9 +314,16 @@ type GrantBucketAccessRequest struct {
 }
 
 // Fingerprint is a stable digest of what must be the same when an access is granted again under
-// the same account name: protocol, authentication, service account, parameters, buckets and modes,
-// the same for both wire versions (see canonical). Store it with the account and compare with
-// CheckExisting.
+// the same account name. Store it with the account and compare with CheckExisting.
+//
+// It hashes Protocol, Authentication, ServiceAccountName, Parameters (every key and value) and
+// the set of Buckets, each bucket ID with its Mode, in no particular order (the v1alpha2 sidecar
+// sends them in a random order on every reconcile). It leaves out AccountName (the key the
+// backend stores the fingerprint under), Version and the wire request, so it is the same for
+// both wire versions: a v1alpha1 grant counts as read-write for the plugin's first protocol, as
+// the plugin translates it. The digest is idempotency.Fingerprint's (22 characters of SHA-256
+// over a canonical, versioned protobuf encoding) of those fields; it works on a request built
+// without a wire request too.
 func (r *GrantBucketAccessRequest) Fingerprint() string {
 	return idempotency.Fingerprint(r.canonical())
 }
@@ -335,9 +350,11 @@ func (r *GrantBucketAccessRequest) canonical() *structpb.Struct {
 }
 
 // CheckExisting decides a repeated GrantBucketAccess: existing is the access the backend already
-// has under r.AccountName (nil when it has none), and fingerprint is what r.Fingerprint()
-// returned when it was granted. It returns nil when the existing access is the answer, an error
-// wrapping driver.ErrAlreadyExists otherwise.
+// has under r.AccountName, and fingerprint is what r.Fingerprint() returned when it was granted.
+// It returns nil when the fingerprints match (existing, the same account ID and credentials, is
+// then the answer), an error wrapping driver.ErrAlreadyExists otherwise. With existing nil (no
+// access under that name yet) it returns nil whatever the fingerprint: nothing conflicts, so the
+// backend grants a new access.
 func (r *GrantBucketAccessRequest) CheckExisting(fingerprint string, existing *Access) error {
 	if existing == nil || fingerprint == r.Fingerprint() {
 		return nil
