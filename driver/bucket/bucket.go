@@ -1,7 +1,9 @@
 package bucket
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -377,7 +379,27 @@ type Access struct {
 }
 
 // Credentials are the secrets of an account, one field per protocol. They print, JSON-encode and
-// log with every value hidden.
+// log with every value hidden, and so do S3Credentials, AzureCredentials and GCSCredentials.
+//
+// # Persisting credentials: not with encoding/json
+//
+// json.Marshal of any of these types succeeds and writes the redacted form, such as
+// "{S3:***stripped***}", with no key in it; json.Unmarshal refuses that form with an error that
+// says so. A backend that stores keys (as it must, to answer a repeated grant with the same ones)
+// stores their fields itself, in a type of its own, and builds the credentials from them when it
+// answers:
+//
+//	type storedKey struct{ ID, Secret string } // json.Marshal writes both
+//	rec := storedKey{ID: creds.S3.AccessKeyID, Secret: creds.S3.SecretAccessKey}
+//	...
+//	creds := bucket.Credentials{S3: &bucket.S3Credentials{AccessKeyID: rec.ID, SecretAccessKey: rec.Secret}}
+//
+// Redaction is the default on purpose. encoding/json is what loggers (zap.Any and zap.Reflect,
+// slog's JSON handler), error reporters and debug dumps use on a value, and the plugin's own
+// redaction, by type, covers the wire messages it logs, not what a backend logs itself. A key in a
+// log line is out for good and nothing reports it; a backend that persists through encoding/json
+// instead fails the first time it reads its state back (its restart test), with an error that
+// says what to do.
 type Credentials struct {
 	// S3 are S3 access keys.
 	S3 *S3Credentials
@@ -387,7 +409,8 @@ type Credentials struct {
 	GCS *GCSCredentials
 }
 
-// S3Credentials are an S3 access key pair.
+// S3Credentials are an S3 access key pair. They print and JSON-encode redacted, and cannot be
+// persisted with encoding/json: store the fields yourself (see Credentials).
 type S3Credentials struct {
 	// AccessKeyID is the access key ID.
 	AccessKeyID string
@@ -395,7 +418,8 @@ type S3Credentials struct {
 	SecretAccessKey string
 }
 
-// AzureCredentials are an Azure access token.
+// AzureCredentials are an Azure access token. They print and JSON-encode redacted, and cannot be
+// persisted with encoding/json: store the fields yourself (see Credentials).
 type AzureCredentials struct {
 	// AccessToken is the token (a SAS URI or similar).
 	AccessToken string
@@ -403,7 +427,9 @@ type AzureCredentials struct {
 	Expiry time.Time
 }
 
-// GCSCredentials are a GCS HMAC key and the service account it belongs to.
+// GCSCredentials are a GCS HMAC key and the service account it belongs to. They print and
+// JSON-encode redacted, and cannot be persisted with encoding/json: store the fields yourself
+// (see Credentials).
 type GCSCredentials struct {
 	// AccessID is the HMAC access ID.
 	AccessID string
@@ -437,9 +463,17 @@ func (c Credentials) GoString() string { return "bucket.Credentials" + c.String(
 func (c Credentials) Format(f fmt.State, verb rune) { formatRedacted(f, verb, c) }
 
 // MarshalJSON writes which protocols carry credentials, never a value, so encoding/json (and
-// loggers that use it) cannot leak them.
+// loggers that use it) cannot leak them. What it writes cannot be read back: see Credentials.
 func (c Credentials) MarshalJSON() ([]byte, error) {
 	return []byte(fmt.Sprintf("%q", c.String())), nil
+}
+
+// UnmarshalJSON refuses the redacted form MarshalJSON writes, with an error that says how to
+// persist credentials instead, rather than leave them empty; a JSON object with the fields decodes
+// as usual.
+func (c *Credentials) UnmarshalJSON(b []byte) error {
+	type fields Credentials // without the methods: the usual decoding of an object
+	return unmarshalUnredacted("bucket.Credentials", b, (*fields)(c))
 }
 
 // RevokeBucketAccessRequest asks to remove an account's access.
@@ -506,9 +540,18 @@ func (c S3Credentials) GoString() string { return "bucket.S3Credentials" + c.Str
 // Format makes every verb print String's form.
 func (c S3Credentials) Format(f fmt.State, verb rune) { formatRedacted(f, verb, c) }
 
-// MarshalJSON writes String's form, so encoding/json cannot leak the values either.
+// MarshalJSON writes String's form, so encoding/json cannot leak the values either. What it
+// writes cannot be read back: see Credentials.
 func (c S3Credentials) MarshalJSON() ([]byte, error) {
 	return []byte(fmt.Sprintf("%q", c.String())), nil
+}
+
+// UnmarshalJSON refuses the redacted form MarshalJSON writes, with an error that says how to
+// persist credentials instead, rather than leave them empty; a JSON object with the fields decodes
+// as usual.
+func (c *S3Credentials) UnmarshalJSON(b []byte) error {
+	type fields S3Credentials // without the methods: the usual decoding of an object
+	return unmarshalUnredacted("bucket.S3Credentials", b, (*fields)(c))
 }
 
 // String shows that the token exists and when it expires, never the token.
@@ -522,9 +565,18 @@ func (c AzureCredentials) GoString() string { return "bucket.AzureCredentials" +
 // Format makes every verb print String's form.
 func (c AzureCredentials) Format(f fmt.State, verb rune) { formatRedacted(f, verb, c) }
 
-// MarshalJSON writes String's form, so encoding/json cannot leak the token either.
+// MarshalJSON writes String's form, so encoding/json cannot leak the token either. What it
+// writes cannot be read back: see Credentials.
 func (c AzureCredentials) MarshalJSON() ([]byte, error) {
 	return []byte(fmt.Sprintf("%q", c.String())), nil
+}
+
+// UnmarshalJSON refuses the redacted form MarshalJSON writes, with an error that says how to
+// persist credentials instead, rather than leave them empty; a JSON object with the fields decodes
+// as usual.
+func (c *AzureCredentials) UnmarshalJSON(b []byte) error {
+	type fields AzureCredentials // without the methods: the usual decoding of an object
+	return unmarshalUnredacted("bucket.AzureCredentials", b, (*fields)(c))
 }
 
 // String shows the service account, never the key's values.
@@ -539,9 +591,30 @@ func (c GCSCredentials) GoString() string { return "bucket.GCSCredentials" + c.S
 // Format makes every verb print String's form.
 func (c GCSCredentials) Format(f fmt.State, verb rune) { formatRedacted(f, verb, c) }
 
-// MarshalJSON writes String's form, so encoding/json cannot leak the values either.
+// MarshalJSON writes String's form, so encoding/json cannot leak the values either. What it
+// writes cannot be read back: see Credentials.
 func (c GCSCredentials) MarshalJSON() ([]byte, error) {
 	return []byte(fmt.Sprintf("%q", c.String())), nil
+}
+
+// UnmarshalJSON refuses the redacted form MarshalJSON writes, with an error that says how to
+// persist credentials instead, rather than leave them empty; a JSON object with the fields decodes
+// as usual.
+func (c *GCSCredentials) UnmarshalJSON(b []byte) error {
+	type fields GCSCredentials // without the methods: the usual decoding of an object
+	return unmarshalUnredacted("bucket.GCSCredentials", b, (*fields)(c))
+}
+
+// unmarshalUnredacted decodes b into v, a credential type without its methods, unless b is a JSON
+// string: the redacted form the type's MarshalJSON writes, which holds no value to decode. The
+// error never quotes b.
+func unmarshalUnredacted(typ string, b []byte, v any) error {
+	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '"' {
+		return fmt.Errorf("%s: the JSON is a string, the redacted form %s.MarshalJSON writes, which holds no credential: "+
+			"credentials JSON-encode redacted so that no log can leak them; to persist them, store their fields in a type "+
+			"of your own (see bucket.Credentials)", typ, strings.TrimPrefix(typ, "bucket."))
+	}
+	return json.Unmarshal(b, v)
 }
 
 // hidden is the placeholder for a set value, and "" for an empty one (so an incomplete key
