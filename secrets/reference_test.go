@@ -28,7 +28,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	cosi "sigs.k8s.io/container-object-storage-interface/proto"
 
-	cosiv1alpha2 "github.com/csikit/csikit/internal/cosi/v1alpha2"
+	cosiv1alpha2 "github.com/csikit/csikit/driver/bucket/cosiv1alpha2"
 )
 
 // The reference: what a redacted log line must hold, computed without any of this package's

@@ -5,7 +5,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	cosi1 "sigs.k8s.io/container-object-storage-interface/proto"
 
-	cosi2 "github.com/csikit/csikit/internal/cosi/v1alpha2"
+	cosi2 "github.com/csikit/csikit/driver/bucket/cosiv1alpha2"
 )
 
 // newBucketCmd builds "csictl bucket": the COSI Provisioner service, in the wire version chosen by

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 	cosi1 "sigs.k8s.io/container-object-storage-interface/proto"
 
-	cosi2 "github.com/csikit/csikit/internal/cosi/v1alpha2"
+	cosi2 "github.com/csikit/csikit/driver/bucket/cosiv1alpha2"
 )
 
 // The COSI wire versions csictl speaks, and "auto", which asks the plugin.

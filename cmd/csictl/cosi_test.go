@@ -14,9 +14,9 @@ import (
 	cosi1 "sigs.k8s.io/container-object-storage-interface/proto"
 
 	"github.com/csikit/csikit/driver/bucket"
+	cosi2 "github.com/csikit/csikit/driver/bucket/cosiv1alpha2"
 	"github.com/csikit/csikit/driver/memdriver"
 	"github.com/csikit/csikit/driver/plugin"
-	cosi2 "github.com/csikit/csikit/internal/cosi/v1alpha2"
 	"github.com/csikit/csikit/secrets"
 )
 

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	cosi1 "sigs.k8s.io/container-object-storage-interface/proto"
 
-	cosi2 "github.com/csikit/csikit/internal/cosi/v1alpha2"
+	cosi2 "github.com/csikit/csikit/driver/bucket/cosiv1alpha2"
 )
 
 // Table cells of the COSI commands. The two wire versions describe a bucket with different

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	cosi2 "github.com/csikit/csikit/internal/cosi/v1alpha2"
+	cosi2 "github.com/csikit/csikit/driver/bucket/cosiv1alpha2"
 )
 
 // The values of the COSI flags. They parse into v1alpha2's enums, the richer of the two versions;

@@ -13,8 +13,8 @@ import (
 	cosi "sigs.k8s.io/container-object-storage-interface/proto"
 
 	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket/cosiv1alpha2"
 	"github.com/csikit/csikit/idempotency"
-	v1alpha2 "github.com/csikit/csikit/internal/cosi/v1alpha2"
 	"github.com/csikit/csikit/secrets"
 )
 
@@ -168,7 +168,7 @@ type CreateBucketRequest struct {
 	RawV1Alpha1 *cosi.DriverCreateBucketRequest
 	// RawV1Alpha2 is the request as received when it came by v1alpha2, nil otherwise; read it,
 	// never modify it. Exactly one of the two is set on a request the plugin passes on.
-	RawV1Alpha2 *v1alpha2.DriverCreateBucketRequest
+	RawV1Alpha2 *cosiv1alpha2.DriverCreateBucketRequest
 }
 
 // Fingerprint is a stable digest of what must be the same when a bucket is created again under
@@ -214,7 +214,7 @@ type GetBucketRequest struct {
 	Version Version
 	// RawV1Alpha2 is the request as received; read it, never modify it. v1alpha1 has no
 	// DriverGetExistingBucket, so there is no RawV1Alpha1.
-	RawV1Alpha2 *v1alpha2.DriverGetExistingBucketRequest
+	RawV1Alpha2 *cosiv1alpha2.DriverGetExistingBucketRequest
 }
 
 // DeleteBucketRequest asks to delete a bucket.
@@ -231,7 +231,7 @@ type DeleteBucketRequest struct {
 	RawV1Alpha1 *cosi.DriverDeleteBucketRequest
 	// RawV1Alpha2 is the request as received when it came by v1alpha2, nil otherwise; read it,
 	// never modify it. Exactly one of the two is set on a request the plugin passes on.
-	RawV1Alpha2 *v1alpha2.DriverDeleteBucketRequest
+	RawV1Alpha2 *cosiv1alpha2.DriverDeleteBucketRequest
 }
 
 // AccessMode is what an account may do with a bucket's objects.
@@ -312,7 +312,7 @@ type GrantBucketAccessRequest struct {
 	RawV1Alpha1 *cosi.DriverGrantBucketAccessRequest
 	// RawV1Alpha2 is the request as received when it came by v1alpha2, nil otherwise; read it,
 	// never modify it. Exactly one of the two is set on a request the plugin passes on.
-	RawV1Alpha2 *v1alpha2.DriverGrantBucketAccessRequest
+	RawV1Alpha2 *cosiv1alpha2.DriverGrantBucketAccessRequest
 }
 
 // Fingerprint is a stable digest of what must be the same when an access is granted again under
@@ -499,7 +499,7 @@ type RevokeBucketAccessRequest struct {
 	RawV1Alpha1 *cosi.DriverRevokeBucketAccessRequest
 	// RawV1Alpha2 is the request as received when it came by v1alpha2, nil otherwise; read it,
 	// never modify it. Exactly one of the two is set on a request the plugin passes on.
-	RawV1Alpha2 *v1alpha2.DriverRevokeBucketAccessRequest
+	RawV1Alpha2 *cosiv1alpha2.DriverRevokeBucketAccessRequest
 }
 
 // canonicalForm is the one place a bucket request's canonical form is built: a protobuf Struct of

@@ -9,7 +9,7 @@ import (
 	cosi1 "sigs.k8s.io/container-object-storage-interface/proto"
 
 	"github.com/csikit/csikit/driver/bucket"
-	cosi2 "github.com/csikit/csikit/internal/cosi/v1alpha2"
+	cosi2 "github.com/csikit/csikit/driver/bucket/cosiv1alpha2"
 )
 
 // Bad input is INVALID_ARGUMENT: the sidecar gives up on it, which is right for a request that

@@ -16,7 +16,7 @@ import (
 	cosi1 "sigs.k8s.io/container-object-storage-interface/proto"
 
 	"github.com/csikit/csikit/driver/bucket"
-	cosi2 "github.com/csikit/csikit/internal/cosi/v1alpha2"
+	cosi2 "github.com/csikit/csikit/driver/bucket/cosiv1alpha2"
 )
 
 // The recorder sees every call the suite makes, through a client interceptor, so no call can

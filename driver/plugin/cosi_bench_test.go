@@ -8,8 +8,8 @@ import (
 	"go.uber.org/zap"
 	cosi1 "sigs.k8s.io/container-object-storage-interface/proto"
 
+	cosi2 "github.com/csikit/csikit/driver/bucket/cosiv1alpha2"
 	"github.com/csikit/csikit/driver/memdriver"
-	cosi2 "github.com/csikit/csikit/internal/cosi/v1alpha2"
 )
 
 // BenchmarkCOSICycle measures one bucket's whole life through the COSI socket, per wire version:

@@ -7,8 +7,8 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/csikit/csikit/driver/bucket"
+	cosi "github.com/csikit/csikit/driver/bucket/cosiv1alpha2"
 	"github.com/csikit/csikit/idempotency"
-	cosi "github.com/csikit/csikit/internal/cosi/v1alpha2"
 	"github.com/csikit/csikit/middleware/locking"
 )
 

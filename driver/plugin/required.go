@@ -36,7 +36,7 @@ var requiredFields = map[string][]string{
 	"cosi.v1alpha1.DriverGetInfoResponse":           {"name"},
 	"cosi.v1alpha1.DriverCreateBucketResponse":      {"bucket_id"},
 	"cosi.v1alpha1.DriverGrantBucketAccessResponse": {"account_id"},
-	// COSI v1alpha2 (seed 004, internal/cosi/v1alpha2).
+	// COSI v1alpha2 (seed 004, driver/bucket/cosiv1alpha2).
 	"sigs.k8s.io.cosi.v1alpha2.DriverCreateBucketRequest":                      {"name"},
 	"sigs.k8s.io.cosi.v1alpha2.DriverGetExistingBucketRequest":                 {"existing_bucket_id"},
 	"sigs.k8s.io.cosi.v1alpha2.DriverDeleteBucketRequest":                      {"bucket_id"},

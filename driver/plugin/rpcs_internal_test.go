@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc"
 	cosiv1alpha1 "sigs.k8s.io/container-object-storage-interface/proto"
 
-	cosiv1alpha2 "github.com/csikit/csikit/internal/cosi/v1alpha2"
+	cosiv1alpha2 "github.com/csikit/csikit/driver/bucket/cosiv1alpha2"
 
 	"github.com/csikit/csikit/idempotency"
 	"github.com/csikit/csikit/middleware/locking"

@@ -14,7 +14,7 @@ import (
 	// The COSI rule tables name fields of both COSI versions.
 	_ "sigs.k8s.io/container-object-storage-interface/proto"
 
-	_ "github.com/csikit/csikit/internal/cosi/v1alpha2"
+	_ "github.com/csikit/csikit/driver/bucket/cosiv1alpha2"
 	"github.com/csikit/csikit/internal/testenv"
 	"github.com/csikit/csikit/middleware/validation/internal/protoreq"
 )

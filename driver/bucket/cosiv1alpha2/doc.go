@@ -1,4 +1,4 @@
-// Package v1alpha2 holds csikit's Go bindings for COSI v1alpha2, the wire of the
+// Package cosiv1alpha2 holds csikit's Go bindings for COSI v1alpha2, the wire of the
 // sigs.k8s.io.cosi.v1alpha2 Identity and Provisioner services spoken by the v1alpha2 COSI
 // sidecar. No Go module with these bindings is published, so csikit writes the .proto itself
 // (cosi.proto in this directory) from the COSI v1alpha2 specification draft, with the draft's
@@ -8,14 +8,20 @@
 // DriverRevokeBucketAccess. Message names, field names and field numbers are wire facts and are
 // pinned by this package's tests.
 //
-// # Why internal
+// # Who uses it
 //
-// The bindings are an implementation detail of csikit's COSI server: drivers implement csikit's
-// version-neutral bucket backend, and csikit adapts it to this wire (and to v1alpha1). Upstream
-// has already changed the v1alpha2 wire since ee00c269 (DriverGetExistingBucket renamed
-// DriverGetBucket, AccessMode renumbered and split, a two-phase DriverGenerateBucketId
-// proposed). Keeping the bindings internal lets csikit follow such a revision, or switch to
-// bindings upstream publishes, without breaking anyone's imports.
+// A bucket backend does not need it: it implements package bucket's version-neutral interfaces,
+// and the plugin adapts them to this wire and to v1alpha1. It is public because the requests a
+// backend receives keep the wire request they came as (bucket.CreateBucketRequest.RawV1Alpha2
+// and the like are of this package's types), for the rare field the neutral request does not
+// lift out, and because a test that speaks v1alpha2 to a driver needs the client
+// (NewProvisionerClient, NewIdentityClient) and the messages. Read a wire request, never modify
+// it.
+//
+// The package stays this revision of the wire. Upstream has already changed v1alpha2 since
+// ee00c269 (DriverGetExistingBucket renamed DriverGetBucket, AccessMode renumbered and split, a
+// two-phase DriverGenerateBucketId proposed); csikit will serve such a revision through bindings
+// of their own and another adapter in the plugin, leaving this package's types as they are.
 //
 // # Why no extensions
 //
@@ -35,7 +41,7 @@
 // # Regenerating
 //
 // cosi.pb.go and cosi_grpc.pb.go are generated and committed, so building and testing need no
-// protoc. After editing cosi.proto, run `go generate ./internal/cosi/v1alpha2` with these tools
+// protoc. After editing cosi.proto, run `go generate ./driver/bucket/cosiv1alpha2` with these tools
 // on PATH (the versions the committed files were made with):
 //
 //   - protoc 3.21.12 (Debian bookworm: apt-get install protobuf-compiler)
@@ -47,6 +53,6 @@
 // The --proto_path mapping makes protoc see cosi.proto as csikit/cosi/v1alpha2/cosi.proto, the
 // name the file is registered under; module= writes the output into this directory.
 // TestGeneratedCodeIsCurrent regenerates and compares when exactly these versions are on PATH.
-package v1alpha2
+package cosiv1alpha2
 
-//go:generate protoc --proto_path=csikit/cosi/v1alpha2=. --go_out=. --go_opt=module=github.com/csikit/csikit/internal/cosi/v1alpha2 --go-grpc_out=. --go-grpc_opt=module=github.com/csikit/csikit/internal/cosi/v1alpha2 csikit/cosi/v1alpha2/cosi.proto
+//go:generate protoc --proto_path=csikit/cosi/v1alpha2=. --go_out=. --go_opt=module=github.com/csikit/csikit/driver/bucket/cosiv1alpha2 --go-grpc_out=. --go-grpc_opt=module=github.com/csikit/csikit/driver/bucket/cosiv1alpha2 csikit/cosi/v1alpha2/cosi.proto

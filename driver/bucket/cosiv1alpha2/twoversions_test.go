@@ -1,4 +1,4 @@
-package v1alpha2_test
+package cosiv1alpha2_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 	v1alpha1 "sigs.k8s.io/container-object-storage-interface/proto"
 
-	v1alpha2 "github.com/csikit/csikit/internal/cosi/v1alpha2"
+	v1alpha2 "github.com/csikit/csikit/driver/bucket/cosiv1alpha2"
 )
 
 // Trivial servers of both wire versions. Each answers from its request so that the test sees

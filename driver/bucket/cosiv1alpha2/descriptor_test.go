@@ -1,4 +1,4 @@
-package v1alpha2_test
+package cosiv1alpha2_test
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
-	v1alpha2 "github.com/csikit/csikit/internal/cosi/v1alpha2"
+	v1alpha2 "github.com/csikit/csikit/driver/bucket/cosiv1alpha2"
 )
 
 const (
@@ -38,7 +38,7 @@ func TestRegisteredFile(t *testing.T) {
 		t.Errorf("syntax = %v, want proto3", got)
 	}
 	if got, want := protodesc.ToFileDescriptorProto(fd).GetOptions().GetGoPackage(),
-		"github.com/csikit/csikit/internal/cosi/v1alpha2;v1alpha2"; got != want {
+		"github.com/csikit/csikit/driver/bucket/cosiv1alpha2;cosiv1alpha2"; got != want {
 		t.Errorf("go_package = %q, want %q", got, want)
 	}
 

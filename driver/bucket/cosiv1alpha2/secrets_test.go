@@ -1,4 +1,4 @@
-package v1alpha2_test
+package cosiv1alpha2_test
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	v1alpha2 "github.com/csikit/csikit/internal/cosi/v1alpha2"
+	v1alpha2 "github.com/csikit/csikit/driver/bucket/cosiv1alpha2"
 	"github.com/csikit/csikit/secrets"
 )
 

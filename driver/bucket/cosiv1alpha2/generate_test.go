@@ -1,4 +1,4 @@
-package v1alpha2_test
+package cosiv1alpha2_test
 
 import (
 	"bytes"
@@ -78,7 +78,7 @@ func TestGeneratedCodeIsCurrent(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(fresh, committed) {
-			t.Errorf("%s is not what go generate makes from cosi.proto: run go generate ./internal/cosi/v1alpha2", name)
+			t.Errorf("%s is not what go generate makes from cosi.proto: run go generate ./driver/bucket/cosiv1alpha2", name)
 		}
 	}
 }
