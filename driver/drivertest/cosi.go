@@ -57,8 +57,13 @@ type COSIOptions struct {
 // COSI runs the COSI conformance suite against a plugin built from cfg, which must have COSI set.
 // NewServer serves the plugin until the test ends; what it captures of the plugin's log at debug
 // level (beside cfg.Logger when that is set) feeds the credential canary. Each wire version is a
-// subtest of t, skipped when the plugin does not serve it.
-func COSI(t *testing.T, cfg plugin.Config, opts COSIOptions) {
+// subtest of t, skipped when the plugin does not serve it, and each rule a subtest of that.
+//
+// It returns the counts, as CSI does: a spec is one rule of one version, named
+// "<version>/<rule>" ("v1alpha2/DriverCreateBucket of one name three times answers the same
+// valid bucket"). Every failure also fails t, so most tests ignore the Result; one that wants
+// to pin which rules a driver skips, and why, asserts on Skips.
+func COSI(t *testing.T, cfg plugin.Config, opts COSIOptions) Result {
 	t.Helper()
 	endpoint, logs := serveCOSI(t, cfg)
 	if backendLogs := opts.Logs; backendLogs != nil {
@@ -66,15 +71,15 @@ func COSI(t *testing.T, cfg plugin.Config, opts COSIOptions) {
 	} else {
 		opts.Logs = logs
 	}
-	runCOSI(newTestReporter(t), endpoint, opts)
+	return runCOSI(newTestReporter(t), endpoint, opts)
 }
 
 // COSIEndpoint runs the same suite as COSI against a driver that is already running at endpoint,
-// "unix:///path/cosi.sock" (COSI_ENDPOINT's form) or any gRPC target. The canary reads the
-// driver's logs from COSIOptions.Logs.
-func COSIEndpoint(t *testing.T, endpoint string, opts COSIOptions) {
+// "unix:///path/cosi.sock" (COSI_ENDPOINT's form) or any gRPC target, and returns the same
+// counts. The canary reads the driver's logs from COSIOptions.Logs.
+func COSIEndpoint(t *testing.T, endpoint string, opts COSIOptions) Result {
 	t.Helper()
-	runCOSI(newTestReporter(t), endpoint, opts)
+	return runCOSI(newTestReporter(t), endpoint, opts)
 }
 
 // serveCOSI serves cfg on a fresh socket until the test ends and returns its endpoint and the

@@ -140,7 +140,7 @@ func TestCOSISuiteCatchesADriverThatTakesIDsForPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := newDirBuckets(root)
-	f := runFake(t, bucketCfg(d), COSIOptions{
+	f, _ := runFake(t, bucketCfg(d), COSIOptions{
 		BucketParameters:             map[string]string{"tier": "gold"},
 		IncompatibleBucketParameters: map[string]string{"tier": "lead"},
 		CheckCredentials: func(_ context.Context, _ bucket.Protocol, _ bucket.Bucket, c bucket.Credentials) error {
@@ -204,7 +204,7 @@ func TestCOSISuiteCatchesADriverThatTakesIDsForPaths(t *testing.T) {
 // versions, and the check runs there rather than being skipped.
 func TestCOSISuitePassesMemdriverOnIDsShapedLikePaths(t *testing.T) {
 	s := newSpy()
-	f := runFake(t, bucketCfg(s), spyOptions(s))
+	f, _ := runFake(t, bucketCfg(s), spyOptions(s))
 	if fs := f.failures(); len(fs) > 0 {
 		t.Errorf("failures: %v", fs)
 	}

@@ -31,6 +31,7 @@ type fakeT struct {
 	failed   atomic.Bool
 	cleanups []func()
 	scrub    func(string) string
+	note     *specNote
 }
 
 type fakeRoot struct {
@@ -45,10 +46,13 @@ func newFakeT() *fakeT {
 	return &fakeT{root: &fakeRoot{}, scrub: func(s string) string { return s }}
 }
 
-func (f *fakeT) record(kind, format string, args ...any) {
+// record keeps the event and returns its message.
+func (f *fakeT) record(kind, format string, args ...any) string {
+	msg := f.scrub(fmt.Sprintf(format, args...))
 	f.root.mu.Lock()
 	defer f.root.mu.Unlock()
-	f.root.events = append(f.root.events, fakeEvent{test: f.name, kind: kind, msg: f.scrub(fmt.Sprintf(format, args...))})
+	f.root.events = append(f.root.events, fakeEvent{test: f.name, kind: kind, msg: msg})
+	return msg
 }
 
 func (f *fakeT) fail() {
@@ -58,20 +62,21 @@ func (f *fakeT) fail() {
 }
 
 func (f *fakeT) setScrub(s func(string) string)  { f.scrub = s }
+func (f *fakeT) setNote(n *specNote)             { f.note = n }
 func (f *fakeT) Logf(format string, args ...any) { f.record("log", format, args...) }
 func (f *fakeT) Errorf(format string, args ...any) {
-	f.record("error", format, args...)
+	f.note.fail(f.record("error", format, args...))
 	f.fail()
 }
 
 func (f *fakeT) Fatalf(format string, args ...any) {
-	f.record("fatal", format, args...)
+	f.note.fail(f.record("fatal", format, args...))
 	f.fail()
 	runtime.Goexit()
 }
 
 func (f *fakeT) Skipf(format string, args ...any) {
-	f.record("skip", format, args...)
+	f.note.skipWith(f.record("skip", format, args...))
 	runtime.Goexit()
 }
 
@@ -79,7 +84,7 @@ func (f *fakeT) Cleanup(fn func()) { f.cleanups = append(f.cleanups, fn) }
 func (f *fakeT) Failed() bool      { return f.failed.Load() }
 
 func (f *fakeT) Run(name string, fn func(t reporter)) bool {
-	child := &fakeT{name: strings.TrimPrefix(f.name+"/"+name, "/"), parent: f, root: f.root, scrub: f.scrub}
+	child := &fakeT{name: strings.TrimPrefix(f.name+"/"+name, "/"), parent: f, root: f.root, scrub: f.scrub, note: f.note}
 	f.root.mu.Lock()
 	f.root.ran = append(f.root.ran, child.name)
 	f.root.mu.Unlock()
@@ -127,14 +132,15 @@ func (f *fakeT) allMessages() []string {
 	return out
 }
 
-// runFake runs the suite against cfg with a recorder and returns it.
-func runFake(t *testing.T, cfg plugin.Config, opts COSIOptions) *fakeT {
+// runFake runs the suite against cfg with a recorder and returns it and the suite's Result.
+func runFake(t *testing.T, cfg plugin.Config, opts COSIOptions) (*fakeT, Result) {
 	t.Helper()
 	endpoint, logs := serveCOSI(t, cfg)
 	opts.Logs = logs
 	f := newFakeT()
-	f.Run("COSI", func(r reporter) { runCOSI(r, endpoint, opts) })
-	return f
+	var res Result
+	f.Run("COSI", func(r reporter) { res = runCOSI(r, endpoint, opts) })
+	return f, res
 }
 
 // spy is memdriver's bucket backend, recording every credential it answers so the test can
@@ -297,7 +303,7 @@ func TestCOSISuiteFailsBadDrivers(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newSpy()
-			f := runFake(t, bucketCfg(tc.backend(s)), spyOptions(s))
+			f, res := runFake(t, bucketCfg(tc.backend(s)), spyOptions(s))
 			failures := f.failures()
 			if testing.Verbose() { // what a vendor would read
 				for test, msgs := range failures {
@@ -312,6 +318,18 @@ func TestCOSISuiteFailsBadDrivers(t *testing.T) {
 						t.Errorf("%s: the suite passed %q", v, check)
 					case !strings.Contains(strings.Join(msgs, "\n"), word):
 						t.Errorf("%s: %q failed with %q, want a message containing %q", v, check, msgs, word)
+					}
+					// The Result says the same.
+					if msg, ok := res.Failures[v+"/"+check]; !ok || !strings.Contains(msg, word) {
+						t.Errorf("Result.Failures[%q] = %q, %t; want a message containing %q", v+"/"+check, msg, ok, word)
+					}
+				}
+			}
+			checkCounts(t, res)
+			for name, msg := range res.Failures {
+				for _, v := range s.secrets() {
+					if strings.Contains(msg, v) {
+						t.Errorf("Result.Failures[%q] holds a credential: %q", name, strings.ReplaceAll(msg, v, "<leaked>"))
 					}
 				}
 			}
@@ -332,9 +350,27 @@ func TestCOSISuitePassesMemdriver(t *testing.T) {
 	s := newSpy()
 	cfg := bucketCfg(s)
 	cfg.COSI.Versions = []bucket.Version{bucket.V1Alpha2}
-	f := runFake(t, cfg, spyOptions(s))
+	f, res := runFake(t, cfg, spyOptions(s))
 	if fs := f.failures(); len(fs) > 0 {
 		t.Errorf("failures: %v", fs)
+	}
+	// The Result: every v1alpha2 rule ran and passed; every v1alpha1 rule is skipped with the
+	// version's reason.
+	checkCounts(t, res)
+	if res.Failed != 0 || res.Ran != res.Passed {
+		t.Errorf("Result: %d ran, %d passed, %d failed: %v", res.Ran, res.Passed, res.Failed, res.Failures)
+	}
+	for _, chk := range cosiChecks {
+		if chk.only == bucket.V1Alpha2 {
+			continue
+		}
+		name := "v1alpha1/" + chk.name
+		if r := res.Skips[name]; !strings.Contains(r, "does not serve COSI v1alpha1: DriverGetInfo answered UNIMPLEMENTED") {
+			t.Errorf("Result.Skips[%q] = %q, want the version's reason", name, r)
+		}
+	}
+	if want := len(checksOf(bucket.V1Alpha2)); res.Ran != want || res.Skipped != len(checksOf(bucket.V1Alpha1)) {
+		t.Errorf("Result: %d ran, %d skipped; want the %d v1alpha2 rules run and the v1alpha1 ones skipped: %v", res.Ran, res.Skipped, want, res.Skips)
 	}
 	skipped := false
 	f.root.mu.Lock()
@@ -346,6 +382,44 @@ func TestCOSISuitePassesMemdriver(t *testing.T) {
 	f.root.mu.Unlock()
 	if !skipped {
 		t.Errorf("v1alpha1, not served, was not skipped with its reason")
+	}
+}
+
+// checksOf are the rules of one version.
+func checksOf(v bucket.Version) []cosiCheck {
+	var out []cosiCheck
+	for _, c := range cosiChecks {
+		if c.only == "" || c.only == v {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// checkCounts checks what holds of every Result of a run that reached every version: each rule
+// of each version is counted once, as run or skipped with a reason, and the only other specs are
+// failed versions (their set-up or clean-up).
+func checkCounts(t *testing.T, res Result) {
+	t.Helper()
+	rules := len(checksOf(bucket.V1Alpha1)) + len(checksOf(bucket.V1Alpha2))
+	versions := 0
+	for name := range res.Failures {
+		switch {
+		case name == "v1alpha1" || name == "v1alpha2":
+			versions++
+			t.Logf("version failure %s: %s", name, res.Failures[name])
+		case !strings.HasPrefix(name, "v1alpha1/") && !strings.HasPrefix(name, "v1alpha2/"):
+			t.Errorf("Result.Failures[%q]: not a rule of a version, nor a version", name)
+		}
+	}
+	if res.Ran != res.Passed+res.Failed || res.Ran-versions+res.Skipped != rules || len(res.Skips) != res.Skipped || len(res.Failures) != res.Failed {
+		t.Errorf("Result: %d ran = %d passed + %d failed (%d of them versions), %d skipped (%d reasons), %d failures; want every one of the %d rules once",
+			res.Ran, res.Passed, res.Failed, versions, res.Skipped, len(res.Skips), len(res.Failures), rules)
+	}
+	for name, reason := range res.Skips {
+		if reason == "" {
+			t.Errorf("Result.Skips[%q] has no reason", name)
+		}
 	}
 }
 

@@ -15,8 +15,9 @@ import (
 )
 
 // runCOSI is the suite behind COSI and COSIEndpoint: one subtest per wire version, each with one
-// subtest per rule (cosiChecks), in order.
-func runCOSI(t reporter, endpoint string, opts COSIOptions) {
+// subtest per rule (cosiChecks), in order. It returns the counts (see Result): each rule of each
+// version is a spec, "<version>/<rule>"; a version's own set-up is one only when it fails.
+func runCOSI(t reporter, endpoint string, opts COSIOptions) Result {
 	rec := newCOSIRecorder(opts.callTimeout())
 	if s, ok := t.(scrubbable); ok {
 		s.setScrub(rec.scrub)
@@ -26,25 +27,78 @@ func runCOSI(t reporter, endpoint string, opts COSIOptions) {
 		t.Fatalf("drivertest: connecting to %s: %v", endpoint, err)
 	}
 	defer conn.Close()
+	res := Result{Skips: map[string]string{}, Failures: map[string]string{}}
 	served := 0
 	for _, c := range []cosiClient{newCOSIV1Alpha1(conn), newCOSIV1Alpha2(conn)} {
-		t.Run(string(c.version()), func(t reporter) {
+		version := string(c.version())
+		var checks []cosiCheck
+		for _, chk := range cosiChecks {
+			if chk.only == "" || chk.only == c.version() {
+				checks = append(checks, chk)
+			}
+		}
+		setUp, notes := &specNote{}, make([]*specNote, len(checks))
+		t.Run(version, func(t reporter) {
+			t.setNote(setUp)
 			s := &cosiSuite{c: c, conn: conn, opts: opts, rec: rec}
 			if !s.start(t) {
 				return
 			}
 			served++
-			for _, chk := range cosiChecks {
-				if chk.only != "" && chk.only != c.version() {
-					continue
-				}
-				t.Run(chk.name, func(t reporter) { chk.run(t, s) })
+			for i, chk := range checks {
+				notes[i] = &specNote{}
+				t.Run(chk.name, func(t reporter) {
+					t.setNote(notes[i])
+					chk.run(t, s)
+				})
 			}
 		})
+		// The version's own messages: its set-up (DriverGetInfo, the first bucket and grant) and
+		// its clean-up.
+		failed, msg, skipped, reason := setUp.outcome()
+		if failed {
+			res.count(version, true, msg)
+			reason = "not run: the " + version + " set-up failed"
+		} else if !skipped {
+			reason = "not run"
+		}
+		for i, chk := range checks {
+			name := version + "/" + chk.name
+			if notes[i] == nil {
+				res.skip(name, reason)
+				continue
+			}
+			failed, msg, skipped, why := notes[i].outcome()
+			if skipped && !failed {
+				res.skip(name, why)
+				continue
+			}
+			res.count(name, failed, msg)
+		}
 	}
 	if served == 0 && !t.Failed() {
-		t.Errorf("drivertest: the driver at %s serves neither COSI v1alpha1 nor v1alpha2", endpoint)
+		msg := fmt.Sprintf("drivertest: the driver at %s serves neither COSI v1alpha1 nor v1alpha2", endpoint)
+		t.Errorf("%s", msg)
+		res.count("COSI", true, msg)
 	}
+	return res
+}
+
+// count adds a spec that ran.
+func (r *Result) count(name string, failed bool, msg string) {
+	r.Ran++
+	if failed {
+		r.Failed++
+		r.Failures[name] = msg
+		return
+	}
+	r.Passed++
+}
+
+// skip adds a spec that did not run.
+func (r *Result) skip(name, reason string) {
+	r.Skipped++
+	r.Skips[name] = reason
 }
 
 // cosiSuite is the state of one wire version's run.

@@ -3,6 +3,7 @@ package drivertest_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -62,7 +63,11 @@ func TestCOSIMemdriverBothVersions(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			m := &memBuckets{Buckets: memdriver.NewBuckets("http://127.0.0.1:9000", "us-east-1")}
-			drivertest.COSI(t, memBucketConfig(m, multi), memCOSIOptions(m, multi))
+			res := drivertest.COSI(t, memBucketConfig(m, multi), memCOSIOptions(m, multi))
+			if res.Ran == 0 || res.Ran != res.Passed || res.Failed != 0 || res.Skipped != 0 {
+				t.Errorf("Result: %d ran, %d passed, %d failed, %d skipped (%v); want every rule of both versions run and passed",
+					res.Ran, res.Passed, res.Failed, res.Skipped, res.Skips)
+			}
 		})
 	}
 }
@@ -73,12 +78,42 @@ func TestCOSIMemdriverOneVersion(t *testing.T) {
 	for _, v := range []bucket.Version{bucket.V1Alpha1, bucket.V1Alpha2} {
 		t.Run(string(v), func(t *testing.T) {
 			m := &memBuckets{Buckets: memdriver.NewBuckets("http://127.0.0.1:9000", "us-east-1")}
-			drivertest.COSI(t, memBucketConfig(m, false, v), memCOSIOptions(m, false))
+			res := drivertest.COSI(t, memBucketConfig(m, false, v), memCOSIOptions(m, false))
+			other := bucket.V1Alpha1
+			if v == bucket.V1Alpha1 {
+				other = bucket.V1Alpha2
+			}
+			if res.Ran == 0 || res.Failed != 0 || res.Skipped == 0 {
+				t.Errorf("Result: %d ran, %d failed, %d skipped", res.Ran, res.Failed, res.Skipped)
+			}
+			for name, reason := range res.Skips {
+				if !strings.HasPrefix(name, string(other)+"/") || !strings.Contains(reason, "does not serve COSI "+string(other)) {
+					t.Errorf("Result.Skips[%q] = %q; want only %s's rules, skipped as not served", name, reason, other)
+				}
+			}
 		})
 	}
 }
 
 // The zero COSIOptions run everything that needs no knowledge of the driver.
 func TestCOSIMemdriverZeroOptions(t *testing.T) {
-	drivertest.COSI(t, memBucketConfig(memdriver.NewBuckets("http://127.0.0.1:9000", "us-east-1"), false), drivertest.COSIOptions{})
+	res := drivertest.COSI(t, memBucketConfig(memdriver.NewBuckets("http://127.0.0.1:9000", "us-east-1"), false), drivertest.COSIOptions{})
+	if res.Failed != 0 || res.Ran == 0 {
+		t.Errorf("Result: %d ran, %d failed: %v", res.Ran, res.Failed, res.Failures)
+	}
+	// What the zero options leave out, in both versions, each skip naming the option to set.
+	want := []string{
+		"DriverCreateBucket of an existing name with incompatible parameters is ALREADY_EXISTS",
+		"granted credentials work and stop working at revoke",
+	}
+	if res.Skipped != 2*len(want) {
+		t.Errorf("Result: %d skipped, want %d: %v", res.Skipped, 2*len(want), res.Skips)
+	}
+	for _, v := range []string{"v1alpha1", "v1alpha2"} {
+		for _, rule := range want {
+			if reason := res.Skips[v+"/"+rule]; !strings.Contains(reason, "set COSIOptions.") {
+				t.Errorf("Result.Skips[%q] = %q, want the option to set", v+"/"+rule, reason)
+			}
+		}
+	}
 }

@@ -113,7 +113,9 @@
 //
 // The suite is plain Go subtests, one per wire version and one per rule, each named by the rule
 // it checks, so -run selects them and there is no limit of one run per test binary. A version the
-// driver does not serve (DriverGetInfo answers UNIMPLEMENTED) is skipped with that reason.
+// driver does not serve (DriverGetInfo answers UNIMPLEMENTED) is skipped with that reason. Like
+// CSI, COSI and COSIEndpoint return a Result: one spec per rule and version
+// ("v1alpha2/<rule>"), run, failed or skipped with its reason.
 //
 //   - Identity: the driver name is at most 63 characters of DNS-1035 labels; v1alpha2 lists at
 //     least one protocol, none UNKNOWN, none twice.

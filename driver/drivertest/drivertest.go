@@ -97,16 +97,24 @@ const (
 // a space and the spec's full text.
 const suiteDescription = "csikit conformance (csi-sanity v5.6.0 + csikit specs)"
 
-// Result counts the specs of one run.
+// Result counts the specs of one run of CSI, CSIEndpoint, COSI or COSIEndpoint.
+//
+// A CSI spec is one of csi-sanity's or csikit's, named by its full text. A COSI spec is one rule
+// of one wire version, named "<version>/<rule>"; besides, a version whose own set-up
+// (DriverGetInfo, a first bucket and grant, and their clean-up) fails counts as one failed spec
+// named after the version, and a driver that serves no COSI version at all as one named "COSI".
 type Result struct {
 	// Ran, Passed, Skipped and Failed count specs: Ran == Passed + Failed, and Skipped counts
-	// apart what never ran (a capability the plugin does not advertise, a spec the profile or
-	// Options.Disable leaves out, a spec csi-sanity disables itself), each with its reason in
-	// Skips, so a test can assert on exactly the skips it expects.
+	// apart what never ran, each with its reason in Skips, so a test can assert on exactly the
+	// skips it expects. CSI skips a capability the plugin does not advertise, a spec the profile
+	// or Options.Disable leaves out, a spec csi-sanity disables itself; COSI skips a rule that
+	// needs what the driver does not do (grants) or an option not given (CheckCredentials, ...),
+	// and every rule of a version the driver does not serve or whose set-up failed.
 	Ran, Passed, Skipped, Failed int
-	// Skips maps the full text of each skipped spec to the reason it was skipped.
+	// Skips maps the name of each skipped spec to the reason it was skipped.
 	Skips map[string]string
-	// Failures maps the full text of each failed spec to its failure message.
+	// Failures maps the name of each failed spec to its failure messages (for COSI, scrubbed
+	// of every credential the suite has seen).
 	Failures map[string]string
 }
 
