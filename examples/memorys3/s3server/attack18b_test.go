@@ -94,7 +94,9 @@ func TestAttackSignedChunksAreHeldOutsideTheBudget(t *testing.T) {
 		wg.Go(func() {
 			// A fixed server refuses the chunk header and closes: the write may then fail.
 			_ = conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
-			_, _ = conn.Write(append(heads[i], chunk...))
+			if _, err := conn.Write(heads[i]); err == nil {
+				_, _ = conn.Write(chunk)
+			}
 		})
 	}
 	wg.Wait()
@@ -344,5 +346,79 @@ func TestAttackOneTenantHoldsEveryConnection(t *testing.T) {
 	}
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("another tenant's HEAD: %d", resp.StatusCode)
+	}
+}
+
+// TestAttackAConnectFloodWithoutAKeyStarvesTenants (MEDIUM): at MaxConnections the limiter
+// makes room by closing a quiet connection, but spares one that has sent nothing for up to
+// newGrace (1 s); the connection it lets in instead is the next one the kernel hands to
+// Accept, in arrival order. A client with no key that opens connections faster than
+// MaxConnections per second (256/s by default: any laptop) and sends nothing on them keeps
+// every slot held by connections younger than a second and the listen backlog full of its
+// own: a tenant's connection waits behind the whole backlog (the slots turn over at
+// MaxConnections a second) or is dropped when the backlog is full. Nothing about the attack
+// needs a key, and each of its connections costs it one SYN.
+//
+// Here the limit is 4 and the flood 100 connections a second; a tenant's HEAD is not answered
+// within 3 s.
+//
+// Fix: do not queue behind connections that have sent nothing: at the limit close the oldest
+// connection without a request at once, whatever its age (a real client's request is in the
+// socket as soon as it connects, so its connection turns active on its first read), or bound
+// the connections open per remote address (with a flag, since a NAT or proxy shares one), or
+// accept beyond the limit only to read the first request line and close those without one.
+func TestAttackAConnectFloodWithoutAKeyStarvesTenants(t *testing.T) {
+	const slots = 4
+	srv, addr, _ := serveLimited(t, Limits{MaxConnections: slots})
+	victim := secondTenant(t, srv)
+	stop := make(chan struct{})
+	flooded := make(chan struct{})
+	var mu sync.Mutex
+	var opened []net.Conn
+	go func() {
+		defer close(flooded)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				d := net.Dialer{Timeout: 100 * time.Millisecond}
+				if conn, err := d.Dial("tcp", addr); err == nil {
+					mu.Lock()
+					opened = append(opened, conn)
+					mu.Unlock()
+				}
+			}
+		}
+	}()
+	defer func() {
+		close(stop)
+		<-flooded
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range opened {
+			c.Close()
+		}
+	}()
+	time.Sleep(1500 * time.Millisecond) // the flood fills the slots and the backlog
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("a tenant could not connect during a connect flood: %v", err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write(rawSigned(t, victim, http.MethodHead, addr, "/other", -1, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.SetReadDeadline(time.Now().Add(3 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: http.MethodHead})
+	if err != nil {
+		t.Fatalf("a tenant's HEAD was not answered in 3 s while a client with no key opens 100 connections a second and sends nothing (limit %d): %v", slots, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("tenant HEAD during the flood: %d", resp.StatusCode)
 	}
 }
