@@ -27,6 +27,7 @@ type Body struct {
 
 	sum     *checksum                         // the object checksum to verify, if any
 	trailer func() (map[string]string, error) // trailer values, valid after src's EOF
+	chunks  *chunkReader                      // src when it decodes aws-chunked
 
 	length int64 // decoded length the request declared; -1 when the transport bounds it
 	n      int64
@@ -104,6 +105,24 @@ func (b *Body) Err() error {
 		return nil
 	}
 	return b.err
+}
+
+// ChargeTo charges the buffers of signed aws-chunked chunks (each held until its signature
+// checks) to c, from the next Read on: a chunk that c has no room for fails the body with
+// SlowDown. Call it before the first Read; it does nothing for other bodies.
+func (b *Body) ChargeTo(c Charge) {
+	if b.chunks != nil {
+		b.chunks.charge = c
+	}
+}
+
+// Release gives back what the body's chunk buffer holds of its Charge. The body ends with its
+// last chunk's buffer given back; Release is for a body abandoned before its end, and is safe
+// to call more than once. Read nothing after it.
+func (b *Body) Release() {
+	if b.chunks != nil {
+		b.chunks.release()
+	}
 }
 
 // Length is the decoded length of the object the store will receive, or -1 if the request
