@@ -71,7 +71,8 @@ type Limits struct {
 	MaxUploadsPerBucket int
 	// MaxConnections is the most S3 connections served at once (Serve only). At the limit, a
 	// new client takes the place of the connection that has been quiet the longest (idle
-	// between requests, or open without a complete request), which is closed.
+	// between requests, or open without a complete request, whatever its age), which is
+	// closed.
 	MaxConnections int
 	// IdleTimeout closes a connection idle for this long, between requests or within one.
 	IdleTimeout time.Duration
@@ -177,32 +178,27 @@ func (s *Server) newHTTPServer() *http.Server {
 // connLimiter is the listener Serve accepts from: at most max connections are open at once.
 // A client that arrives at the limit is accepted and waits (with the clients behind it in the
 // listen backlog) for a connection to close; the limiter closes the connection that has been
-// quiet the longest to make room: one idle between requests, or one open for newGrace without
-// a complete request. A client therefore cannot hold the slots with connections it does not
-// use: only with requests in progress, which the idle timeout bounds.
+// quiet the longest to make room: one idle between requests, or one without a complete
+// request, whatever its age. A client therefore cannot hold the slots with connections it
+// does not use, however fast it opens them: a flood of connections that send nothing closes
+// its own connections, oldest first, while a real client's request is in the socket as it
+// connects and is read at once. Only requests in progress hold a slot, which the idle
+// timeout, the body deadline (MinBodyRate) and MaxRequestsPerKey bound.
+//
+// A connection becomes closable once the server has begun reading it: between Accept and the
+// first Read its request, already in the socket, may not have been looked at yet, and closing
+// it then would drop a request that was sent in time.
 type connLimiter struct {
 	net.Listener
 	slots chan struct{}
 
 	mu    sync.Mutex
-	quiet map[*limitedConn]quietConn // connections not in a request
-	calm  chan struct{}              // signalled when a connection turns quiet
+	quiet map[*limitedConn]time.Time // connections not in a request, and since when
+	calm  chan struct{}              // signalled when a connection may have become closable
 }
-
-// quietConn is when a connection turned quiet, and whether it has had no request yet.
-type quietConn struct {
-	since time.Time
-	new   bool
-}
-
-// newGrace is how long a new connection may take to send its first request before it may be
-// closed to make room: a client sends its request as it connects, so a connection quiet for
-// a second is either slow on purpose or lost; one younger than that is let be, so that
-// clients arriving at the limit do not close each other's connections.
-const newGrace = time.Second
 
 func newConnLimiter(max int) *connLimiter {
-	return &connLimiter{slots: make(chan struct{}, max), quiet: map[*limitedConn]quietConn{}, calm: make(chan struct{}, 1)}
+	return &connLimiter{slots: make(chan struct{}, max), quiet: map[*limitedConn]time.Time{}, calm: make(chan struct{}, 1)}
 }
 
 // Accept implements net.Listener.
@@ -217,51 +213,45 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 			return &limitedConn{Conn: c, l: l}, nil
 		default:
 		}
-		closed, retry := l.reclaim(time.Now())
-		if closed {
+		if l.reclaim() {
 			continue // its slot is free once Close returned
-		}
-		var timer *time.Timer
-		var later <-chan time.Time
-		if retry > 0 {
-			timer = time.NewTimer(retry)
-			later = timer.C
 		}
 		select {
 		case l.slots <- struct{}{}:
 			return &limitedConn{Conn: c, l: l}, nil
-		case <-l.calm: // a connection turned quiet: take its place
-		case <-later: // a new connection's grace ended
-		}
-		if timer != nil {
-			timer.Stop()
+		case <-l.calm: // a connection turned quiet, or the server began reading a quiet one
 		}
 	}
 }
 
-// reclaim closes the connection quiet the longest, if one may be closed; else it says when
-// the youngest new connection's grace ends (0: no connection is quiet).
-func (l *connLimiter) reclaim(now time.Time) (closed bool, retry time.Duration) {
+// reclaim closes the connection quiet the longest among those the server has begun reading;
+// false: there is none.
+func (l *connLimiter) reclaim() bool {
 	l.mu.Lock()
 	var oldest *limitedConn
 	var since time.Time
-	for c, q := range l.quiet {
-		if q.new && now.Sub(q.since) < newGrace {
-			if wait := newGrace - now.Sub(q.since); retry == 0 || wait < retry {
-				retry = wait
-			}
+	for c, t := range l.quiet {
+		if !c.reading.Load() {
 			continue
 		}
-		if oldest == nil || q.since.Before(since) {
-			oldest, since = c, q.since
+		if oldest == nil || t.Before(since) {
+			oldest, since = c, t
 		}
 	}
 	l.mu.Unlock()
 	if oldest == nil {
-		return false, retry
+		return false
 	}
 	_ = oldest.Close()
-	return true, 0
+	return true
+}
+
+// wake tells a waiting Accept to look for a closable connection again.
+func (l *connLimiter) wake() {
+	select {
+	case l.calm <- struct{}{}:
+	default:
+	}
 }
 
 // track is the http.Server's ConnState hook: it keeps the set of quiet connections.
@@ -275,22 +265,29 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 	switch state {
 	case http.StateNew, http.StateIdle:
 		if !lc.closed.Load() {
-			l.quiet[lc] = quietConn{since: time.Now(), new: state == http.StateNew}
-			select {
-			case l.calm <- struct{}{}:
-			default:
-			}
+			l.quiet[lc] = time.Now()
+			l.wake()
 		}
 	default:
 		delete(l.quiet, lc)
 	}
 }
 
-// limitedConn gives its slot back when it is closed, by the server or by the limiter.
+// limitedConn gives its slot back when it is closed, by the server or by the limiter, and
+// says when the server began reading it.
 type limitedConn struct {
 	net.Conn
-	l      *connLimiter
-	closed atomic.Bool
+	l       *connLimiter
+	closed  atomic.Bool
+	reading atomic.Bool
+}
+
+func (c *limitedConn) Read(p []byte) (int, error) {
+	if !c.reading.Load() {
+		c.reading.Store(true)
+		c.l.wake()
+	}
+	return c.Conn.Read(p)
 }
 
 func (c *limitedConn) Close() error {
