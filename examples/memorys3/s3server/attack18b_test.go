@@ -49,6 +49,14 @@ func liveHeapGrowth(before *runtime.MemStats) int64 {
 	return int64(now.HeapAlloc) - int64(before.HeapAlloc) - spareChunkBytes()
 }
 
+// heapNow is the live heap after a collection, to measure growth from.
+func heapNow() *runtime.MemStats {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return &m
+}
+
 // TestAttackSignedChunksAreHeldOutsideTheBudget (HIGH): a signed aws-chunked chunk is read
 // whole into a buffer of its own (sigv4.chunkReader.readChunk) before its signature is
 // checked, up to sigv4.MaxSignedChunk (16 MiB) whatever the request's
@@ -114,28 +122,21 @@ func TestAttackSignedChunksAreHeldOutsideTheBudget(t *testing.T) {
 	}
 }
 
-// TestAttackTinyMultipartPartsCostUnchargedMemory (MEDIUM): MaxPartBytes and the budget
-// count the bytes of a part's body only. A part of 1 byte (gofakes3 refuses empty parts) is
-// charged 1 byte, yet each one costs the upload store a part record and its map slot (about
-// 100 bytes); an upload takes 10000 parts, a bucket 1000 uploads, the server 10000: 10^7 part
-// records (about 1 GiB, charged 10 MB) for one bucket's write key, 10^8 for a tenant with ten
-// buckets, each a signed PUT of a few hundred bytes. Nothing else bounds it and uploads never
-// expire.
+// TestEveryPartIsChargedForItsRecord (was MEDIUM): MaxPartBytes and the budget counted the
+// bytes of a part's body only. A part of 1 byte (gofakes3 refuses empty parts) was charged 1
+// byte, yet each one costs the upload store a part record and its map slot (about 100 bytes):
+// 10^7 part records (about 1 GiB, charged 10 MB) for one bucket's write key. Now each part is
+// charged partOverhead (1 KiB) besides its bytes, against MaxPartBytes, the bucket's share of
+// it and the budget.
 //
-// Here MaxPartBytes is 64 KiB: three uploads of 10000 one-byte parts are charged 30000 bytes,
-// within it, and hold several MiB.
-//
-// Fix: charge every part a fixed overhead (say 1 KiB: the record, the map slot, the ETag)
-// against MaxPartBytes and the budget besides the bytes of its body; and/or bound the parts
-// held per bucket.
-func TestAttackTinyMultipartPartsCostUnchargedMemory(t *testing.T) {
+// Here MaxPartBytes is 64 KiB: three uploads of 10000 one-byte parts were charged 30000
+// bytes, within it, and held several MiB.
+func TestEveryPartIsChargedForItsRecord(t *testing.T) {
 	const partBytes = 64 << 10
 	f := newFixture(t, false, Config{Limits: Limits{MaxPartBytes: partBytes}})
 	c := f.bucketWithAccount("bkt", "w", WriteOnly)
 	ids := []string{f.startUpload(c, "bkt", "a"), f.startUpload(c, "bkt", "b"), f.startUpload(c, "bkt", "c")}
-	var before runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
+	before := heapNow()
 	refused := 0
 	for i, id := range ids {
 		key := string(rune('a' + i))
@@ -154,42 +155,95 @@ func TestAttackTinyMultipartPartsCostUnchargedMemory(t *testing.T) {
 			}
 		}
 	}
-	grew := liveHeapGrowth(&before)
+	grew := liveHeapGrowth(before)
 	if grew > 4*partBytes {
-		t.Fatalf("%d parts of 1 byte (%d refused) hold %d KiB of heap, charged one byte each; MaxPartBytes is %d KiB",
+		t.Fatalf("%d parts of 1 byte (%d refused) hold %d KiB of heap; MaxPartBytes is %d KiB",
 			len(ids)*maxPartNumber, refused, grew>>10, partBytes>>10)
+	}
+	if held := len(ids)*maxPartNumber - refused; held*(1+partOverhead) > partBytes {
+		t.Fatalf("%d parts of 1 byte are held, charged %d bytes each, past MaxPartBytes of %d", held, 1+partOverhead, partBytes)
 	}
 }
 
-// TestAttackOneTenantsUploadsStarveEveryOther (MEDIUM): MaxPartBytes is one pool for the
-// whole server, multipart uploads never expire, and nothing bounds what one bucket's uploads
-// hold of it. A write-only key on one bucket starts an upload and stores parts up to
-// MaxPartBytes (two parts of 256 MiB with the defaults), never completing it: from then on
-// every other tenant's UploadPart is 503 SlowDown, until the attacker's bucket is deleted.
-// The per-bucket upload count does not help: one upload suffices.
+// uploadPartOf stores one part of n bytes with the aws-sdk-go-v2 client, returning its error.
+func uploadPartOf(f *fixture, c Credentials, bucket, key, id string, number int32, n int) error {
+	_, err := f.awsClient(c).UploadPart(context.Background(), &s3.UploadPartInput{Bucket: aws.String(bucket), Key: aws.String(key),
+		UploadId: aws.String(id), PartNumber: aws.Int32(number), Body: bytes.NewReader(bytes.Repeat([]byte("p"), n))})
+	return err
+}
+
+// TestOneBucketsUploadsHoldAtMostItsShareOfPartBytes (was MEDIUM): MaxPartBytes was one pool
+// for the whole server and nothing bounded what one bucket's uploads held of it: a write-only
+// key started an upload, stored parts up to MaxPartBytes and never completed it, and from
+// then on every other tenant's UploadPart was 503 SlowDown (until the attacker's bucket was
+// deleted). Now one bucket's uploads hold at most MaxPartBytesPerBucket (a quarter of
+// MaxPartBytes by default, but at least the parts of one object of MaxObjectSize): the
+// attacker's part past it is refused, and another tenant's parts are stored.
 //
-// Fix: bound the part bytes one bucket (or one access key) may hold, e.g. a
-// --max-part-bytes-per-bucket defaulting to a fraction of MaxPartBytes, as
-// MaxUploadsPerBucket bounds the count; and expire uploads left untouched for a while (S3's
-// AbortIncompleteMultipartUpload, as a server-wide default), giving their bytes back.
-func TestAttackOneTenantsUploadsStarveEveryOther(t *testing.T) {
+// Here MaxObjectSize is 1 MiB and MaxPartBytes 4 MiB (so a bucket may hold 2 MiB).
+func TestOneBucketsUploadsHoldAtMostItsShareOfPartBytes(t *testing.T) {
 	const limit = 1 << 20
-	f := newFixture(t, false, Config{Limits: Limits{MaxObjectSize: limit, MaxPartBytes: 2 * limit}})
+	f := newFixture(t, false, Config{Limits: Limits{MaxObjectSize: limit, MaxPartBytes: 4 * limit}})
 	attacker := f.bucketWithAccount("bkt", "attacker", WriteOnly)
 	victim := secondTenant(t, f.srv)
-	ctx := context.Background()
 	id := f.startUpload(attacker, "bkt", "hoard")
-	for n := int32(1); n <= 2; n++ {
-		if _, err := f.awsClient(attacker).UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("bkt"), Key: aws.String("hoard"),
-			UploadId: aws.String(id), PartNumber: aws.Int32(n), Body: bytes.NewReader(bytes.Repeat([]byte("h"), limit))}); err != nil {
-			t.Fatalf("attacker's part %d: %v", n, err)
+	stored := 0
+	for n := int32(1); n <= 4; n++ {
+		err := uploadPartOf(f, attacker, "bkt", "hoard", id, n, limit)
+		if err != nil {
+			if apiCode(err) != "SlowDown" || httpStatus(err) != http.StatusServiceUnavailable {
+				t.Fatalf("the attacker's part %d: %v, want 503 SlowDown", n, err)
+			}
+			break
 		}
+		stored++
+	}
+	if stored*(limit+partOverhead) > int(f.srv.limits.MaxPartBytesPerBucket) {
+		t.Fatalf("one bucket's upload holds %d parts of 1 MiB, past the %d bytes a bucket may hold", stored, f.srv.limits.MaxPartBytesPerBucket)
 	}
 	vid := f.startUpload(victim, "other", "mine")
-	_, err := f.awsClient(victim).UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("other"), Key: aws.String("mine"),
-		UploadId: aws.String(vid), PartNumber: aws.Int32(1), Body: bytes.NewReader(bytes.Repeat([]byte("v"), 64<<10))})
-	if err != nil {
-		t.Fatalf("another tenant's 64 KiB part, while one write-only key holds an upload it never completes: %v (%s)", err, apiCode(err))
+	if err := uploadPartOf(f, victim, "other", "mine", vid, 1, limit); err != nil {
+		t.Fatalf("another tenant's 1 MiB part, while one write-only key holds an upload it never completes: %v (%s)", err, apiCode(err))
+	}
+}
+
+// TestUploadsIdleForUploadIdleTimeoutAreAborted (was MEDIUM): multipart uploads never
+// expired, so the parts of an upload its client abandoned held their bytes (and blocked every
+// part past MaxPartBytes) for as long as the server ran. Now an upload in which no part was
+// stored for UploadIdleTimeout is aborted as soon as the store is used, and gives its bytes
+// back; storing a part keeps an upload alive. The server's clock is moved, not waited for.
+func TestUploadsIdleForUploadIdleTimeoutAreAborted(t *testing.T) {
+	const part = 1000 << 10
+	const idle = time.Minute
+	// The pool holds two parts of the attacker's, and not a third part.
+	pool := int64(2 * (part + partOverhead))
+	f := newFixture(t, false, Config{Limits: Limits{MaxObjectSize: 1 << 20, MaxPartBytes: pool, MaxPartBytesPerBucket: pool, UploadIdleTimeout: idle}})
+	attacker := f.bucketWithAccount("bkt", "attacker", WriteOnly)
+	victim := secondTenant(t, f.srv)
+	id := f.startUpload(attacker, "bkt", "hoard")
+	if err := uploadPartOf(f, attacker, "bkt", "hoard", id, 1, part); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(idle * 5 / 6)
+	if err := uploadPartOf(f, attacker, "bkt", "hoard", id, 2, part); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(idle / 3) // the upload began longer ago than the timeout, but its last part did not
+	vid := f.startUpload(victim, "other", "mine")
+	if err := uploadPartOf(f, victim, "other", "mine", vid, 1, 64<<10); apiCode(err) != "SlowDown" {
+		t.Fatalf("a part past MaxPartBytes while an upload used within the timeout holds it: %v, want SlowDown", err)
+	}
+	f.clock.Advance(idle)
+	vid = f.startUpload(victim, "other", "mine") // its first upload is as idle as the attacker's
+	if err := uploadPartOf(f, victim, "other", "mine", vid, 1, 64<<10); err != nil {
+		t.Fatalf("another tenant's part once the upload holding the pool was idle for %v: %v (%s)", idle, err, apiCode(err))
+	}
+	if err := uploadPartOf(f, attacker, "bkt", "hoard", id, 3, 1); apiCode(err) != "NoSuchUpload" {
+		t.Fatalf("a part of the aborted upload: %v, want NoSuchUpload", err)
+	}
+	// Only the victim's part is held: its bytes and its record.
+	if used := f.srv.budget.used.Load(); used != 64<<10+partOverhead {
+		t.Fatalf("%d buffered bytes counted after the idle upload was aborted, want %d", used, 64<<10+partOverhead)
 	}
 }
 

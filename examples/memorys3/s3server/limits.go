@@ -39,6 +39,10 @@ const (
 	// DefaultMaxConnections bounds the open S3 connections; further clients wait in the
 	// listen backlog, so file descriptors remain for the COSI socket and the state files.
 	DefaultMaxConnections = 256
+	// DefaultUploadIdleTimeout aborts a multipart upload in which no part was stored for this
+	// long (S3's AbortIncompleteMultipartUpload, as a server-wide rule), giving back what its
+	// parts held.
+	DefaultUploadIdleTimeout = time.Hour
 	// DefaultIdleTimeout closes a connection on which nothing moved for this long: between
 	// requests, and while a request body or a response is under way.
 	DefaultIdleTimeout = 30 * time.Second
@@ -69,6 +73,16 @@ type Limits struct {
 	// those in one bucket. A CreateMultipartUpload past either is refused with SlowDown.
 	MaxUploads          int
 	MaxUploadsPerBucket int
+	// MaxPartBytesPerBucket bounds the part bytes (and part records) the uploads of one bucket
+	// hold of MaxPartBytes, so one tenant's unfinished uploads cannot refuse every other
+	// tenant's parts; a part past it is refused with SlowDown. Zero: a quarter of MaxPartBytes,
+	// but never less than MaxObjectSize plus 1 MiB (the parts of one object of the largest
+	// size), nor more than MaxPartBytes.
+	MaxPartBytesPerBucket int64
+	// UploadIdleTimeout aborts a multipart upload in which nothing was stored for this long
+	// (no part since it began or since its last part), giving back its parts. Zero:
+	// DefaultUploadIdleTimeout.
+	UploadIdleTimeout time.Duration
 	// MaxConnections is the most S3 connections served at once (Serve only). At the limit, a
 	// new client takes the place of the connection that has been quiet the longest (idle
 	// between requests, or open without a complete request, whatever its age), which is
@@ -110,10 +124,20 @@ func (l Limits) withDefaults() (Limits, error) {
 	if l.MaxHeaderBytes <= 0 {
 		l.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
+	if l.UploadIdleTimeout <= 0 {
+		l.UploadIdleTimeout = DefaultUploadIdleTimeout
+	}
 	// A body is buffered in chunks of up to 1 MiB, the last one partly filled.
 	if l.MaxBufferedBytes < l.MaxObjectSize+1<<maxChunkShift {
 		return l, fmt.Errorf("limits: %d buffered bytes cannot hold one body of the largest object size, %d bytes (it needs 1 MiB more): %w",
 			l.MaxBufferedBytes, l.MaxObjectSize, ErrInvalidArgument)
+	}
+	switch {
+	case l.MaxPartBytesPerBucket <= 0:
+		l.MaxPartBytesPerBucket = min(l.MaxPartBytes, max(l.MaxPartBytes/4, l.MaxObjectSize+1<<20))
+	case l.MaxPartBytesPerBucket > l.MaxPartBytes:
+		return l, fmt.Errorf("limits: the part bytes of one bucket (%d) must be at most the server's %d: %w",
+			l.MaxPartBytesPerBucket, l.MaxPartBytes, ErrInvalidArgument)
 	}
 	return l, nil
 }
