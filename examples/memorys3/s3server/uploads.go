@@ -391,8 +391,9 @@ func (u *uploadStore) completedSize(bucket, key string, id gofakes3.UploadID, pa
 var errNoUpload = errors.New("no such upload")
 
 // CompleteMultipartUpload implements gofakes3.MultipartBackend. The object is stored from
-// the parts as they are, without assembling a copy of them first; the ETag is S3's: the MD5
-// of the parts' MD5s, and their count.
+// the parts as they are, without assembling a copy of them first; the store's own copy of it
+// (gofakes3.ReadAll) is charged to the budget while it is made. The ETag is S3's: the MD5 of
+// the parts' MD5s, and their count.
 func (u *uploadStore) CompleteMultipartUpload(bucket, key string, id gofakes3.UploadID, in *gofakes3.CompleteMultipartUploadRequest) (gofakes3.VersionID, string, error) {
 	if len(in.Parts) == 0 {
 		return "", "", gofakes3.ErrorMessage(gofakes3.ErrMalformedXML, "a completion names at least one part")
@@ -408,10 +409,14 @@ func (u *uploadStore) CompleteMultipartUpload(bucket, key string, id gofakes3.Up
 	if err == nil && total > u.limits.MaxObjectSize {
 		err = gofakes3.ErrorMessagef(codeEntityTooLarge, "the parts add up to %d bytes; this server takes objects of at most %d", total, u.limits.MaxObjectSize)
 	}
+	if err == nil && !u.budget.take(total) {
+		err = errSlowDown("the server is holding as many buffered bytes as it may; retry later")
+	}
 	if err != nil {
 		u.mu.Unlock()
 		return "", "", err
 	}
+	defer u.budget.give(total)
 	u.touch(up)
 	up.completing = true
 	readers := make([]io.Reader, len(in.Parts))
