@@ -98,8 +98,8 @@ func (b *Body) finish() error {
 // Close closes the underlying request body.
 func (b *Body) Close() error { return b.closer.Close() }
 
-// Err is the verification error that ended the body, if any (not io.EOF). The server uses it
-// to answer with the right S3 error instead of whatever the store made of a failed Read.
+// Err is the verification error that ended the body, if any (not io.EOF): the S3 error to
+// answer with, where whatever read the body would report a failed Read as its own error.
 func (b *Body) Err() error {
 	if b.err == nil || errors.Is(b.err, io.EOF) {
 		return nil
