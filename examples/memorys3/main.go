@@ -55,10 +55,15 @@ func run(ctx context.Context, args []string, out io.Writer, started chan<- strin
 		maxConns   = fs.Int("s3-max-connections", s3server.DefaultMaxConnections, "most S3 connections served at once; at the limit the connection quiet the longest is closed to make room, else further clients wait")
 		idle       = fs.Duration("s3-idle-timeout", s3server.DefaultIdleTimeout, "close an S3 connection on which nothing moved for this long, between requests or within one")
 		hdrTimeout = fs.Duration("s3-header-timeout", s3server.DefaultHeaderTimeout, "time a client has to send a request's headers")
-		maxBuf     = fs.Int64("max-buffered-bytes", s3server.DefaultMaxBufferedBytes, "bytes the S3 server holds in request bodies, parts awaiting completion and (with --state-dir) objects being sent; past it requests get 503 SlowDown; at least --max-object-size plus 1 MiB")
+		maxBuf     = fs.Int64("max-buffered-bytes", s3server.DefaultMaxBufferedBytes, "bytes the S3 server holds in request bodies (and the store's copies of them), parts awaiting completion and (with --state-dir) objects being sent; past it requests get 503 SlowDown; at least twice --max-object-size")
+		maxBufKey  = fs.Int64("max-buffered-bytes-per-key", 0, "bytes of --max-buffered-bytes the requests of one access key may hold in their bodies; past it they get 503 SlowDown; 0: a quarter of --max-buffered-bytes, at least --max-object-size plus its largest chunk (up to 16 MiB)")
+		minRate    = fs.Int64("s3-min-body-rate", s3server.DefaultMinBodyRate, "slowest average rate of a request body in bytes a second: a body of n bytes must arrive within --s3-idle-timeout plus n at this rate, or its connection is closed")
 		maxParts   = fs.Int64("max-part-bytes", s3server.DefaultMaxPartBytes, "bytes held in the parts of multipart uploads in progress (within --max-buffered-bytes); past it UploadPart gets 503 SlowDown")
+		maxPartsPB = fs.Int64("max-part-bytes-per-bucket", 0, "bytes of --max-part-bytes the uploads of one bucket may hold; past it UploadPart gets 503 SlowDown; 0: a quarter of --max-part-bytes, at least --max-object-size plus 1 MiB")
+		upIdle     = fs.Duration("upload-idle-timeout", s3server.DefaultUploadIdleTimeout, "abort a multipart upload in which no part was stored for this long, giving back its parts")
 		maxUps     = fs.Int("max-uploads", s3server.DefaultMaxUploads, "multipart uploads in progress on the server; past it CreateMultipartUpload gets 503 SlowDown")
 		maxUpsPB   = fs.Int("max-uploads-per-bucket", s3server.DefaultMaxUploadsPerBucket, "multipart uploads in progress in one bucket; past it CreateMultipartUpload gets 503 SlowDown")
+		maxReqsKey = fs.Int("s3-max-requests-per-key", 0, "requests of one access key in progress at once; past it a request gets 503 SlowDown; 0: a quarter of --s3-max-connections, at least 1")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -78,12 +83,19 @@ func run(ctx context.Context, args []string, out io.Writer, started chan<- strin
 	if endpoint == "" {
 		endpoint = "http://" + reachable(lis.Addr().(*net.TCPAddr))
 	}
-	if *maxObject <= 0 || *maxConns <= 0 || *idle <= 0 || *hdrTimeout <= 0 || *maxBuf <= 0 || *maxParts <= 0 || *maxUps <= 0 || *maxUpsPB <= 0 {
-		return errors.New("--max-object-size, --s3-max-connections, --s3-idle-timeout and --s3-header-timeout must be positive")
+	if *maxObject <= 0 || *maxConns <= 0 || *idle <= 0 || *hdrTimeout <= 0 || *maxBuf <= 0 || *minRate <= 0 || *maxParts <= 0 ||
+		*upIdle <= 0 || *maxUps <= 0 || *maxUpsPB <= 0 {
+		return errors.New("--max-object-size, --s3-max-connections, --s3-idle-timeout, --s3-header-timeout, --max-buffered-bytes, " +
+			"--s3-min-body-rate, --max-part-bytes, --upload-idle-timeout, --max-uploads and --max-uploads-per-bucket must be positive")
+	}
+	if *maxBufKey < 0 || *maxPartsPB < 0 || *maxReqsKey < 0 {
+		return errors.New("--max-buffered-bytes-per-key, --max-part-bytes-per-bucket and --s3-max-requests-per-key must be positive, or 0 for their default")
 	}
 	s3, err := s3server.New(s3server.Config{StateDir: *stateDir, Region: *region, Endpoint: endpoint, Logger: logger.Named("s3"),
 		Limits: s3server.Limits{MaxObjectSize: *maxObject, MaxConnections: *maxConns, IdleTimeout: *idle, HeaderTimeout: *hdrTimeout,
-			MaxBufferedBytes: *maxBuf, MaxPartBytes: *maxParts, MaxUploads: *maxUps, MaxUploadsPerBucket: *maxUpsPB}})
+			MaxBufferedBytes: *maxBuf, MaxBufferedBytesPerKey: *maxBufKey, MinBodyRate: *minRate, MaxPartBytes: *maxParts,
+			MaxPartBytesPerBucket: *maxPartsPB, UploadIdleTimeout: *upIdle, MaxUploads: *maxUps, MaxUploadsPerBucket: *maxUpsPB,
+			MaxRequestsPerKey: *maxReqsKey}})
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -95,10 +96,36 @@ func errorCode(err error) string {
 	return ""
 }
 
+// captureStderr sends what the process writes to os.Stderr from now until the test ends to a
+// file, and returns a reader of it. memorys3 logs there: its logger opens os.Stderr as run
+// starts.
+func captureStderr(t *testing.T) func() string {
+	t.Helper()
+	f, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := os.Stderr
+	os.Stderr = f
+	t.Cleanup(func() {
+		os.Stderr = saved
+		f.Close()
+	})
+	return func() string {
+		b, err := os.ReadFile(f.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+}
+
 // TestMemoryS3EndToEnd drives the binary as the COSI sidecars and an application would: buckets
 // and keys through the COSI socket (both versions), objects through S3 with the granted keys;
-// with --state-dir everything survives a restart, and a revoked key is refused at once.
+// with --state-dir everything survives a restart, and a revoked key is refused at once. No
+// secret key reaches its output or its log.
 func TestMemoryS3EndToEnd(t *testing.T) {
+	logs := captureStderr(t)
 	dir := t.TempDir()
 	args := []string{"--endpoint", "unix://" + filepath.Join(dir, "sock", "cosi.sock"), "--s3-address", freePort(t),
 		"--state-dir", filepath.Join(dir, "state"), "--log-level", "debug"}
@@ -141,9 +168,24 @@ func TestMemoryS3EndToEnd(t *testing.T) {
 		Bucket: aws.String(b.GetBucketId()), Key: aws.String("hello")}); err != nil {
 		t.Errorf("head with v1alpha1 keys: %v", err)
 	}
+	// A request signed with the granted key ID and another secret is refused, and the refusal
+	// logged at debug level; so are the grants' answers, which carry the secrets: the log
+	// this test reads must hold both, or a secret logged there would go unseen.
+	if _, err := client(endpoint, creds.GetAccessKeyId(), "not-"+creds.GetAccessSecretKey()).HeadObject(ctx, &s3.HeadObjectInput{
+		Bucket: aws.String(b.GetBucketId()), Key: aws.String("hello")}); err == nil {
+		t.Fatal("a request signed with the wrong secret was accepted")
+	}
+	for _, line := range []string{`"code":"SignatureDoesNotMatch"`, `"msg":"response","method":"DriverGrantBucketAccess"`} {
+		if !strings.Contains(logs(), line) {
+			t.Fatalf("the log holds no %s: it is not where this test looks\n%s", line, logs())
+		}
+	}
 	for _, secret := range []string{creds.GetAccessSecretKey(), s["accessSecretKey"]} {
 		if strings.Contains(out.String(), secret) {
 			t.Error("a secret key reached memorys3's output")
+		}
+		if strings.Contains(logs(), secret) {
+			t.Error("a secret key reached memorys3's log")
 		}
 	}
 	stop()
@@ -175,5 +217,28 @@ func TestMemoryS3EndToEnd(t *testing.T) {
 	}
 	if _, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(b.GetBucketId()), Key: aws.String("hello")}); errorCode(err) != "InvalidAccessKeyId" {
 		t.Errorf("get with revoked keys: %v, want InvalidAccessKeyId", err)
+	}
+	if strings.Contains(logs(), creds.GetAccessSecretKey()) {
+		t.Error("a secret key reached memorys3's log after the restart")
+	}
+}
+
+// TestLimitFlagsMustBePositive: every limit flag is refused at zero or below, except those
+// whose 0 derives the limit from the others (and which are refused below zero).
+func TestLimitFlagsMustBePositive(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ flag, value string }{
+		{"--max-object-size", "0"}, {"--s3-max-connections", "0"}, {"--s3-idle-timeout", "0s"}, {"--s3-header-timeout", "0s"},
+		{"--max-buffered-bytes", "0"}, {"--s3-min-body-rate", "0"}, {"--max-part-bytes", "0"}, {"--upload-idle-timeout", "0s"},
+		{"--max-uploads", "0"}, {"--max-uploads-per-bucket", "0"},
+		{"--max-buffered-bytes-per-key", "-1"}, {"--max-part-bytes-per-bucket", "-1"}, {"--s3-max-requests-per-key", "-1"},
+	} {
+		t.Run(tc.flag, func(t *testing.T) {
+			err := run(context.Background(), []string{"--endpoint", "unix://" + filepath.Join(dir, "cosi.sock"), "--s3-address", freePort(t),
+				tc.flag, tc.value}, io.Discard, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.flag) {
+				t.Fatalf("%s %s: %v, want an error naming the flag", tc.flag, tc.value, err)
+			}
+		})
 	}
 }

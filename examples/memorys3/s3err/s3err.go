@@ -67,6 +67,7 @@ var (
 	ErrInternal                   = &Error{"InternalError", http.StatusInternalServerError, "We encountered an internal error. Please try again."}
 	ErrKeyTooLong                 = &Error{"KeyTooLongError", http.StatusBadRequest, "Your key is too long."}
 	ErrSlowDown                   = &Error{"SlowDown", http.StatusServiceUnavailable, "Please reduce your request rate."}
+	ErrRequestTimeout             = &Error{"RequestTimeout", http.StatusBadRequest, "Your socket connection to the server was not read from or written to within the timeout period."}
 )
 
 // body is the XML document S3 sends with an error.

@@ -128,7 +128,8 @@ func TestBufferedBodiesStayWithinTheServerBudget(t *testing.T) {
 		t.Fatalf("%d uploads held one byte short of MaxObjectSize (%d MiB) pin %d MiB of heap, past %d MiB",
 			uploads, limit>>20, grew>>20, budget>>20)
 	}
-	// Each held body is buffered in chunks of up to 3 MiB: at most two fit in 6 MiB.
+	// Each held body is charged 2 MiB, and one key's requests may hold 4 MiB of the 6 MiB
+	// (MaxBufferedBytesPerKey: one body and a chunk buffer as large as it): at most two fit.
 	if n := refused.Load(); n < uploads-2 {
 		t.Fatalf("%d of %d uploads were refused; a budget of 6 MiB holds at most 2 bodies of 2 MiB", n, uploads)
 	}
@@ -147,9 +148,13 @@ func spareChunkBytes() int64 {
 // the object made inside the read transaction, held until the answer is sent: a reader that
 // stalls holds it. Copies are charged to the budget of buffered bytes like bodies, and a GET
 // past it is refused with 503 SlowDown (its copy is never made).
+//
+// The object is twice MaxObjectSize (stored before the limit was lowered: a GET answers any
+// object the store holds), so that the budget, which must hold a body of MaxObjectSize and
+// the store's copy of it, holds one copy of the object and not two.
 func TestStateDirReadsStayWithinTheServerBudget(t *testing.T) {
 	const size = 16 << 20
-	f := newFixture(t, false, Config{StateDir: t.TempDir(), Limits: Limits{MaxObjectSize: size, MaxBufferedBytes: size + 4<<20}})
+	f := newFixture(t, false, Config{StateDir: t.TempDir(), Limits: Limits{MaxObjectSize: size / 2, MaxBufferedBytes: size + 4<<20}})
 	c := f.bucketWithAccount("bkt", "rw", ReadWrite)
 	if _, err := f.srv.backend.PutObject("bkt", "big", map[string]string{}, bytes.NewReader(bytes.Repeat([]byte("b"), size)), size, nil); err != nil {
 		t.Fatal(err)

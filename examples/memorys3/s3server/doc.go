@@ -23,7 +23,10 @@
 // authorised again when the store commits it, after its body has been read whole: a write
 // that outlives its grant (revoked, or its bucket deleted and created again) is refused with
 // AccessDenied. What one request, one connection and the whole server may hold is bounded
-// (Limits); past a server-wide bound a request is refused with 503 SlowDown.
+// (Limits), and so is what one tenant may hold of the server-wide bounds: the requests one
+// access key has in progress and the body bytes they hold, the part bytes of one bucket's
+// uploads; a body must arrive at a minimum rate, and an upload left idle is aborted. Past a
+// bound a request is refused with 503 SlowDown.
 //
 // Clients must use path-style addressing (http://host/bucket/key): aws-sdk-go-v2's
 // UsePathStyle, minio-go's BucketLookupPath, the aws CLI's addressing_style = path.

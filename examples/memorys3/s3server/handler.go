@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/johannesboyne/gofakes3"
 	"go.uber.org/zap"
@@ -28,7 +29,7 @@ const maxRequestDocument = 8 << 20
 // that changes the store is authorised again when the store commits it (see commit).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := requestID(s.reqID.Add(1))
-	d := deadlines{rc: http.NewResponseController(w), idle: s.limits.IdleTimeout}
+	d := deadlines{rc: http.NewResponseController(w), idle: s.limits.IdleTimeout, bodyEnd: s.bodyDeadline(r, time.Now())}
 	d.read()
 	d.write()
 	defer d.write() // the answer's last bytes leave after the handler returns
@@ -60,6 +61,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, id, s3err.ErrInvalidAccessKeyID, res.AccessKeyID, "key revoked during the request")
 		return
 	}
+	if !entry.load.enter(s.limits.MaxRequestsPerKey) {
+		s.refuse(w, r, id, errKeyRequests, res.AccessKeyID, "the key has as many requests in progress as it may")
+		return
+	}
+	defer entry.load.leave()
+	if res.Body != nil {
+		// A signed chunk is held until its signature checks: its buffer is charged to the
+		// key's share and the server's budget, and given back however the request ends.
+		res.Body.ChargeTo(entry.load)
+		defer res.Body.Release()
+	}
 	op, err := route(r)
 	if err != nil {
 		s.refuse(w, r, id, err, res.AccessKeyID, "not an operation memorys3 offers to keys")
@@ -79,8 +91,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, id, s3err.ErrAccessDenied, res.AccessKeyID, "no read grant on copy source bucket "+op.copyBucket)
 		return
 	}
-	s.perform(w, r, id, op, res, ring)
+	s.perform(w, r, id, op, res, ring, entry.load)
 }
+
+// errKeyRequests refuses a request of a key that has MaxRequestsPerKey in progress.
+var errKeyRequests = s3err.ErrSlowDown.With("this access key has as many requests in progress as one key may; retry when one ends")
 
 // recoverPanic answers a panic in the store (or here) with InternalError and logs it as one
 // line, naming the panic only by what the runtime says or by its type: a panic's value is
@@ -112,11 +127,17 @@ func (s *Server) recoverPanic(w *idleWriter, r *http.Request, id requestID) {
 
 // perform rebuilds r as the store must see it for op and hands it over: the query holds only
 // what op reads, the copy source is in canonical form, signing headers are gone, and the body
-// is bounded, verified and read whole.
-func (s *Server) perform(w http.ResponseWriter, r *http.Request, id requestID, op *operation, res *sigv4.Result, ring *keyring) {
+// is bounded, verified, charged to the key's share of the budget (load) and read whole.
+func (s *Server) perform(w http.ResponseWriter, r *http.Request, id requestID, op *operation, res *sigv4.Result, ring *keyring, load *keyLoad) {
 	var body io.ReadCloser = r.Body
 	if res.Body != nil {
 		body = res.Body
+	}
+	var kb *keyBody
+	if op.spec.body != bodyNone {
+		kb = &keyBody{ReadCloser: body, load: load}
+		defer kb.release()
+		body = kb
 	}
 	stripSigning(r.Header)
 	r.Header.Del("X-Minio-Force-Delete")
@@ -170,10 +191,11 @@ func (s *Server) perform(w http.ResponseWriter, r *http.Request, id requestID, o
 		case eb.refused:
 			clear(w.Header())
 			s.refuse(w, r, id, errGrantGone, res.AccessKeyID, "grant gone before PutObject committed on bucket "+op.bucket)
-		case res.Body != nil && res.Body.Err() != nil:
-			// The store saw a failed Read and would call it an internal error.
+		case kb.failed() != nil:
+			// The store saw a failed Read (a verification, the key's share, a timeout) and
+			// would call it an internal error.
 			clear(w.Header())
-			s.refuse(w, r, id, res.Body.Err(), res.AccessKeyID, "request body failed verification")
+			s.refuse(w, r, id, kb.failed(), res.AccessKeyID, "request body failed")
 		default:
 			c.answer(w, r, &ans)
 		}
@@ -427,6 +449,13 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, id requestID, er
 		// The body may be unread: the connection ends with the answer instead of waiting
 		// for bytes a refused client need not send.
 		w.Header().Set("Connection", "close")
+	}
+	if w.Header().Get("Connection") == "close" {
+		// net/http reads on up to 256 KiB of an unread body after the answer, to reuse the
+		// connection it is about to close, waiting up to the idle timeout for bytes a
+		// refused client (one that asked for 100 Continue, or a slow one) may never send:
+		// the connection would hold its slot meanwhile.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 	}
 	var e *s3err.Error
 	if !errors.As(err, &e) {

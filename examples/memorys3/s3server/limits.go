@@ -9,9 +9,14 @@ import (
 	"math/bits"
 	"net"
 	"net/http"
+	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/csikit/csikit/examples/memorys3/s3err"
+	"github.com/csikit/csikit/examples/memorys3/sigv4"
 )
 
 // One S3 server serves every tenant of the driver, and its process also holds the COSI
@@ -23,9 +28,10 @@ const (
 	// size a small host holds several of at once.
 	DefaultMaxObjectSize = 256 << 20
 	// DefaultMaxBufferedBytes bounds the bytes held in request bodies across the server: the
-	// bodies being read before the store takes them, the parts of multipart uploads waiting
-	// for their completion, and (with a state directory) the objects GETs are sending. Four
-	// bodies of the largest size fit.
+	// bodies being read before the store takes them and the store's copies of them, the parts
+	// of multipart uploads waiting for their completion, and (with a state directory) the
+	// objects GETs are sending. Four bodies of the largest size fit as they arrive, two as the
+	// store copies them.
 	DefaultMaxBufferedBytes = 1 << 30
 	// DefaultMaxPartBytes bounds the bytes held in the parts of uploads in progress, within
 	// DefaultMaxBufferedBytes: half of it, so uploads that are never completed leave the other
@@ -39,6 +45,15 @@ const (
 	// DefaultMaxConnections bounds the open S3 connections; further clients wait in the
 	// listen backlog, so file descriptors remain for the COSI socket and the state files.
 	DefaultMaxConnections = 256
+	// DefaultMinBodyRate is the slowest average rate at which a request body may arrive, in
+	// bytes a second, after a grace of IdleTimeout: a client on a 1 Mbit/s link still uploads,
+	// and a body that holds bytes of the budget costs its sender bandwidth for as long as it
+	// holds them, instead of one byte per idle timeout.
+	DefaultMinBodyRate = 64 << 10
+	// DefaultUploadIdleTimeout aborts a multipart upload in which no part was stored for this
+	// long (S3's AbortIncompleteMultipartUpload, as a server-wide rule), giving back what its
+	// parts held.
+	DefaultUploadIdleTimeout = time.Hour
 	// DefaultIdleTimeout closes a connection on which nothing moved for this long: between
 	// requests, and while a request body or a response is under way.
 	DefaultIdleTimeout = 30 * time.Second
@@ -57,10 +72,12 @@ type Limits struct {
 	// bytes; larger ones are refused with EntityTooLarge before their body is read.
 	MaxObjectSize int64
 	// MaxBufferedBytes bounds the bytes held in request bodies across the server, counted as
-	// they arrive (bodies are read whole before the store takes them), while parts wait for
-	// their completion, and, with a state directory, while a GET's copy of an object is being
-	// sent. A body that would pass it is refused with SlowDown and not read further; so is a
-	// GET. It must hold at least one body of MaxObjectSize.
+	// they arrive (bodies are read whole before the store takes them), while the store makes
+	// its copy of a body, while parts wait for their completion, and, with a state directory,
+	// while a GET's copy of an object is being sent. A body that would pass it is refused with
+	// SlowDown and not read further; so is a GET. It must hold one body of MaxObjectSize and
+	// the store's copy of it: twice MaxObjectSize, and up to 512 KiB more for sizes that are
+	// not a power of two.
 	MaxBufferedBytes int64
 	// MaxPartBytes bounds the bytes held in the parts of uploads in progress (they count
 	// towards MaxBufferedBytes too); a part past it is refused with SlowDown.
@@ -69,10 +86,38 @@ type Limits struct {
 	// those in one bucket. A CreateMultipartUpload past either is refused with SlowDown.
 	MaxUploads          int
 	MaxUploadsPerBucket int
+	// MaxBufferedBytesPerKey bounds what the requests of one access key in progress hold of
+	// MaxBufferedBytes: the bytes of their bodies received so far (counted in steps of 64 KiB)
+	// and the buffers of their signed chunks. A body past it is refused with SlowDown, so one
+	// tenant cannot refuse every other by holding bodies open. Zero: a quarter of
+	// MaxBufferedBytes, but never less than one body of MaxObjectSize with its chunk buffer
+	// (MaxObjectSize plus up to 16 MiB), nor more than MaxBufferedBytes.
+	MaxBufferedBytesPerKey int64
+	// MinBodyRate is the slowest average rate, in bytes a second, at which a request body may
+	// arrive: a body of n declared bytes must have arrived IdleTimeout plus n/MinBodyRate
+	// seconds after its request began, however steadily its bytes trickle, or the connection
+	// is closed. Zero: DefaultMinBodyRate.
+	MinBodyRate int64
+	// MaxPartBytesPerBucket bounds the part bytes (and part records) the uploads of one bucket
+	// hold of MaxPartBytes, so one tenant's unfinished uploads cannot refuse every other
+	// tenant's parts; a part past it is refused with SlowDown. Zero: a quarter of MaxPartBytes,
+	// but never less than MaxObjectSize plus 1 MiB (the parts of one object of the largest
+	// size), nor more than MaxPartBytes.
+	MaxPartBytesPerBucket int64
+	// UploadIdleTimeout aborts a multipart upload in which nothing was stored for this long
+	// (no part since it began or since its last part), giving back its parts. Zero:
+	// DefaultUploadIdleTimeout.
+	UploadIdleTimeout time.Duration
 	// MaxConnections is the most S3 connections served at once (Serve only). At the limit, a
 	// new client takes the place of the connection that has been quiet the longest (idle
-	// between requests, or open without a complete request), which is closed.
+	// between requests, or open without a complete request, whatever its age), which is
+	// closed.
 	MaxConnections int
+	// MaxRequestsPerKey bounds the requests of one access key in progress at once (a body
+	// arriving or an answer being sent holds one); past it a request is refused with SlowDown
+	// at once, so one tenant cannot hold every connection with slow requests. Zero: a quarter
+	// of MaxConnections, at least 1.
+	MaxRequestsPerKey int
 	// IdleTimeout closes a connection idle for this long, between requests or within one.
 	IdleTimeout time.Duration
 	// HeaderTimeout is how long a client may take to send a request's headers (Serve only).
@@ -109,13 +154,46 @@ func (l Limits) withDefaults() (Limits, error) {
 	if l.MaxHeaderBytes <= 0 {
 		l.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
-	// A body is buffered in chunks of up to 1 MiB, the last one partly filled.
-	if l.MaxBufferedBytes < l.MaxObjectSize+1<<maxChunkShift {
-		return l, fmt.Errorf("limits: %d buffered bytes cannot hold one body of the largest object size, %d bytes (it needs 1 MiB more): %w",
-			l.MaxBufferedBytes, l.MaxObjectSize, ErrInvalidArgument)
+	if l.MinBodyRate <= 0 {
+		l.MinBodyRate = DefaultMinBodyRate
+	}
+	if l.UploadIdleTimeout <= 0 {
+		l.UploadIdleTimeout = DefaultUploadIdleTimeout
+	}
+	if l.MaxRequestsPerKey <= 0 {
+		l.MaxRequestsPerKey = max(1, l.MaxConnections/4)
+	}
+	// A body of the largest size is held in the spool's chunks while the store makes its own
+	// copy of it (storeBackend.PutObject).
+	if need := spoolCharge(l.MaxObjectSize) + l.MaxObjectSize; l.MaxBufferedBytes < need {
+		return l, fmt.Errorf("limits: %d buffered bytes cannot hold one body of the largest object size, %d bytes, and the store's copy of it (%d bytes): %w",
+			l.MaxBufferedBytes, l.MaxObjectSize, need, ErrInvalidArgument)
+	}
+	oneBody := min(keyBodyCharge(l.MaxObjectSize), l.MaxBufferedBytes)
+	switch {
+	case l.MaxBufferedBytesPerKey <= 0:
+		l.MaxBufferedBytesPerKey = max(l.MaxBufferedBytes/4, oneBody)
+	case l.MaxBufferedBytesPerKey < oneBody || l.MaxBufferedBytesPerKey > l.MaxBufferedBytes:
+		return l, fmt.Errorf("limits: the buffered bytes of one key must hold one body of the largest object size and its chunk buffer (%d bytes) and be at most the server's %d, not %d: %w",
+			oneBody, l.MaxBufferedBytes, l.MaxBufferedBytesPerKey, ErrInvalidArgument)
+	}
+	switch {
+	case l.MaxPartBytesPerBucket <= 0:
+		l.MaxPartBytesPerBucket = min(l.MaxPartBytes, max(l.MaxPartBytes/4, l.MaxObjectSize+1<<20))
+	case l.MaxPartBytesPerBucket > l.MaxPartBytes:
+		return l, fmt.Errorf("limits: the part bytes of one bucket (%d) must be at most the server's %d: %w",
+			l.MaxPartBytesPerBucket, l.MaxPartBytes, ErrInvalidArgument)
 	}
 	return l, nil
 }
+
+// keyBodyCharge is what one body of n bytes may hold of its key's share at most: its bytes,
+// counted in shareSteps, and the buffer of a signed chunk as large as it may be.
+func keyBodyCharge(n int64) int64 {
+	return roundUp(n, shareStep) + min(n, sigv4.MaxSignedChunk)
+}
+
+func roundUp(n, step int64) int64 { return (n + step - 1) / step * step }
 
 // budget counts bytes held against a server-wide limit. take never waits: a request that
 // finds the budget spent is refused at once rather than queued behind the requests holding
@@ -177,32 +255,27 @@ func (s *Server) newHTTPServer() *http.Server {
 // connLimiter is the listener Serve accepts from: at most max connections are open at once.
 // A client that arrives at the limit is accepted and waits (with the clients behind it in the
 // listen backlog) for a connection to close; the limiter closes the connection that has been
-// quiet the longest to make room: one idle between requests, or one open for newGrace without
-// a complete request. A client therefore cannot hold the slots with connections it does not
-// use: only with requests in progress, which the idle timeout bounds.
+// quiet the longest to make room: one idle between requests, or one without a complete
+// request, whatever its age. A client therefore cannot hold the slots with connections it
+// does not use, however fast it opens them: a flood of connections that send nothing closes
+// its own connections, oldest first, while a real client's request is in the socket as it
+// connects and is read at once. Only requests in progress hold a slot, which the idle
+// timeout, the body deadline (MinBodyRate) and MaxRequestsPerKey bound.
+//
+// A connection becomes closable once the server has begun reading it: between Accept and the
+// first Read its request, already in the socket, may not have been looked at yet, and closing
+// it then would drop a request that was sent in time.
 type connLimiter struct {
 	net.Listener
 	slots chan struct{}
 
 	mu    sync.Mutex
-	quiet map[*limitedConn]quietConn // connections not in a request
-	calm  chan struct{}              // signalled when a connection turns quiet
+	quiet map[*limitedConn]time.Time // connections not in a request, and since when
+	calm  chan struct{}              // signalled when a connection may have become closable
 }
-
-// quietConn is when a connection turned quiet, and whether it has had no request yet.
-type quietConn struct {
-	since time.Time
-	new   bool
-}
-
-// newGrace is how long a new connection may take to send its first request before it may be
-// closed to make room: a client sends its request as it connects, so a connection quiet for
-// a second is either slow on purpose or lost; one younger than that is let be, so that
-// clients arriving at the limit do not close each other's connections.
-const newGrace = time.Second
 
 func newConnLimiter(max int) *connLimiter {
-	return &connLimiter{slots: make(chan struct{}, max), quiet: map[*limitedConn]quietConn{}, calm: make(chan struct{}, 1)}
+	return &connLimiter{slots: make(chan struct{}, max), quiet: map[*limitedConn]time.Time{}, calm: make(chan struct{}, 1)}
 }
 
 // Accept implements net.Listener.
@@ -217,51 +290,45 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 			return &limitedConn{Conn: c, l: l}, nil
 		default:
 		}
-		closed, retry := l.reclaim(time.Now())
-		if closed {
+		if l.reclaim() {
 			continue // its slot is free once Close returned
-		}
-		var timer *time.Timer
-		var later <-chan time.Time
-		if retry > 0 {
-			timer = time.NewTimer(retry)
-			later = timer.C
 		}
 		select {
 		case l.slots <- struct{}{}:
 			return &limitedConn{Conn: c, l: l}, nil
-		case <-l.calm: // a connection turned quiet: take its place
-		case <-later: // a new connection's grace ended
-		}
-		if timer != nil {
-			timer.Stop()
+		case <-l.calm: // a connection turned quiet, or the server began reading a quiet one
 		}
 	}
 }
 
-// reclaim closes the connection quiet the longest, if one may be closed; else it says when
-// the youngest new connection's grace ends (0: no connection is quiet).
-func (l *connLimiter) reclaim(now time.Time) (closed bool, retry time.Duration) {
+// reclaim closes the connection quiet the longest among those the server has begun reading;
+// false: there is none.
+func (l *connLimiter) reclaim() bool {
 	l.mu.Lock()
 	var oldest *limitedConn
 	var since time.Time
-	for c, q := range l.quiet {
-		if q.new && now.Sub(q.since) < newGrace {
-			if wait := newGrace - now.Sub(q.since); retry == 0 || wait < retry {
-				retry = wait
-			}
+	for c, t := range l.quiet {
+		if !c.reading.Load() {
 			continue
 		}
-		if oldest == nil || q.since.Before(since) {
-			oldest, since = c, q.since
+		if oldest == nil || t.Before(since) {
+			oldest, since = c, t
 		}
 	}
 	l.mu.Unlock()
 	if oldest == nil {
-		return false, retry
+		return false
 	}
 	_ = oldest.Close()
-	return true, 0
+	return true
+}
+
+// wake tells a waiting Accept to look for a closable connection again.
+func (l *connLimiter) wake() {
+	select {
+	case l.calm <- struct{}{}:
+	default:
+	}
 }
 
 // track is the http.Server's ConnState hook: it keeps the set of quiet connections.
@@ -275,22 +342,29 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 	switch state {
 	case http.StateNew, http.StateIdle:
 		if !lc.closed.Load() {
-			l.quiet[lc] = quietConn{since: time.Now(), new: state == http.StateNew}
-			select {
-			case l.calm <- struct{}{}:
-			default:
-			}
+			l.quiet[lc] = time.Now()
+			l.wake()
 		}
 	default:
 		delete(l.quiet, lc)
 	}
 }
 
-// limitedConn gives its slot back when it is closed, by the server or by the limiter.
+// limitedConn gives its slot back when it is closed, by the server or by the limiter, and
+// says when the server began reading it.
 type limitedConn struct {
 	net.Conn
-	l      *connLimiter
-	closed atomic.Bool
+	l       *connLimiter
+	closed  atomic.Bool
+	reading atomic.Bool
+}
+
+func (c *limitedConn) Read(p []byte) (int, error) {
+	if !c.reading.Load() {
+		c.reading.Store(true)
+		c.l.wake()
+	}
+	return c.Conn.Read(p)
 }
 
 func (c *limitedConn) Close() error {
@@ -306,17 +380,53 @@ func (c *limitedConn) Close() error {
 
 // deadlines moves a connection's read and write deadlines forward as bytes move, so a client
 // that stops sending a body, or stops reading an answer, loses its connection after the idle
-// timeout while a slow but steady transfer of any size goes on. Where the connection does not
-// support deadlines (a handler called in process), it does nothing.
+// timeout while a slow but steady transfer of any size goes on, up to the body's deadline
+// (bodyEnd): a body that trickles in more slowly than MinBodyRate loses its connection then,
+// however steadily it trickles. Where the connection does not support deadlines (a handler
+// called in process), it does nothing.
 type deadlines struct {
-	rc   *http.ResponseController
-	idle time.Duration
+	rc      *http.ResponseController
+	idle    time.Duration
+	bodyEnd time.Time // zero: none
 }
 
-func (d deadlines) read()  { _ = d.rc.SetReadDeadline(time.Now().Add(d.idle)) }
+func (d deadlines) read() {
+	t := time.Now().Add(d.idle)
+	if !d.bodyEnd.IsZero() && d.bodyEnd.Before(t) {
+		t = d.bodyEnd
+	}
+	_ = d.rc.SetReadDeadline(t)
+}
+
 func (d deadlines) write() { _ = d.rc.SetWriteDeadline(time.Now().Add(d.idle)) }
 
-// idleReader is a request body that pushes the read deadline before each Read.
+// bodyDeadline is when r's body must have arrived whole, measured from start: the idle
+// timeout, and its declared length (decoded, for aws-chunked) at MinBodyRate. A body of
+// unknown length is taken to be as long as a body may be. Zero: r has no body.
+func (s *Server) bodyDeadline(r *http.Request, start time.Time) time.Time {
+	if r.ContentLength == 0 {
+		return time.Time{}
+	}
+	longest := max(s.limits.MaxObjectSize, maxRequestDocument)
+	n := r.ContentLength
+	if d, err := strconv.ParseInt(r.Header.Get("X-Amz-Decoded-Content-Length"), 10, 64); err == nil && d >= 0 {
+		n = d
+	}
+	if n < 0 || n > longest {
+		n = longest
+	}
+	secs := float64(n) / float64(s.limits.MinBodyRate)
+	return start.Add(s.limits.IdleTimeout + time.Duration(min(secs, maxBodySeconds)*float64(time.Second)))
+}
+
+// maxBodySeconds caps a body's deadline (a year) far below where a Duration overflows.
+const maxBodySeconds = 365 * 24 * 3600
+
+// errBodyTimeout answers a body whose connection reached its read deadline.
+var errBodyTimeout = s3err.ErrRequestTimeout.With("the body did not arrive in time: it stopped for the idle timeout, or arrived more slowly than the server's minimum rate")
+
+// idleReader is a request body that pushes the read deadline before each Read, and calls a
+// read past the deadline what it is.
 type idleReader struct {
 	io.ReadCloser
 	d deadlines
@@ -324,7 +434,11 @@ type idleReader struct {
 
 func (r idleReader) Read(p []byte) (int, error) {
 	r.d.read()
-	return r.ReadCloser.Read(p)
+	n, err := r.ReadCloser.Read(p)
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		err = errBodyTimeout
+	}
+	return n, err
 }
 
 // idleWriter is a response writer that pushes the write deadline before each Write, and
@@ -350,10 +464,13 @@ func (w *idleWriter) Write(p []byte) (int, error) {
 func (w *idleWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Bodies are buffered in chunks that grow as the bytes arrive: the first holds 64 KiB, each
-// next one twice what arrived so far, up to 1 MiB. Allocation therefore follows the bytes that
-// arrived (at most twice them), never a length the client declared; and a large body is read
-// in large slices, since a read lands in the free part of the current chunk and 64 KiB reads
-// cost a 1 MiB upload a sixth more time in read calls than the store's own single buffer.
+// next one twice what arrived so far, up to 1 MiB, and none more than the smallest that holds
+// what the body may still carry (a body of 1 MiB takes 64+128+256+512+64 KiB). Allocation
+// therefore follows the bytes that arrived (at most twice them), never a length the client
+// declared; a body is charged at most 512 KiB more than its length, and a body of a power of
+// two its length exactly; and a large body is read in large slices, since a read lands in the
+// free part of the current chunk and 64 KiB reads cost a 1 MiB upload a sixth more time in
+// read calls than the store's own single buffer.
 const (
 	minChunkShift = 16 // 64 KiB
 	maxChunkShift = 20 // 1 MiB
@@ -402,6 +519,28 @@ var (
 	errNoBudget = errors.New("the server holds as many buffered bytes as it may")
 )
 
+// chunkShift is the size, as a shift, of the chunk a spool takes after n bytes of a body of
+// at most limit bytes: twice n, from 64 KiB to 1 MiB, but no larger than needed for the
+// limit - n bytes that may still come.
+func chunkShift(n, limit int64) int {
+	shift := min(max(bits.Len64(uint64(n)), minChunkShift), maxChunkShift)
+	if rest := limit - n; rest > 0 {
+		shift = min(shift, max(bits.Len64(uint64(rest-1)), minChunkShift))
+	}
+	return shift
+}
+
+// spoolCharge is what a spool is charged for a body of n bytes, filled with limit n.
+func spoolCharge(n int64) int64 {
+	var charged int64
+	for filled := int64(0); filled < n; {
+		c := int64(1) << chunkShift(filled, n)
+		charged += c
+		filled += c
+	}
+	return charged
+}
+
 // fill reads r to its end, keeping at most limit bytes; a longer body is errTooLong, one cut
 // short by its connection errTooShort, one that would take the buffered bytes past the
 // server's budget errNoBudget (nothing more is read). Other errors from r (a failed signature
@@ -413,7 +552,10 @@ func (s *spool) fill(r io.Reader, limit int64) error {
 			if s.n > limit {
 				return errTooLong
 			}
-			shift := min(max(bits.Len64(uint64(s.n)), minChunkShift), maxChunkShift)
+			if s.n == limit {
+				return s.end(r)
+			}
+			shift := chunkShift(s.n, limit)
 			if s.budget != nil {
 				if !s.budget.take(1 << shift) {
 					return errNoBudget
@@ -441,6 +583,26 @@ func (s *spool) fill(r io.Reader, limit int64) error {
 	}
 }
 
+// end reads r where the spool holds limit bytes: it must end there. A byte more is
+// errTooLong; no chunk is taken to find that out.
+func (s *spool) end(r io.Reader) error {
+	var probe [1]byte
+	for {
+		n, err := r.Read(probe[:])
+		switch {
+		case n > 0:
+			s.n++
+			return errTooLong
+		case errors.Is(err, io.EOF):
+			return nil
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return errTooShort
+		case err != nil:
+			return err
+		}
+	}
+}
+
 // reader reads the spooled bytes back.
 func (s *spool) reader() io.Reader {
 	rs := make([]io.Reader, 0, len(s.chunks))
@@ -451,6 +613,38 @@ func (s *spool) reader() io.Reader {
 		rest -= n
 	}
 	return io.MultiReader(rs...)
+}
+
+// drain reads the spooled bytes back, giving each chunk back (to its pool and to the budget)
+// once it has been read: the store's copy of the body grows as the spool shrinks. Release the
+// spool after, for whatever was not read.
+func (s *spool) drain() io.Reader { return &drainer{s: s} }
+
+type drainer struct {
+	s   *spool
+	off int // in s.chunks[0]
+}
+
+func (d *drainer) Read(p []byte) (int, error) {
+	s := d.s
+	for len(s.chunks) > 0 {
+		c := s.chunks[0]
+		held := min(s.n, int64(len(c))) // the bytes of the first chunk
+		if int64(d.off) < held {
+			n := copy(p, c[d.off:held])
+			d.off += n
+			return n, nil
+		}
+		s.chunks = s.chunks[1:]
+		s.n -= held
+		d.off = 0
+		putChunk(c)
+		if s.budget != nil {
+			s.budget.give(int64(len(c)))
+			s.charged -= int64(len(c))
+		}
+	}
+	return 0, io.EOF
 }
 
 // release returns the chunks to their pools and their bytes to the budget; the spool is empty

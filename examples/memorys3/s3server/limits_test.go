@@ -368,7 +368,7 @@ func TestConnectionCount(t *testing.T) {
 
 // TestQuietConnectionsMakeRoom: at MaxConnections, a new client takes the place of the
 // connection quiet the longest, which the server closes: one idle after its request, or one
-// open for a second without a complete request (a client that sends half a request line
+// without a complete request, whatever its age (a client that sends half a request line
 // holds no slot another client needs).
 func TestQuietConnectionsMakeRoom(t *testing.T) {
 	for _, tc := range []struct {

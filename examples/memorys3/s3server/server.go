@@ -113,6 +113,7 @@ type keyEntry struct {
 	accountID string
 	name      string
 	grants    map[string]Mode
+	load      *keyLoad // what the key's requests in progress hold; the same across keyrings
 }
 
 // lockTimeout: a second process on the same state directory is told at once instead of
@@ -261,11 +262,12 @@ func (s *Server) publish() {
 		// Keep the key (and its signer's warm cache) when the account already had one.
 		if old != nil {
 			if prev, ok := old.byKey[a.Credentials.AccessKeyID]; ok && prev.accountID == id {
-				e.key = prev.key
+				e.key, e.load = prev.key, prev.load
 			}
 		}
 		if e.key == nil {
 			e.key = sigv4.NewKey(a.Credentials.AccessKeyID, a.Credentials.SecretAccessKey)
+			e.load = newKeyLoad(s.limits, &s.budget)
 		}
 		k.byKey[a.Credentials.AccessKeyID] = e
 	}

@@ -25,6 +25,10 @@ type storeBackend struct {
 // declared size up front (gofakes3.ReadAll), so a request declaring terabytes and sending
 // three bytes would otherwise allocate terabytes. An error of the body (a failed signature,
 // a grant gone by its end) stores nothing.
+//
+// The store then copies the body whole (gofakes3.ReadAll: the in-memory store keeps that
+// copy, boltStore writes it): the copy is charged to the budget before it is made, and the
+// spool's chunks are given back as the copy takes their bytes.
 func (b *storeBackend) PutObject(bucket, key string, meta map[string]string, input io.Reader, size int64, cond *gofakes3.PutConditions) (gofakes3.PutObjectResult, error) {
 	if size < 0 || size > b.maxObjectSize {
 		// The handler refuses these before the body is read; this is the second line.
@@ -44,7 +48,11 @@ func (b *storeBackend) PutObject(bucket, key string, meta map[string]string, inp
 	case err != nil:
 		return gofakes3.PutObjectResult{}, err
 	}
-	return b.Backend.PutObject(bucket, key, meta, sp.reader(), size, cond)
+	if !b.bodies.take(size) {
+		return gofakes3.PutObjectResult{}, errSlowDown("the server is holding as many request bodies as it may; retry later")
+	}
+	defer b.bodies.give(size)
+	return b.Backend.PutObject(bucket, key, meta, sp.drain(), size, cond)
 }
 
 // listing collects one page of a listing in key order: the items that prefix matches, each

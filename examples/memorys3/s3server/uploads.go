@@ -2,6 +2,7 @@ package s3server
 
 import (
 	"bytes"
+	"container/list"
 	"crypto/md5"
 	"crypto/rand"
 	"encoding/binary"
@@ -24,22 +25,32 @@ import (
 // in the uploads of its key, and never forgets the uploads of a deleted bucket, is never used.
 //
 // Parts are held in a map by part number, each as a slice of exactly its size charged to the
-// server's budget of buffered bytes. The store knows every part's size, so the completion's
-// size check needs no listing. Uploads are bounded in number (per bucket and per server) and
-// in bytes held; past a bound a request is refused with SlowDown. Aborting an upload, or
-// dropping those of a deleted bucket, costs time in its parts only.
+// server's budget of buffered bytes, with partOverhead for its record. The store knows every
+// part's size, so the completion's size check needs no listing. Uploads are bounded in number
+// (per bucket and per server) and in bytes held (per bucket and per server); past a bound a
+// request is refused with SlowDown. An upload in which no part was stored for
+// UploadIdleTimeout is aborted (looked for whenever the store is used, oldest first, so an
+// abandoned upload never holds room another request needs). Aborting an upload, or dropping
+// those of a deleted bucket, costs time in its parts only.
 type uploadStore struct {
 	now     func() time.Time
 	limits  Limits
 	budget  *budget
 	objects gofakes3.Backend // where a completed upload is stored
 
-	mu        sync.Mutex
-	buckets   map[string]map[gofakes3.UploadID]*upload
-	count     int   // uploads in progress
-	partBytes int64 // bytes held in their parts
-	seq       uint64
+	mu          sync.Mutex
+	buckets     map[string]map[gofakes3.UploadID]*upload
+	count       int              // uploads in progress
+	partBytes   int64            // bytes held in their parts, records included
+	bucketBytes map[string]int64 // partBytes by bucket
+	idle        list.List        // the uploads, least recently used first
+	seq         uint64
 }
+
+// partOverhead is what a part is charged besides its bytes: its record, its map slot and its
+// ETag take about 100 bytes of heap, and a charge of a whole KiB keeps parts of one byte from
+// costing memory that nothing counts.
+const partOverhead = 1 << 10
 
 type upload struct {
 	id          gofakes3.UploadID
@@ -50,6 +61,9 @@ type upload struct {
 	// completing is set while the upload's object is stored: its parts are not replaced
 	// and it is not aborted or completed again meanwhile.
 	completing bool
+	// used is when a part was last stored (or the upload began); elem is its place in idle.
+	used time.Time
+	elem *list.Element
 }
 
 type part struct {
@@ -60,8 +74,32 @@ type part struct {
 
 func (p *part) etag() string { return `"` + hex.EncodeToString(p.md5[:]) + `"` }
 
+// held is what a part is charged to the bounds and the budget.
+func (p *part) held() int64 { return int64(len(p.body)) + partOverhead }
+
 func newUploadStore(limits Limits, b *budget, objects gofakes3.Backend, now func() time.Time) *uploadStore {
-	return &uploadStore{now: now, limits: limits, budget: b, objects: objects, buckets: map[string]map[gofakes3.UploadID]*upload{}}
+	return &uploadStore{now: now, limits: limits, budget: b, objects: objects, buckets: map[string]map[gofakes3.UploadID]*upload{},
+		bucketBytes: map[string]int64{}}
+}
+
+// expire aborts the uploads in which nothing was stored for UploadIdleTimeout; u.mu must be
+// held. An upload being completed is never aborted: it is the most recently used until its
+// completion ends.
+func (u *uploadStore) expire() {
+	now := u.now()
+	for e := u.idle.Front(); e != nil; e = u.idle.Front() {
+		up := e.Value.(*upload)
+		if up.completing || now.Sub(up.used) < u.limits.UploadIdleTimeout {
+			return
+		}
+		u.remove(up)
+	}
+}
+
+// touch makes up the most recently used upload; u.mu must be held.
+func (u *uploadStore) touch(up *upload) {
+	up.used = u.now()
+	u.idle.MoveToBack(up.elem)
 }
 
 // errSlowDown is a refusal for want of a server-wide resource. gofakes3 answers errors of
@@ -105,6 +143,7 @@ func (u *uploadStore) CreateMultipartUpload(bucket, key string, meta map[string]
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	u.expire()
 	if u.count >= u.limits.MaxUploads {
 		return "", errSlowDown("the server holds %d multipart uploads in progress, as many as it may; complete or abort some", u.count)
 	}
@@ -116,15 +155,17 @@ func (u *uploadStore) CreateMultipartUpload(bucket, key string, meta map[string]
 		inBucket = map[gofakes3.UploadID]*upload{}
 		u.buckets[bucket] = inBucket
 	}
-	up := &upload{id: u.newID(), bucket: bucket, key: key, meta: meta, initiated: u.now(), parts: map[int]*part{}}
+	now := u.now()
+	up := &upload{id: u.newID(), bucket: bucket, key: key, meta: meta, initiated: now, used: now, parts: map[int]*part{}}
+	up.elem = u.idle.PushBack(up)
 	inBucket[up.id] = up
 	u.count++
 	return up.id, nil
 }
 
 // UploadPart implements gofakes3.MultipartBackend. The part is read into a slice of its size,
-// charged to the server's budget, before the upload is looked up: the handler has the bytes in
-// memory already, checked against the declared length.
+// charged to the server's budget with its record, before the upload is looked up: the handler
+// has the bytes in memory already, checked against the declared length.
 func (u *uploadStore) UploadPart(bucket, key string, id gofakes3.UploadID, number int, size int64, input io.Reader) (string, error) {
 	if number < 1 || number > gofakes3.MaxUploadPartNumber {
 		return "", gofakes3.ErrInvalidPart
@@ -132,14 +173,15 @@ func (u *uploadStore) UploadPart(bucket, key string, id gofakes3.UploadID, numbe
 	if size < 0 || size > u.limits.MaxObjectSize {
 		return "", gofakes3.ErrIncompleteBody
 	}
-	if !u.budget.take(size) {
+	charge := size + partOverhead
+	if !u.budget.take(charge) {
 		return "", errSlowDown("the server holds as many buffered bytes as it may")
 	}
 	p := &part{body: make([]byte, size), modified: u.now()}
 	held := false
 	defer func() {
 		if !held {
-			u.budget.give(size)
+			u.budget.give(charge)
 		}
 	}()
 	if _, err := io.ReadFull(input, p.body); err != nil {
@@ -152,20 +194,26 @@ func (u *uploadStore) UploadPart(bucket, key string, id gofakes3.UploadID, numbe
 
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	u.expire()
 	up, err := u.get(bucket, key, id)
 	if err != nil {
 		return "", err
 	}
 	var replaced int64
 	if old := up.parts[number]; old != nil {
-		replaced = int64(len(old.body))
+		replaced = old.held()
 	}
-	if u.partBytes-replaced+size > u.limits.MaxPartBytes {
+	if u.partBytes-replaced+charge > u.limits.MaxPartBytes {
 		return "", errSlowDown("the parts of uploads in progress hold %d bytes, as many as the server keeps; complete or abort some", u.partBytes)
 	}
+	if inBucket := u.bucketBytes[bucket]; inBucket-replaced+charge > u.limits.MaxPartBytesPerBucket {
+		return "", errSlowDown("the parts of this bucket's uploads in progress hold %d bytes, as many as one bucket may; complete or abort some", inBucket)
+	}
 	up.parts[number] = p
-	u.partBytes += size - replaced
+	u.partBytes += charge - replaced
+	u.bucketBytes[bucket] += charge - replaced
 	u.budget.give(replaced)
+	u.touch(up)
 	held = true
 	return p.etag(), nil
 }
@@ -179,6 +227,7 @@ func (u *uploadStore) ListMultipartUploads(bucket string, marker *gofakes3.Uploa
 		initiated time.Time
 	}
 	u.mu.Lock()
+	u.expire()
 	all := make([]entry, 0, len(u.buckets[bucket]))
 	for _, up := range u.buckets[bucket] {
 		all = append(all, entry{up.key, up.id, up.initiated})
@@ -234,6 +283,7 @@ func (u *uploadStore) ListParts(bucket, key string, id gofakes3.UploadID, marker
 		MaxParts: limit, StorageClass: "STANDARD"}
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	u.expire()
 	up, err := u.get(bucket, key, id)
 	if err != nil {
 		return nil, err
@@ -264,6 +314,7 @@ func (u *uploadStore) ListParts(bucket, key string, id gofakes3.UploadID, marker
 func (u *uploadStore) AbortMultipartUpload(bucket, key string, id gofakes3.UploadID) error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	u.expire()
 	up, err := u.get(bucket, key, id)
 	if err != nil {
 		return err
@@ -280,11 +331,15 @@ func (u *uploadStore) remove(up *upload) {
 		delete(u.buckets, up.bucket)
 	}
 	u.count--
+	u.idle.Remove(up.elem)
 	var held int64
 	for _, p := range up.parts {
-		held += int64(len(p.body))
+		held += p.held()
 	}
 	u.partBytes -= held
+	if u.bucketBytes[up.bucket] -= held; u.bucketBytes[up.bucket] == 0 {
+		delete(u.bucketBytes, up.bucket)
+	}
 	u.budget.give(held)
 }
 
@@ -325,6 +380,7 @@ func (up *upload) completion(parts []gofakes3.CompletedPart) (int64, error) {
 func (u *uploadStore) completedSize(bucket, key string, id gofakes3.UploadID, parts []gofakes3.CompletedPart) (int64, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	u.expire()
 	up, err := u.get(bucket, key, id)
 	if err != nil {
 		return 0, errNoUpload
@@ -335,13 +391,15 @@ func (u *uploadStore) completedSize(bucket, key string, id gofakes3.UploadID, pa
 var errNoUpload = errors.New("no such upload")
 
 // CompleteMultipartUpload implements gofakes3.MultipartBackend. The object is stored from
-// the parts as they are, without assembling a copy of them first; the ETag is S3's: the MD5
-// of the parts' MD5s, and their count.
+// the parts as they are, without assembling a copy of them first; the store's own copy of it
+// (gofakes3.ReadAll) is charged to the budget while it is made. The ETag is S3's: the MD5 of
+// the parts' MD5s, and their count.
 func (u *uploadStore) CompleteMultipartUpload(bucket, key string, id gofakes3.UploadID, in *gofakes3.CompleteMultipartUploadRequest) (gofakes3.VersionID, string, error) {
 	if len(in.Parts) == 0 {
 		return "", "", gofakes3.ErrorMessage(gofakes3.ErrMalformedXML, "a completion names at least one part")
 	}
 	u.mu.Lock()
+	u.expire()
 	up, err := u.get(bucket, key, id)
 	if err != nil {
 		u.mu.Unlock()
@@ -351,10 +409,15 @@ func (u *uploadStore) CompleteMultipartUpload(bucket, key string, id gofakes3.Up
 	if err == nil && total > u.limits.MaxObjectSize {
 		err = gofakes3.ErrorMessagef(codeEntityTooLarge, "the parts add up to %d bytes; this server takes objects of at most %d", total, u.limits.MaxObjectSize)
 	}
+	if err == nil && !u.budget.take(total) {
+		err = errSlowDown("the server is holding as many buffered bytes as it may; retry later")
+	}
 	if err != nil {
 		u.mu.Unlock()
 		return "", "", err
 	}
+	defer u.budget.give(total)
+	u.touch(up)
 	up.completing = true
 	readers := make([]io.Reader, len(in.Parts))
 	sums := md5.New()

@@ -81,7 +81,7 @@ func (v *Verifier) chunkedBody(r *http.Request, payload string, a *Authorization
 			return nil, false, err
 		}
 	}
-	cr := newChunkReader(r.Body, trailers)
+	cr := newChunkReader(r.Body, trailers, decoded)
 	if payload != StreamingUnsignedPayloadTrailer {
 		// The seed is the request's own signature: the first chunk chains from it.
 		cr.signer = newChunkSigner(key.signingKey(t, v.Region, service), t, v.Region, service, a.Signature)
@@ -89,7 +89,7 @@ func (v *Verifier) chunkedBody(r *http.Request, payload string, a *Authorization
 	if payload == StreamingSignedPayloadTrailer {
 		cr.trailerSig = newTrailerSigner(key.signingKey(t, v.Region, service), t, v.Region, service)
 	}
-	return &Body{src: cr, closer: r.Body, sum: sum, trailer: cr.trailerValues, length: decoded}, true, nil
+	return &Body{src: cr, chunks: cr, closer: r.Body, sum: sum, trailer: cr.trailerValues, length: decoded}, true, nil
 }
 
 // checkEmpty checks the checksum header of a request without a body, if it has one.

@@ -23,7 +23,8 @@ const (
 	// MaxSignedChunk bounds one chunk of a signed aws-chunked upload. A signed chunk is held in
 	// memory until its signature checks, so the store never sees bytes that were not signed;
 	// clients send 64 KiB (minio-go) or 8 KiB..1 MiB chunks, and 16 MiB leaves room for others
-	// while keeping one upload's memory bounded.
+	// while keeping one upload's memory bounded. A chunk is also never larger than what
+	// x-amz-decoded-content-length leaves, and its buffer is charged to the Body's Charge.
 	MaxSignedChunk = 16 << 20
 	// maxChunkLine bounds a chunk header line: "<16 hex>;chunk-signature=<64 hex>" is under 100
 	// bytes; extensions of unsigned chunks get the rest.
@@ -40,12 +41,23 @@ const (
 var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, chunkBufferSize) }}
 
 // newChunkReader decodes body with a pooled read buffer; trailers are the names x-amz-trailer
-// announced.
-func newChunkReader(body io.Reader, trailers []string) *chunkReader {
+// announced, decoded the length it announced: no chunk may carry more than what is left of it.
+func newChunkReader(body io.Reader, trailers []string, decoded int64) *chunkReader {
 	br := readers.Get().(*bufio.Reader)
 	br.Reset(body)
-	return &chunkReader{r: br, pooled: true, trailerNames: trailers}
+	return &chunkReader{r: br, pooled: true, trailerNames: trailers, bounded: true, left: decoded}
 }
+
+// Charge is what the buffer of a signed chunk is charged to while it is held: the server's
+// budget of buffered bytes. Take reserves n bytes and reports whether there was room; Give
+// returns n bytes taken before.
+type Charge interface {
+	Take(n int64) bool
+	Give(n int64)
+}
+
+// errNoRoom: the Charge had no room for the next part of a chunk's buffer.
+var errNoRoom = s3err.ErrSlowDown.With("the server is holding as many request bodies as it may; retry later")
 
 // releaseReader gives the read buffer back once the body has ended; nothing reads it after
 // (every Read past the end returns io.EOF before touching it).
@@ -63,7 +75,9 @@ func (c *chunkReader) releaseReader() {
 //
 // Signed chunks are read whole, checked (chunkSigner), and only then released, so a forged
 // chunk never reaches the store. Unsigned chunks stream through: their integrity
-// is the trailer checksum's job.
+// is the trailer checksum's job. A chunk larger than what the declared decoded length leaves
+// is refused at its header, before any of it is read; the buffer a signed chunk is read into
+// grows as its bytes arrive, each growth charged to charge first.
 type chunkReader struct {
 	r      *bufio.Reader
 	pooled bool // r came from readers
@@ -75,6 +89,12 @@ type chunkReader struct {
 	buf    []byte // signed: the verified chunk being handed out
 	off    int
 	remain int64 // unsigned: bytes left in the current chunk
+
+	bounded bool  // left bounds the chunks (false only in tests that build a reader by hand)
+	left    int64 // decoded bytes the chunks not yet begun may carry
+
+	charge  Charge // nil: buf is charged to nothing
+	charged int64  // what buf's capacity holds of charge
 
 	started, done bool
 	trailer       map[string]string
@@ -121,6 +141,9 @@ func (c *chunkReader) nextSignedChunk() error {
 	if size > MaxSignedChunk {
 		return s3err.ErrInvalidRequest.With("a signed chunk may be at most %d bytes", MaxSignedChunk)
 	}
+	if err := c.fits(size); err != nil {
+		return err
+	}
 	if err := c.readChunk(size); err != nil {
 		return err
 	}
@@ -135,34 +158,70 @@ func (c *chunkReader) nextSignedChunk() error {
 	return nil
 }
 
-// readChunk reads the size bytes of a signed chunk into c.buf. Up to chunkPrealloc the buffer
-// is sized at once (and kept for the next chunks); beyond, it grows as the data arrives: a
-// header alone must not make the server allocate MaxSignedChunk.
-func (c *chunkReader) readChunk(size int64) error {
-	if first := min(size, chunkPrealloc); int64(cap(c.buf)) < first {
-		c.buf = make([]byte, 0, first)
+// fits refuses a chunk larger than what the declared decoded length leaves, before any of it
+// is read, and counts it against that length.
+func (c *chunkReader) fits(size int64) error {
+	if !c.bounded {
+		return nil
 	}
+	if size > c.left {
+		return s3err.ErrIncompleteBody.With("a chunk of %d bytes is longer than the %d bytes x-amz-decoded-content-length leaves", size, c.left)
+	}
+	c.left -= size
+	return nil
+}
+
+// readChunk reads the size bytes of a signed chunk into c.buf. The buffer is kept for the
+// next chunks; when it is too small it grows as the data arrives, doubling from
+// chunkPrealloc up to the chunk's size, so that a header alone does not make the server
+// allocate (or reserve) its size.
+func (c *chunkReader) readChunk(size int64) error {
 	c.off = 0
-	if size <= int64(cap(c.buf)) {
-		c.buf = c.buf[:size]
-		if _, err := io.ReadFull(c.r, c.buf); err != nil {
+	c.buf = c.buf[:0]
+	for int64(len(c.buf)) < size {
+		if len(c.buf) == cap(c.buf) {
+			if err := c.grow(min(size, max(2*int64(cap(c.buf)), chunkPrealloc))); err != nil {
+				c.buf = c.buf[:0]
+				return err
+			}
+		}
+		n, err := io.ReadFull(c.r, c.buf[len(c.buf):min(int64(cap(c.buf)), size)])
+		c.buf = c.buf[:len(c.buf)+n]
+		if err != nil {
 			c.buf = c.buf[:0]
 			return bodyErr(err)
 		}
-		return nil
-	}
-	buf := bytes.NewBuffer(c.buf[:0])
-	n, err := buf.ReadFrom(io.LimitReader(c.r, size))
-	c.buf = buf.Bytes()
-	switch {
-	case err != nil:
-		c.buf = c.buf[:0]
-		return bodyErr(err)
-	case n < size:
-		c.buf = c.buf[:0]
-		return s3err.ErrIncompleteBody
 	}
 	return nil
+}
+
+// grow gives c.buf a capacity of n, keeping its bytes: the new buffer is charged before it is
+// allocated, and the old one given back once its bytes are copied.
+func (c *chunkReader) grow(n int64) error {
+	if c.charge != nil {
+		if !c.charge.Take(n) {
+			return errNoRoom
+		}
+		c.charged += n
+	}
+	old := int64(cap(c.buf))
+	nb := make([]byte, len(c.buf), n)
+	copy(nb, c.buf)
+	c.buf = nb
+	if c.charge != nil && old > 0 {
+		c.charged -= old
+		c.charge.Give(old)
+	}
+	return nil
+}
+
+// release drops the chunk buffer and gives back what it was charged; nothing reads it after.
+func (c *chunkReader) release() {
+	c.buf, c.off = nil, 0
+	if c.charged > 0 {
+		c.charge.Give(c.charged)
+		c.charged = 0
+	}
 }
 
 func (c *chunkReader) readUnsigned(p []byte) (int, error) {
@@ -182,6 +241,9 @@ func (c *chunkReader) readUnsigned(p []byte) (int, error) {
 		}
 		size, _, err := ParseChunkHeader(line, false)
 		if err != nil {
+			return 0, err
+		}
+		if err := c.fits(size); err != nil {
 			return 0, err
 		}
 		if size == 0 {
@@ -211,7 +273,8 @@ func (c *chunkReader) readUnsigned(p []byte) (int, error) {
 // fields (and, when signed, their signature).
 func (c *chunkReader) readTrailer() error {
 	// The body ends here: the read buffer goes back to the pool, and the trailer is read into
-	// the chunk buffer, which no chunk needs any more.
+	// the chunk buffer, which no chunk needs any more and which is given back after.
+	defer c.release()
 	defer c.releaseReader()
 	buf := bytes.NewBuffer(c.buf[:0])
 	if _, err := buf.ReadFrom(io.LimitReader(c.r, maxTrailer+1)); err != nil {

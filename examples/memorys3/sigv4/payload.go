@@ -27,6 +27,7 @@ type Body struct {
 
 	sum     *checksum                         // the object checksum to verify, if any
 	trailer func() (map[string]string, error) // trailer values, valid after src's EOF
+	chunks  *chunkReader                      // src when it decodes aws-chunked
 
 	length int64 // decoded length the request declared; -1 when the transport bounds it
 	n      int64
@@ -97,13 +98,31 @@ func (b *Body) finish() error {
 // Close closes the underlying request body.
 func (b *Body) Close() error { return b.closer.Close() }
 
-// Err is the verification error that ended the body, if any (not io.EOF). The server uses it
-// to answer with the right S3 error instead of whatever the store made of a failed Read.
+// Err is the verification error that ended the body, if any (not io.EOF): the S3 error to
+// answer with, where whatever read the body would report a failed Read as its own error.
 func (b *Body) Err() error {
 	if b.err == nil || errors.Is(b.err, io.EOF) {
 		return nil
 	}
 	return b.err
+}
+
+// ChargeTo charges the buffers of signed aws-chunked chunks (each held until its signature
+// checks) to c, from the next Read on: a chunk that c has no room for fails the body with
+// SlowDown. Call it before the first Read; it does nothing for other bodies.
+func (b *Body) ChargeTo(c Charge) {
+	if b.chunks != nil {
+		b.chunks.charge = c
+	}
+}
+
+// Release gives back what the body's chunk buffer holds of its Charge. The body ends with its
+// last chunk's buffer given back; Release is for a body abandoned before its end, and is safe
+// to call more than once. Read nothing after it.
+func (b *Body) Release() {
+	if b.chunks != nil {
+		b.chunks.release()
+	}
 }
 
 // Length is the decoded length of the object the store will receive, or -1 if the request

@@ -1,0 +1,99 @@
+package s3server
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+	"time"
+)
+
+// TestSpoolIsChargedWhatItHolds: a spool takes chunks as the bytes arrive, none larger than
+// what the body may still carry, and is charged their sizes: spoolCharge(n), less than 512 KiB
+// over n, and n exactly for a power of two from 64 KiB. A body that ends where it must takes
+// no chunk more to find its end, a byte more is errTooLong, and draining the spool gives every
+// chunk back as it is read.
+func TestSpoolIsChargedWhatItHolds(t *testing.T) {
+	for _, n := range []int64{0, 1, 64<<10 - 1, 64 << 10, 64<<10 + 1, 1 << 20, 1<<20 + 1, 3<<20 + 5, 16 << 20} {
+		b := &budget{limit: 1 << 30}
+		sp := spool{budget: b}
+		if err := sp.fill(bytes.NewReader(make([]byte, n)), n); err != nil {
+			t.Fatalf("a body of %d bytes: %v", n, err)
+		}
+		if sp.charged != spoolCharge(n) || b.used.Load() != sp.charged {
+			t.Errorf("a body of %d bytes is charged %d (budget %d), spoolCharge says %d", n, sp.charged, b.used.Load(), spoolCharge(n))
+		}
+		if over := sp.charged - n; over < 0 || over >= 512<<10 {
+			t.Errorf("a body of %d bytes is charged %d", n, sp.charged)
+		}
+		if n >= 64<<10 && n&(n-1) == 0 && sp.charged != n {
+			t.Errorf("a body of %d bytes (a power of two) is charged %d", n, sp.charged)
+		}
+		got, err := io.ReadAll(sp.drain())
+		if err != nil || int64(len(got)) != n {
+			t.Fatalf("drained %d of %d bytes: %v", len(got), n, err)
+		}
+		if used := b.used.Load(); used != 0 {
+			t.Errorf("a drained body of %d bytes still holds %d of the budget", n, used)
+		}
+		sp.release()
+
+		long := spool{budget: b}
+		if err := long.fill(bytes.NewReader(make([]byte, n+1)), n); !errors.Is(err, errTooLong) {
+			t.Errorf("a body of %d bytes with a limit of %d: %v, want errTooLong", n+1, n, err)
+		}
+		if long.charged != spoolCharge(n) {
+			t.Errorf("a body one byte over %d took %d of the budget, want %d", n, long.charged, spoolCharge(n))
+		}
+		long.release()
+		if used := b.used.Load(); used != 0 {
+			t.Errorf("%d bytes of the budget still held after release", used)
+		}
+	}
+}
+
+// TestLimitsDefaultsAndBounds: zero fields take their defaults, the shares of one key and
+// one bucket derive from the server-wide bounds (never below what one body or one object of
+// the largest size needs), and limits that could not serve such a body are refused.
+func TestLimitsDefaultsAndBounds(t *testing.T) {
+	const mib = 1 << 20
+	d, err := Limits{}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.MaxBufferedBytesPerKey != DefaultMaxObjectSize+16*mib || d.MaxPartBytesPerBucket != DefaultMaxObjectSize+mib ||
+		d.MaxRequestsPerKey != DefaultMaxConnections/4 || d.MinBodyRate != DefaultMinBodyRate || d.UploadIdleTimeout != time.Hour {
+		t.Errorf("defaults: %+v", d)
+	}
+	for _, tc := range []struct {
+		rule string
+		in   Limits
+		ok   bool
+		want func(Limits) bool
+	}{
+		{"a budget that holds one body of the largest size and the store's copy", Limits{MaxObjectSize: mib, MaxBufferedBytes: 2 * mib}, true,
+			func(l Limits) bool { return l.MaxBufferedBytesPerKey == 2*mib }},
+		{"a budget one byte short of that", Limits{MaxObjectSize: mib, MaxBufferedBytes: 2*mib - 1}, false, nil},
+		{"a key's share of a quarter of a large budget", Limits{MaxObjectSize: mib, MaxBufferedBytes: 64 * mib}, true,
+			func(l Limits) bool { return l.MaxBufferedBytesPerKey == 16*mib }},
+		{"a key's share below one body and its chunk buffer", Limits{MaxObjectSize: mib, MaxBufferedBytes: 64 * mib, MaxBufferedBytesPerKey: 2*mib - 1}, false, nil},
+		{"a key's share above the budget", Limits{MaxObjectSize: mib, MaxBufferedBytes: 64 * mib, MaxBufferedBytesPerKey: 64*mib + 1}, false, nil},
+		{"a bucket's share of a small pool is the pool", Limits{MaxPartBytes: mib}, true,
+			func(l Limits) bool { return l.MaxPartBytesPerBucket == mib }},
+		{"a bucket's share above the pool", Limits{MaxPartBytes: mib, MaxPartBytesPerBucket: mib + 1}, false, nil},
+		{"a key's requests: a quarter of the connections, at least one", Limits{MaxConnections: 3}, true,
+			func(l Limits) bool { return l.MaxRequestsPerKey == 1 }},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			got, err := tc.in.withDefaults()
+			switch {
+			case tc.ok && err != nil:
+				t.Fatalf("refused: %v", err)
+			case !tc.ok && !errors.Is(err, ErrInvalidArgument):
+				t.Fatalf("accepted (%v) as %+v", err, got)
+			case tc.want != nil && !tc.want(got):
+				t.Fatalf("got %+v", got)
+			}
+		})
+	}
+}
