@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	cosi2 "github.com/csikit/csikit/internal/cosi/v1alpha2"
+	cosi2 "github.com/csikit/csikit/driver/bucket/cosiv1alpha2"
 	"github.com/csikit/csikit/internal/testenv"
 )
 

@@ -104,12 +104,9 @@ func run(ctx context.Context, args []string, out io.Writer, started chan<- strin
 	cfg := plugin.Config{
 		Name: *name, VendorVersion: version,
 		COSI:   &plugin.COSIConfig{Provisioner: bucketdriver.New(s3), Protocols: []bucket.Protocol{bucket.S3}, MultiBucketAccess: true},
-		Logger: logger, Endpoint: settings.Endpoint,
+		Logger: logger, // the S3 server logs through it too
 	}
-	if err := settings.Diagnostics(&cfg); err != nil {
-		return err
-	}
-	flush, err := settings.Tracing(ctx, &cfg)
+	flush, err := settings.Apply(ctx, &cfg) // endpoint, diagnostics, tracing; the logger above is kept
 	if err != nil {
 		return err
 	}

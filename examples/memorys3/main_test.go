@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	cosi1 "sigs.k8s.io/container-object-storage-interface/proto"
 
-	cosi2 "github.com/csikit/csikit/internal/cosi/v1alpha2"
+	cosi2 "github.com/csikit/csikit/driver/bucket/cosiv1alpha2"
 )
 
 // started runs memorys3 as main does, until the test ends or stop is called, and returns the

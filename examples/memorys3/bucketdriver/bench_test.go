@@ -13,9 +13,9 @@ import (
 	cosi1 "sigs.k8s.io/container-object-storage-interface/proto"
 
 	"github.com/csikit/csikit/driver/bucket"
+	cosi2 "github.com/csikit/csikit/driver/bucket/cosiv1alpha2"
 	"github.com/csikit/csikit/driver/plugin"
 	"github.com/csikit/csikit/examples/memorys3/bucketdriver"
-	cosi2 "github.com/csikit/csikit/internal/cosi/v1alpha2"
 )
 
 // BenchmarkCOSICycle is one bucket's life through memorys3's COSI socket, per wire version:

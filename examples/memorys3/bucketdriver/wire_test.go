@@ -14,11 +14,11 @@ import (
 	cosi1 "sigs.k8s.io/container-object-storage-interface/proto"
 
 	"github.com/csikit/csikit/driver/bucket"
+	cosi2 "github.com/csikit/csikit/driver/bucket/cosiv1alpha2"
 	"github.com/csikit/csikit/driver/drivertest"
 	"github.com/csikit/csikit/driver/plugin"
 	"github.com/csikit/csikit/examples/memorys3/bucketdriver"
 	"github.com/csikit/csikit/examples/memorys3/s3server"
-	cosi2 "github.com/csikit/csikit/internal/cosi/v1alpha2"
 )
 
 // wire is one COSI wire version as the sidecar speaks it to memorys3's socket.
