@@ -317,6 +317,8 @@ log_file = $dir/log/\$name.log
 [mon]
 mon_data = $dir/mon/\$id
 log_file = $dir/log/\$name.log
+# The cluster and audit logs (ceph -w), by default in /var/log/ceph for every cluster at once.
+mon_cluster_log_file = default=$dir/log/ceph.\$channel.log cluster=$dir/log/ceph.log
 pid_file = $dir/run/\$name.pid
 
 [mgr]
