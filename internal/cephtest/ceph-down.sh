@@ -13,8 +13,8 @@
 #
 # Each process is found by its pid file and checked to be the one started with DIR/ceph.conf,
 # sent SIGTERM, and SIGKILL if it is still there after CEPHTEST_STOP_TIMEOUT seconds (default 10;
-# ceph-mds may need it); the script returns once every one has exited, about 5 s for all (the
-# MDS takes 3-8 s to exit). The data stays, so `ceph-up.sh DIR` restarts the cluster where it
+# ceph-mds may need it); the script returns once every one has exited, 2-4 s for all (the MDS
+# takes the longest). The data stays, so `ceph-up.sh DIR` restarts the cluster where it
 # was.
 #
 # --purge: afterwards removes DIR and releases its ports. Refused for a directory that
