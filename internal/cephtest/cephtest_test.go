@@ -410,17 +410,25 @@ func TestStopUnmountsCephFuse(t *testing.T) {
 	if err := os.MkdirAll(mnt, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	mount := func() int {
+	// mount returns the ceph-fuse processes serving mnt: one, unless the machine's ceph-fuse
+	// runs helpers of its own under that name (every one must be gone after StopDaemons).
+	mount := func() []int {
 		t.Helper()
 		cmd := exec.CommandContext(ctx, fuse, "--conf", c.Conf, "--id", "admin", "-r", root, mnt)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("ceph-fuse: %v: %s", err, out)
 		}
-		pids := processesMentioning(t, mnt)
-		if len(pids) != 1 || !isMounted(t, mnt) {
-			t.Fatalf("after ceph-fuse: processes %v, mounted %v", pids, isMounted(t, mnt))
+		var pids []int
+		for _, pid := range processesMentioning(t, mnt) {
+			if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.TrimSpace(string(comm)) == "ceph-fuse" {
+				pids = append(pids, pid)
+			}
 		}
-		return pids[0]
+		if len(pids) == 0 || !isMounted(t, mnt) {
+			t.Fatalf("after ceph-fuse: mounted %v, ceph-fuse processes %v; every process naming %s:\n%s",
+				isMounted(t, mnt), pids, mnt, describeProcesses(processesMentioning(t, mnt)))
+		}
+		return pids
 	}
 	t.Cleanup(func() {
 		// Only if the test failed between a mount and the stop: Main's Close would unmount it.
@@ -429,7 +437,7 @@ func TestStopUnmountsCephFuse(t *testing.T) {
 		}
 	})
 
-	pid := mount()
+	pids := mount()
 	data := []byte("written through ceph-fuse\n")
 	if err := os.WriteFile(filepath.Join(mnt, "file"), data, 0o600); err != nil {
 		t.Fatal(err)
@@ -440,8 +448,10 @@ func TestStopUnmountsCephFuse(t *testing.T) {
 	if isMounted(t, mnt) {
 		t.Fatalf("%s still mounted after StopDaemons", mnt)
 	}
-	if err := syscall.Kill(pid, 0); err == nil && !isZombie(pid) {
-		t.Fatalf("ceph-fuse (pid %d) still running after StopDaemons", pid)
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, 0); err == nil && !isZombie(pid) {
+			t.Fatalf("ceph-fuse (pid %d) still running after StopDaemons:\n%s", pid, describeProcesses(pids))
+		}
 	}
 	if err := c.StartDaemons(ctx); err != nil {
 		t.Fatal(err)
@@ -726,6 +736,18 @@ func processesMentioning(t *testing.T, s string) []int {
 		pids = append(pids, pid)
 	}
 	return pids
+}
+
+// describeProcesses is one line per live pid: its parent, name and command line, for a
+// failure message that says what ran.
+func describeProcesses(pids []int) string {
+	var b strings.Builder
+	for _, pid := range pids {
+		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		fmt.Fprintf(&b, "  pid %d stat %.80s cmdline %q\n", pid, stat, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
+	}
+	return b.String()
 }
 
 func isZombie(pid int) bool {

@@ -42,7 +42,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	u := *r.URL
 	req.URL = &u
 	if r.Body != nil && r.Body != http.NoBody {
-		req.Body = idleReader{ReadCloser: r.Body, d: d}
+		iw.body = &idleReader{ReadCloser: r.Body, d: d, length: r.ContentLength,
+			expectContinue: strings.EqualFold(r.Header.Get("Expect"), "100-continue")}
+		req.Body = iw.body
 	}
 	r = &req
 	defer s.recoverPanic(iw, r, id)
@@ -451,6 +453,9 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, id requestID, er
 		w.Header().Set("Connection", "close")
 	}
 	if w.Header().Get("Connection") == "close" {
+		if b := bodyOf(w); b != nil {
+			b.linger()
+		}
 		// net/http reads on up to 256 KiB of an unread body after the answer, to reuse the
 		// connection it is about to close, waiting up to the idle timeout for bytes a
 		// refused client (one that asked for 100 Continue, or a slow one) may never send:

@@ -425,20 +425,70 @@ const maxBodySeconds = 365 * 24 * 3600
 // errBodyTimeout answers a body whose connection reached its read deadline.
 var errBodyTimeout = s3err.ErrRequestTimeout.With("the body did not arrive in time: it stopped for the idle timeout, or arrived more slowly than the server's minimum rate")
 
-// idleReader is a request body that pushes the read deadline before each Read, and calls a
-// read past the deadline what it is.
+// idleReader is a request body that pushes the read deadline before each Read, calls a
+// read past the deadline what it is, and counts what it read, so that a refusal knows how
+// much of the body is still on its way (see linger).
 type idleReader struct {
 	io.ReadCloser
 	d deadlines
+	// length is the declared Content-Length (-1: chunked); expectContinue: the client
+	// waits for 100 Continue before it sends the body, which a first Read asks for.
+	length         int64
+	expectContinue bool
+	n              int64
 }
 
-func (r idleReader) Read(p []byte) (int, error) {
+func (r *idleReader) Read(p []byte) (int, error) {
 	r.d.read()
 	n, err := r.ReadCloser.Read(p)
+	r.n += int64(n)
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
 		err = errBodyTimeout
 	}
 	return n, err
+}
+
+// A refusal closes the connection, and a server that closes a connection with unread bytes
+// in its receive buffer sends a reset, not a clean end: a client still writing its body sees
+// "connection reset" instead of the answer that says why (S3 SDKs retry that as a network
+// fault, then report it, not the S3 error). So, like nginx's lingering close, a refusal first
+// reads what is left of a body that is small enough (lingerBytes) for up to lingerTime; a
+// longer one is cut off as net/http cuts off one it will not drain.
+const (
+	lingerBytes = 256 << 10
+	lingerTime  = time.Second
+)
+
+// linger discards what is left of the body, as above. A client that waits for 100 Continue
+// and got none has sent nothing: reading would invite it to send.
+func (r *idleReader) linger() {
+	if r.n == 0 && r.expectContinue {
+		return
+	}
+	left := int64(lingerBytes) + 1
+	if r.length >= 0 {
+		left = r.length - r.n
+		if left <= 0 || left > lingerBytes {
+			return
+		}
+	}
+	_ = r.d.rc.SetReadDeadline(time.Now().Add(lingerTime))
+	_, _ = io.CopyN(io.Discard, r.ReadCloser, left)
+}
+
+// bodyOf finds the request body under w, a chain of response writers that ends in the
+// handler's idleWriter; nil if there is none or the request had no body.
+func bodyOf(w http.ResponseWriter) *idleReader {
+	for {
+		switch v := w.(type) {
+		case *idleWriter:
+			return v.body
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = v.Unwrap()
+		default:
+			return nil
+		}
+	}
 }
 
 // idleWriter is a response writer that pushes the write deadline before each Write, and
@@ -447,6 +497,7 @@ type idleWriter struct {
 	http.ResponseWriter
 	d     deadlines
 	wrote bool
+	body  *idleReader // nil: the request has no body
 }
 
 func (w *idleWriter) WriteHeader(code int) {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/md5"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/minio/minio-go/v7/pkg/signer"
 )
 
 // rawSigned is a request signed by aws-sdk-go-v2's signer whose head is written by hand, so
@@ -412,6 +414,80 @@ func TestQuietConnectionsMakeRoom(t *testing.T) {
 				t.Fatalf("a new client at the limit, beside %s: %v %v", tc.rule, resp, err)
 			}
 			readToEnd(t, quiet, 5*time.Second)
+		})
+	}
+}
+
+// TestRefusalsReachClientsStillSending: a refused request whose body is still arriving gets
+// its answer and a clean end of the connection (FIN), not a reset that would hide the answer
+// from a client still writing (before lingering, a tampered chunk reset the aws SDK's and
+// net/http's PUTs now and then: the server closed with the rest of the body unread).
+func TestRefusalsReachClientsStillSending(t *testing.T) {
+	f := newFixture(t, false, Config{})
+	creds := f.bucketWithAccount("bkt", "a", ReadWrite)
+	other := f.bucketWithAccount("other", "b", ReadWrite)
+	addr := f.hs.Listener.Addr().String()
+	body := bytes.Repeat([]byte("x"), 200<<10)
+
+	// tampered is an aws-chunked PUT signed by minio-go whose first chunk has a changed byte.
+	tampered := func() []byte {
+		req, err := http.NewRequest(http.MethodPut, "http://"+addr+"/bkt/stream", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req = signer.StreamingSignV4(req, creds.AccessKeyID, creds.SecretAccessKey, "", DefaultRegion, int64(len(body)), time.Now().UTC(), sha256Hasher{sha256.New()})
+		enc, err := io.ReadAll(req.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		enc[bytes.Index(enc, []byte("xxxx"))] = 'y'
+		req.Body = io.NopCloser(bytes.NewReader(enc))
+		req.ContentLength = int64(len(enc))
+		var wire bytes.Buffer
+		if err := req.Write(&wire); err != nil {
+			t.Fatal(err)
+		}
+		return wire.Bytes()
+	}
+	plain := func(c Credentials, target string) []byte {
+		head := rawSigned(t, c, http.MethodPut, addr, target, int64(len(body)), nil)
+		return append(head, body...)
+	}
+	cases := []struct {
+		rule   string
+		wire   []byte
+		status int
+		code   string
+	}{
+		{"a key the server does not know", plain(Credentials{AccessKeyID: "AKNOBODY", SecretAccessKey: "nothing"}, "/bkt/k"), 403, "InvalidAccessKeyId"},
+		{"a key without a grant on the bucket", plain(other, "/bkt/k"), 403, "AccessDenied"},
+		{"a changed byte in the first signed chunk", tampered(), 403, "SignatureDoesNotMatch"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.rule, func(t *testing.T) {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if err := conn.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			wrote := make(chan error, 1)
+			go func() { _, err := conn.Write(tc.wire); wrote <- err }()
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("read the answer: %v", err)
+			}
+			if code := codeOf(t, resp); resp.StatusCode != tc.status || code != tc.code {
+				t.Errorf("got %d %s, want %d %s", resp.StatusCode, code, tc.status, tc.code)
+			}
+			if _, err := io.Copy(io.Discard, conn); err != nil {
+				t.Errorf("after the answer: %v; want the server's clean close", err)
+			}
+			if err := <-wrote; err != nil {
+				t.Errorf("sending the body: %v", err)
+			}
 		})
 	}
 }
