@@ -410,8 +410,10 @@ func TestStopUnmountsCephFuse(t *testing.T) {
 	if err := os.MkdirAll(mnt, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	// mount returns the ceph-fuse processes serving mnt: one, unless the machine's ceph-fuse
-	// runs helpers of its own under that name (every one must be gone after StopDaemons).
+	// mount returns the ceph-fuse processes serving mnt: ceph-fuse processes whose parent is
+	// not one. At start-up ceph-fuse forks "sh -c mount -i -o remount MNT" to test dentry
+	// invalidation, so for a moment a child of ceph-fuse (named ceph-fuse until it execs) and
+	// then sh and mount name the mount point too; under load CI saw them still running.
 	mount := func() []int {
 		t.Helper()
 		cmd := exec.CommandContext(ctx, fuse, "--conf", c.Conf, "--id", "admin", "-r", root, mnt)
@@ -420,7 +422,7 @@ func TestStopUnmountsCephFuse(t *testing.T) {
 		}
 		var pids []int
 		for _, pid := range processesMentioning(t, mnt) {
-			if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.TrimSpace(string(comm)) == "ceph-fuse" {
+			if processName(pid) == "ceph-fuse" && processName(parentOf(pid)) != "ceph-fuse" {
 				pids = append(pids, pid)
 			}
 		}
@@ -736,6 +738,27 @@ func processesMentioning(t *testing.T, s string) []int {
 		pids = append(pids, pid)
 	}
 	return pids
+}
+
+// processName is the kernel's name of pid (its comm), "" if it is gone.
+func processName(pid int) string {
+	comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	return strings.TrimSpace(string(comm))
+}
+
+// parentOf is pid's parent, 0 if pid is gone.
+func parentOf(pid int) int {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// After "pid (comm) ", the state and then the parent's pid.
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
 }
 
 // describeProcesses is one line per live pid: its parent, name and command line, for a
