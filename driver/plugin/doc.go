@@ -23,7 +23,8 @@
 // it registers, so no way of composing a server skips it: request ID, panic recovery, logging
 // (redacted), status sanitising, the gate (undecodable requests, RPCs not served), validation,
 // per-resource locking (a conflicting call gets ABORTED naming the resource; sources of a create
-// are held shared), then the handler and the error mapping: the sentinels of package driver
+// are held shared; the node RPCs hold the staging or target path of the volume, not the whole
+// volume, so one volume is published to several targets at once), then the handler and the error mapping: the sentinels of package driver
 // become the code each RPC's error table demands (DeleteVolume of a missing volume is OK,
 // anything unknown is INTERNAL naming the RPC), a gRPC status keeps its code, status details are
 // always dropped. Each RPC is described once, in one table inside this package, which drives all

@@ -198,6 +198,33 @@ func shared(kind, id string) idempotency.Key {
 
 func volumeKey(id string) []idempotency.Key { return []idempotency.Key{excl(locking.KindVolume, id)} }
 
+// nodePathKey locks one mount point of one volume on this node. The node RPCs hold mount points,
+// not the volume: the spec lets a CO publish one volume to several target paths on a node
+// (NodePublishVolume: "MAY be called by the CO multiple times on the same node for the same
+// volume with a possibly different target_path"), and kubelet does so for every pod that uses a
+// multi-pod volume, so a volume-wide lock turned the second pod's publish into ABORTED retries.
+// What must not overlap still conflicts:
+//   - the same target or staging path twice (a CO retry racing the call it retries);
+//   - NodeStageVolume or NodeUnstageVolume against a NodePublishVolume that bind-mounts from that
+//     staging path (publish holds it shared, stage and unstage exclusive);
+//   - NodeExpandVolume against unstaging or unpublishing the paths it grows (held shared), and
+//     against another expansion of the volume (the volume itself, exclusive).
+//
+// Stage is keyed on the staging path, not the volume: the spec asks the CO for one staging path
+// per volume, but a CO may stage one volume at two paths (Nomad stages per access mode and
+// read-only flag), and those are two mounts. NodeUnpublishVolume names no staging path, so an
+// unstage racing an unpublish is not caught here; the spec forbids it ("called after all
+// NodeUnpublishVolume have been called and returned success"). csi-driver-nfs and csi-driver-smb
+// lock their node RPCs on volume ID and path the same way; ceph-csi locks publish per target
+// path. An empty path locks nothing (keys drops the empty ID): NodePublishVolume of a driver that
+// does not stage holds its target only.
+func nodePathKey(kind, volumeID, path string, isShared bool) idempotency.Key {
+	if volumeID == "" || path == "" {
+		return idempotency.Key{}
+	}
+	return idempotency.Key{Kind: kind, ID: locking.NodePathID(volumeID, path), Shared: isShared}
+}
+
 // rpcTable lists every RPC of every service this package serves. TestRPCTableCoversEveryMethod
 // checks it against the generated service descriptors, so a spec upgrade that adds an RPC fails a
 // test until it has an entry.
@@ -263,19 +290,41 @@ func buildRPCTable() map[rpc]*rpcSpec {
 
 		{name: rpcNodeStage, service: svcNode, serves: []reflect.Type{typeOf[driver.NodeStager]()},
 			nodeCap: csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME, unsupported: codes.FailedPrecondition,
-			locks: keys(func(r *csi.NodeStageVolumeRequest) []idempotency.Key { return volumeKey(r.GetVolumeId()) })},
+			locks: keys(func(r *csi.NodeStageVolumeRequest) []idempotency.Key {
+				return []idempotency.Key{nodePathKey(locking.KindStagingPath, r.GetVolumeId(), r.GetStagingTargetPath(), false)}
+			})},
 		{name: rpcNodeUnstage, service: svcNode, serves: []reflect.Type{typeOf[driver.NodeStager]()},
 			nodeCap: csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME,
-			locks:   keys(func(r *csi.NodeUnstageVolumeRequest) []idempotency.Key { return volumeKey(r.GetVolumeId()) })},
+			locks: keys(func(r *csi.NodeUnstageVolumeRequest) []idempotency.Key {
+				return []idempotency.Key{nodePathKey(locking.KindStagingPath, r.GetVolumeId(), r.GetStagingTargetPath(), false)}
+			})},
 		{name: rpcNodePublish, service: svcNode, unsupported: codes.FailedPrecondition,
-			locks: keys(func(r *csi.NodePublishVolumeRequest) []idempotency.Key { return volumeKey(r.GetVolumeId()) })},
+			locks: keys(func(r *csi.NodePublishVolumeRequest) []idempotency.Key {
+				return []idempotency.Key{
+					nodePathKey(locking.KindTargetPath, r.GetVolumeId(), r.GetTargetPath(), false),
+					nodePathKey(locking.KindStagingPath, r.GetVolumeId(), r.GetStagingTargetPath(), true),
+				}
+			})},
 		{name: rpcNodeUnpublish, service: svcNode,
-			locks: keys(func(r *csi.NodeUnpublishVolumeRequest) []idempotency.Key { return volumeKey(r.GetVolumeId()) })},
+			locks: keys(func(r *csi.NodeUnpublishVolumeRequest) []idempotency.Key {
+				return []idempotency.Key{nodePathKey(locking.KindTargetPath, r.GetVolumeId(), r.GetTargetPath(), false)}
+			})},
 		{name: rpcNodeGetVolumeStats, service: svcNode, serves: []reflect.Type{typeOf[driver.VolumeStatsReporter]()},
 			nodeCap: csi.NodeServiceCapability_RPC_GET_VOLUME_STATS},
 		{name: rpcNodeExpand, service: svcNode, serves: []reflect.Type{typeOf[driver.NodeExpander]()},
 			nodeCap: csi.NodeServiceCapability_RPC_EXPAND_VOLUME,
-			locks:   keys(func(r *csi.NodeExpandVolumeRequest) []idempotency.Key { return volumeKey(r.GetVolumeId()) })},
+			locks: keys(func(r *csi.NodeExpandVolumeRequest) []idempotency.Key {
+				ks := []idempotency.Key{
+					excl(locking.KindVolume, r.GetVolumeId()),
+					nodePathKey(locking.KindStagingPath, r.GetVolumeId(), r.GetStagingTargetPath(), true),
+				}
+				// volume_path is a target path, or the staging path itself (then the key above
+				// covers it).
+				if r.GetVolumePath() != r.GetStagingTargetPath() {
+					ks = append(ks, nodePathKey(locking.KindTargetPath, r.GetVolumeId(), r.GetVolumePath(), true))
+				}
+				return ks
+			})},
 		{name: "NodeGetCapabilities", service: svcNode},
 		{name: rpcNodeGetInfo, service: svcNode},
 		{name: rpcNodeGetHealth, service: svcNode, serves: []reflect.Type{typeOf[driver.NodeVolumeHealthGetter]()},
