@@ -34,7 +34,8 @@ import (
 const maxLayers = 64
 
 // Mounter mounts and unmounts on this node. Its methods are safe for concurrent use; callers
-// serialise work on one path (csikit holds each volume ID for the duration of a node call).
+// serialise work on one path (csikit holds the volume's staging or target path for the duration of
+// a node call).
 type Mounter struct {
 	fm      *mount.SafeFormatAndMount
 	resizer *mount.ResizeFs
@@ -360,8 +361,14 @@ func (m *Mounter) DiskFormat(device string) (string, error) {
 // online (ext3/ext4, xfs and btrfs, through mount-utils' ResizeFs); an ext filesystem that is not
 // mounted is checked (e2fsck, which resize2fs insists on) and grown offline, so a volume expanded
 // while it could not be grown online gets its space at its next mount. A device without a
-// filesystem has nothing to grow. Growing a mounted ext filesystem needs CAP_SYS_RESOURCE; without
-// it Resize fails at once with an error wrapping driver.ErrFailedPrecondition that says so.
+// filesystem has nothing to grow, and neither has a filesystem that already fills its device:
+// Resize then succeeds, mounted or not, without any privilege.
+//
+// Growing a mounted ext filesystem needs CAP_SYS_RESOURCE (the kernel's online-resize ioctl checks
+// it, even for root). Without it Resize still succeeds when nothing is left to grow, which is the
+// common case for a CO: kubelet calls NodeExpandVolume after the NodeStageVolume that grew the
+// filesystem offline. When there is space to take, the error wraps driver.ErrFailedPrecondition
+// and names the missing capability.
 func (m *Mounter) Resize(device, mountPath string) error {
 	format, err := m.DiskFormat(device)
 	if err != nil || format == "" {
@@ -377,10 +384,17 @@ func (m *Mounter) Resize(device, mountPath string) error {
 		return m.growExtOffline(device)
 	case cur == nil:
 		return fmt.Errorf("a %s filesystem grows only while mounted, and %s is not a mount point: %w", format, mountPath, driver.ErrFailedPrecondition)
-	case ext && !hasCapability(capSysResource):
-		return fmt.Errorf("growing a mounted %s filesystem needs CAP_SYS_RESOURCE, which this process lacks: %w", format, driver.ErrFailedPrecondition)
 	}
+	// No capability check before the attempt: resize2fs first works out the size it would grow
+	// to and exits "Nothing to do!" when that is the current size, before the ioctl that needs
+	// the capability. Its rule is the exact one (since e2fsprogs 1.46.5 it also leaves out a
+	// last block group too small for its own metadata, as the offline grow did), so a copy of it
+	// here could only disagree with the tool that does the work.
 	if _, err := m.resizer.Resize(device, mountPath); err != nil {
+		if ext && !hasCapability(capSysResource) {
+			return fmt.Errorf("grow the mounted %s filesystem on %s: %v; growing a mounted ext filesystem needs CAP_SYS_RESOURCE, which this process lacks: %w",
+				format, device, err, driver.ErrFailedPrecondition)
+		}
 		return fmt.Errorf("grow the filesystem on %s: %w", device, err)
 	}
 	return nil
