@@ -4,6 +4,31 @@
 // k8s.io/mount-utils. State lives in an embedded transactional store (bbolt), so every operation
 // commits atomically and a restart after a crash finds a consistent state.
 //
+// # Sizes
+//
+// What a volume's size means depends on its kind, and the Kubernetes storage e2e suite notices
+// the difference:
+//
+//   - Image volumes (kind "file": raw block, or ext4, ext3 or xfs on the image) are sparse files
+//     of the size granted, rounded up to 4 KiB. A pod sees that size: the device's for block,
+//     the file system's (less mkfs's own overhead) for a mounted one, and NodeGetVolumeStats
+//     reports the same. ControllerExpandVolume grows the file and asks for node expansion;
+//     NodeExpandVolume grows the file system online. Growing a mounted ext file system needs
+//     CAP_SYS_RESOURCE, which some hosts deny even to root: there NodeExpandVolume answers
+//     FAILED_PRECONDITION naming the capability, the next NodeStageVolume grows the file system
+//     while it is not mounted, and the NodeExpandVolume that follows succeeds, nothing being left
+//     to grow.
+//   - Directory volumes (kind "dir", the default for filesystem access without an fs type) are
+//     directories on the file system that holds Config.StateDir, bind-mounted into pods. The size
+//     granted is recorded, answered by CreateVolume, ControllerGetVolume and ListVolumes and
+//     counted against Config.CapacityBytes, but nothing enforces it: there is no quota, a pod can
+//     write past it, and statfs (df) in the pod and NodeGetVolumeStats report the host file
+//     system's total, used and available bytes and inodes, shared with everything else on it.
+//     Expanding one changes only the record (no node expansion). So a directory volume restored
+//     from a snapshot or cloned at a larger size shows no larger file system: a Kubernetes e2e
+//     test-driver definition declares FSResizeFromSourceNotSupported for directory volumes, and
+//     tests of sizes use a StorageClass with csi.storage.k8s.io/fstype: ext4.
+//
 // # Volume groups
 //
 // Volume groups (volumegroup.Controller of seed 001) are served in every mode with a controller.

@@ -310,6 +310,14 @@ func TestVolumeKinds(t *testing.T) {
 			if size := int64(fs.Blocks) * fs.Bsize; size < 48<<20 {
 				t.Fatalf("file system has %d bytes after expansion to 64 MiB (offline growth: %v)", size, expandedOffline)
 			}
+			// kubelet still has the PVC in FileSystemResizePending and calls NodeExpandVolume
+			// on the mounted volume: the stage grew it, so there is nothing left to grow and no
+			// capability is needed.
+			nexp, err := e.node.NodeExpandVolume(ctx, &csi.NodeExpandVolumeRequest{VolumeId: vol.GetVolumeId(), VolumePath: target,
+				StagingTargetPath: filepath.Join(filepath.Dir(target), "staging"), CapacityRange: &csi.CapacityRange{RequiredBytes: 64 << 20}})
+			if err != nil || nexp.GetCapacityBytes() != 64<<20 {
+				t.Fatalf("NodeExpandVolume after the stage grew the file system (offline growth: %v) = %v, %v; want 64 MiB", expandedOffline, nexp, err)
+			}
 		})
 		// Restore a snapshot of it: the file is there.
 		snap, err := e.controller.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{Name: "ext4-snap", SourceVolumeId: vol.GetVolumeId()})
@@ -390,6 +398,51 @@ func TestVolumeKinds(t *testing.T) {
 		}
 		if m := e.ourMounts(); len(m) != 0 {
 			t.Fatalf("left mounts %v", m)
+		}
+	})
+}
+
+// TestDirectoryVolumeSizes pins what the package documentation (# Sizes) says a directory volume
+// reports: its granted size in the controller's answers, and the host file system's figures on
+// the node, with nothing enforcing the granted size and nothing to grow on the node.
+func TestDirectoryVolumeSizes(t *testing.T) {
+	needRoot(t)
+	e := newEnv(t)
+	ctx := context.Background()
+	vol := e.create(t, "dir-size", 8<<20, mountCap(""))
+	if vol.GetCapacityBytes() != 8<<20 {
+		t.Fatalf("CreateVolume capacity = %d, want the 8 MiB granted", vol.GetCapacityBytes())
+	}
+	exp, err := e.controller.ControllerExpandVolume(ctx, &csi.ControllerExpandVolumeRequest{VolumeId: vol.GetVolumeId(),
+		CapacityRange: &csi.CapacityRange{RequiredBytes: 16 << 20}})
+	if err != nil || exp.GetCapacityBytes() != 16<<20 || exp.GetNodeExpansionRequired() {
+		t.Fatalf("ControllerExpandVolume of a directory volume = %v, %v; want 16 MiB and no node expansion", exp, err)
+	}
+	e.lifecycle(t, vol, mountCap(""), false, func(target string) {
+		var host unix.Statfs_t
+		if err := unix.Statfs(e.cfg.StateDir, &host); err != nil {
+			t.Fatal(err)
+		}
+		stats, err := e.node.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: vol.GetVolumeId(), VolumePath: target})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[csi.VolumeUsage_Unit]int64{
+			csi.VolumeUsage_BYTES:  int64(host.Blocks) * host.Bsize,
+			csi.VolumeUsage_INODES: int64(host.Files),
+		}
+		for _, u := range stats.GetUsage() {
+			if u.GetTotal() != want[u.GetUnit()] {
+				t.Errorf("NodeGetVolumeStats %s total = %d, want the host file system's %d", u.GetUnit(), u.GetTotal(), want[u.GetUnit()])
+			}
+			delete(want, u.GetUnit())
+		}
+		if len(want) != 0 {
+			t.Errorf("NodeGetVolumeStats = %v, missing %v", stats.GetUsage(), want)
+		}
+		// No quota: more than the 16 MiB granted fits.
+		if err := os.WriteFile(filepath.Join(target, "big"), make([]byte, 17<<20), 0o600); err != nil {
+			t.Errorf("writing past the granted size: %v (the documentation says nothing enforces it)", err)
 		}
 	})
 }

@@ -702,7 +702,8 @@ func (n *Node) pathOfVolume(id, canon, given string) (staged *stagedRecord, pub 
 	return nil, p, err
 }
 
-// NodeGetVolumeStats reports bytes and inodes of a mounted volume, or the size of a block one.
+// NodeGetVolumeStats reports bytes and inodes of a mounted volume (of a directory volume, the host
+// file system's: see # Sizes in the package documentation), or the size of a block one.
 func (n *Node) NodeGetVolumeStats(ctx context.Context, req *driver.NodeGetVolumeStatsRequest) ([]driver.VolumeUsage, error) {
 	id, _, backing, err := n.volumeOf(req.VolumeID)
 	if err != nil {
