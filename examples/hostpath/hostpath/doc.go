@@ -43,7 +43,11 @@
 // ParamVolumeGroup naming the group snapshots it as a whole. source_volume_ids must then be
 // exactly its members (INVALID_ARGUMENT naming the missing and the extra volumes otherwise), and
 // the membership is checked again when the snapshot commits: a change in between answers ABORTED
-// and leaves nothing behind, so the CO's retry snapshots the group as it now is.
+// and leaves nothing behind, so the CO's retry snapshots the group as it now is. Other group
+// snapshot parameters are refused, except the csi.storage.k8s.io/ keys csi-snapshotter adds and
+// deletionPolicy with the value Delete or Retain, which the Kubernetes storage e2e suite puts
+// into every VolumeGroupSnapshotClass it creates (accepted and ignored; the reasoning is at
+// checkGroupSnapshotParameters).
 //
 // # What the IBM volume-group operator sends and expects
 //

@@ -215,6 +215,44 @@ func (c *Controller) ListSnapshotsPage(ctx context.Context, req *driver.ListSnap
 	return out, err
 }
 
+// paramE2EDeletionPolicy is not a parameter of this driver: it is the key under which the
+// Kubernetes storage e2e framework repeats a VolumeGroupSnapshotClass's deletionPolicy inside the
+// class's parameters. See checkGroupSnapshotParameters.
+const paramE2EDeletionPolicy = "deletionPolicy"
+
+// checkGroupSnapshotParameters refuses group snapshot parameters this driver does not know, as
+// CreateVolume and CreateSnapshot do, with one exception decided by the principle csikit writes
+// down in middleware/validation/exceptions.go: strict where the real tools comply; lenient,
+// named with the tool and its version, where one deviates harmlessly and none of its options
+// avoids it.
+//
+// The deviant is the Kubernetes storage e2e suite, k8s.io/kubernetes v1.36.1: its group snapshot
+// tests (test/e2e/storage/testsuites volume_group_snapshottable.go, volume_group_snapshot_class.go,
+// volume_group_snapshottable_stress.go) pass {"deletionPolicy": "Delete" or "Retain"} as the
+// parameters of the VolumeGroupSnapshotClass they create, and utils.GenerateVolumeGroupSnapshotClassSpec
+// puts them into the class whatever the test-driver definition says (FromName, FromFile and
+// FromExistingClassName all merge into that map); csi-snapshotter then sends them in
+// CreateVolumeGroupSnapshot. It is harmless: the value repeats the class's own deletionPolicy
+// field, which csi-snapshotter enforces, and asks nothing of the driver. So the key is accepted
+// with the field's two values, Delete and Retain, and ignored; any other value is refused, and
+// plain CreateSnapshot stays strict, because the same suite sends its VolumeSnapshotClasses
+// empty parameters. TestGroupSnapshotAcceptsKubernetesE2EDeletionPolicy sends the suite's request.
+func checkGroupSnapshotParameters(params map[string]string) error {
+	for _, k := range sortedKeys(params) {
+		switch {
+		case k == ParamVolumeGroup, strings.HasPrefix(k, "csi.storage.k8s.io/"):
+		case k == paramE2EDeletionPolicy:
+			if v := params[k]; v != "Delete" && v != "Retain" {
+				return fmt.Errorf("group snapshot parameter %q=%q: this driver accepts the key only as the Kubernetes e2e suite sends it, the class's deletion policy Delete or Retain: %w",
+					k, v, driver.ErrInvalidArgument)
+			}
+		default:
+			return fmt.Errorf("group snapshot parameter %q is not known to this driver (known: %s): %w", k, ParamVolumeGroup, driver.ErrInvalidArgument)
+		}
+	}
+	return nil
+}
+
 // CreateVolumeGroupSnapshot copies every source volume and commits the group and its members in
 // one transaction.
 func (c *Controller) CreateVolumeGroupSnapshot(ctx context.Context, req *driver.CreateVolumeGroupSnapshotRequest) (*driver.GroupSnapshot, error) {
@@ -233,10 +271,8 @@ func (c *Controller) CreateVolumeGroupSnapshot(ctx context.Context, req *driver.
 		}
 		return g, nil
 	}
-	for _, k := range sortedKeys(req.Parameters) {
-		if k != ParamVolumeGroup && !strings.HasPrefix(k, "csi.storage.k8s.io/") {
-			return nil, fmt.Errorf("group snapshot parameter %q is not known to this driver (known: %s): %w", k, ParamVolumeGroup, driver.ErrInvalidArgument)
-		}
+	if err := checkGroupSnapshotParameters(req.Parameters); err != nil {
+		return nil, err
 	}
 	// A snapshot of a volume group is of exactly its members, checked before anything is copied
 	// and again when the snapshot commits, so a membership change in between aborts it.

@@ -2,12 +2,18 @@ package hostpath
 
 import (
 	"context"
+	"errors"
+	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
+	"github.com/csikit/csikit/driver"
 	"github.com/csikit/csikit/driver/volumegroup"
 )
 
@@ -56,6 +62,54 @@ func TestGroupSnapshotOfVolumeGroup(t *testing.T) {
 	if got := len(backings(t, e.plugin.Controller.l.snapshotsDir())); got != 6 {
 		t.Errorf("%d snapshot backings, want 6", got)
 	}
+}
+
+// TestGroupSnapshotAcceptsKubernetesE2EDeletionPolicy sends what the Kubernetes storage e2e suite
+// (k8s.io/kubernetes v1.36.1) makes csi-snapshotter send: the VolumeGroupSnapshotClass parameters
+// {"deletionPolicy": <the test pattern's policy>}, plus --extra-create-metadata's keys. The key is
+// accepted with the class field's two values only (see checkGroupSnapshotParameters), and plain
+// snapshots, whose classes the suite leaves without parameters, stay strict.
+func TestGroupSnapshotAcceptsKubernetesE2EDeletionPolicy(t *testing.T) {
+	e := newGroupEnv(t, 0)
+	ctx := context.Background()
+	a := e.create(t, "a", 1<<20, mountCap("")).GetVolumeId()
+	b := e.create(t, "b", 1<<20, mountCap("")).GetVolumeId()
+	snapshotterMetadata := map[string]string{
+		"csi.storage.k8s.io/volumegroupsnapshot/name":        "vgs-1",
+		"csi.storage.k8s.io/volumegroupsnapshot/namespace":   "e2e-volumegroupsnapshottable-1234",
+		"csi.storage.k8s.io/volumegroupsnapshotcontent/name": "groupsnapcontent-1",
+	}
+	for _, tc := range []struct {
+		name   string
+		policy string
+		want   codes.Code
+	}{
+		{"the Delete pattern", "Delete", codes.OK},
+		{"the Retain pattern", "Retain", codes.OK},
+		{"a value the class field cannot hold", "Keep", codes.InvalidArgument},
+		{"the field's value in the wrong case", "delete", codes.InvalidArgument},
+		{"an empty value", "", codes.InvalidArgument},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			params := maps.Clone(snapshotterMetadata)
+			params["deletionPolicy"] = tc.policy
+			resp, err := e.group.CreateVolumeGroupSnapshot(ctx, &csi.CreateVolumeGroupSnapshotRequest{
+				Name: "groupsnapshot-" + tc.name, SourceVolumeIds: []string{a, b}, Parameters: params})
+			wantCode(t, "CreateVolumeGroupSnapshot", err, tc.want)
+			if err != nil {
+				if !strings.Contains(status.Convert(err).Message(), "deletionPolicy") {
+					t.Errorf("refusal %q does not name the parameter", status.Convert(err).Message())
+				}
+				return
+			}
+			if n := len(resp.GetGroupSnapshot().GetSnapshots()); n != 2 {
+				t.Errorf("%d member snapshots, want 2", n)
+			}
+		})
+	}
+	_, err := e.controller.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{Name: "plain", SourceVolumeId: a,
+		Parameters: map[string]string{"deletionPolicy": "Delete"}})
+	wantCode(t, "CreateSnapshot with deletionPolicy (the suite never sends it there)", err, codes.InvalidArgument)
 }
 
 // TestGroupSnapshotAbortedWhenTheGroupChanges: a membership change between the check and the
@@ -116,4 +170,28 @@ func TestJoinParameterKeys(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzCheckGroupSnapshotParameters: a parameter is accepted exactly when it is the driver's own
+// key, a csi.storage.k8s.io/ key of the CO, or the e2e suite's deletionPolicy with one of the
+// class field's values; every refusal is INVALID_ARGUMENT naming the key.
+func FuzzCheckGroupSnapshotParameters(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"deletionPolicy", "Delete"}, {"deletionPolicy", "Retain"}, {"deletionPolicy", "delete"},
+		{"DeletionPolicy", "Delete"}, {ParamVolumeGroup, "g"}, {"csi.storage.k8s.io/volumegroupsnapshot/name", "x"},
+		{"consistency", "crash"}, {"", ""},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, key, value string) {
+		err := checkGroupSnapshotParameters(map[string]string{key: value})
+		accepted := key == ParamVolumeGroup || strings.HasPrefix(key, "csi.storage.k8s.io/") ||
+			(key == "deletionPolicy" && (value == "Delete" || value == "Retain"))
+		if (err == nil) != accepted {
+			t.Fatalf("checkGroupSnapshotParameters({%q: %q}) = %v, want accepted=%v", key, value, err, accepted)
+		}
+		if err != nil && (!errors.Is(err, driver.ErrInvalidArgument) || !strings.Contains(err.Error(), strconv.Quote(key))) {
+			t.Fatalf("refusal %v: want INVALID_ARGUMENT naming %q", err, key)
+		}
+	})
 }
