@@ -66,19 +66,24 @@ func pubKey(volumeID, target string) string { return volumeID + "\x00" + target 
 // Node is the node side of the driver: it stages, publishes and expands volumes with real loop
 // devices, mkfs, mounts and bind mounts, and keeps what it did in the node database.
 //
-// Calls on one volume never overlap: the csikit library holds each volume ID exclusively for
-// NodeStage, NodeUnstage, NodePublish, NodeUnpublish and NodeExpand (an inline ephemeral volume's
-// backing is derived from the CO's volume ID, which is the one held), and the reconciliation
-// runs before serving. So a check followed by a mount on one volume is safe without a lock here,
-// and calls on different volumes (mkfs, e2fsck, resize2fs included) run in parallel. Only a
-// staging or target path is locked, against two volumes sent to the same path.
+// Calls on one volume never overlap here. The csikit library holds only the staging or target
+// path a node call works on, so that two pods on one node publishing one volume are both
+// accepted at once (no ABORTED retries); this driver's checks span the volume (its one staged
+// record, the SINGLE_NODE_SINGLE_WRITER check against its other publications, an inline
+// ephemeral volume's directory), so NodeStage, NodeUnstage, NodePublish, NodeUnpublish and
+// NodeExpand hold the CO's volume ID in n.volumes for their whole run, and a second call on the
+// volume waits for the first (a bind mount: milliseconds) instead of being refused. The
+// reconciliation runs before serving. Calls on different volumes (mkfs, e2fsck, resize2fs
+// included) run in parallel. A staging or target path is locked too, against two volumes sent to
+// the same path; the volume is always taken first.
 type Node struct {
-	cfg    Config
-	l      layout
-	st     *store
-	log    *zap.Logger
-	mounts *nodemount.Mounter
-	paths  pathLocks
+	cfg     Config
+	l       layout
+	st      *store
+	log     *zap.Logger
+	mounts  *nodemount.Mounter
+	volumes keyedLocks
+	paths   keyedLocks
 }
 
 // NewNode opens (or creates) the node state and reconciles it with the kernel: records of mounts
@@ -276,6 +281,7 @@ func trustFor(hasRecord bool, backingErr error) trust {
 // NodeStageVolume makes the volume available at the staging path: a bind mount of a directory
 // volume, or a loop device (formatted and mounted for filesystem access) of an image volume.
 func (n *Node) NodeStageVolume(ctx context.Context, req *driver.NodeStageVolumeRequest) error {
+	defer n.volumes.lock(req.VolumeID)()
 	kind, backing, err := n.backingOf(req.VolumeID)
 	if err != nil {
 		return err
@@ -457,6 +463,7 @@ func imageIsZero(path string) (bool, error) {
 // cleans up after a stage that crashed before it committed. It unmounts only this volume's mount
 // at the staging path, and only at the path the volume was staged at.
 func (n *Node) NodeUnstageVolume(ctx context.Context, req *driver.NodeUnstageVolumeRequest) error {
+	defer n.volumes.lock(req.VolumeID)()
 	kind, backing, backingErr := n.backingOf(req.VolumeID)
 	rec, err := n.staged(req.VolumeID)
 	if err != nil {
@@ -504,6 +511,7 @@ func (n *Node) NodeUnstageVolume(ctx context.Context, req *driver.NodeUnstageVol
 // NodePublishVolume bind-mounts the staged volume (or its loop device, for block access) at the
 // target path; inline ephemeral volumes are created here and deleted at unpublish.
 func (n *Node) NodePublishVolume(ctx context.Context, req *driver.NodePublishVolumeRequest) error {
+	defer n.volumes.lock(req.VolumeID)()
 	if req.VolumeContext[ephemeralContextKey] == "true" {
 		return n.publishEphemeral(req)
 	}
@@ -642,6 +650,7 @@ func (n *Node) removeEphemeralIfUnused(id string) error {
 // and it succeeds when there is nothing left to do. It unmounts only this volume's mounts and
 // removes only what the driver creates at a target: an empty directory or an empty file.
 func (n *Node) NodeUnpublishVolume(ctx context.Context, req *driver.NodeUnpublishVolumeRequest) error {
+	defer n.volumes.lock(req.VolumeID)()
 	target, err := lookupPath(req.TargetPath)
 	if err != nil {
 		return fmt.Errorf("target_path: %w", err)
@@ -751,6 +760,7 @@ func (n *Node) NodeGetVolumeStats(ctx context.Context, req *driver.NodeGetVolume
 // NodeExpandVolume refreshes the loop device of an image volume and grows its filesystem.
 // Directory volumes have nothing to grow on the node.
 func (n *Node) NodeExpandVolume(ctx context.Context, req *driver.NodeExpandVolumeRequest) (int64, error) {
+	defer n.volumes.lock(req.VolumeID)()
 	kind, backing, err := n.backingOf(req.VolumeID)
 	if err != nil {
 		return 0, err

@@ -511,3 +511,94 @@ func TestSingleNodeSingleWriterPublishesOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestPublishesOfOneVolumeWaitForEachOther: csikit lets two NodePublishVolume calls of one volume
+// to two targets in at once (two pods on one node). This driver's SINGLE_NODE_SINGLE_WRITER check
+// looks at the volume's other publications, so the second call must wait for the first to commit
+// (serialised on the volume, not refused), then see it: exactly one of two single-writer
+// publications succeeds.
+func TestPublishesOfOneVolumeWaitForEachOther(t *testing.T) {
+	needRoot(t)
+	e := newEnv(t)
+	vol := e.create(t, "one-writer", 1<<20, mountCap(""))
+	sw := &csi.VolumeCapability{
+		AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{}},
+		AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER},
+	}
+	base := filepath.Join(e.dir, "pods")
+	staging, targets := filepath.Join(base, "staging"), []string{filepath.Join(base, "pod-a"), filepath.Join(base, "pod-b")}
+	if err := os.MkdirAll(staging, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.stage(vol, staging, sw); err != nil {
+		t.Fatal(err)
+	}
+
+	inFirst, release := make(chan struct{}), make(chan struct{})
+	overlap := make(chan struct{}, 1)
+	var calls sync.Mutex
+	n := 0
+	failpoint = func(name string) error {
+		if name != "node-publish:before-commit" {
+			return nil
+		}
+		calls.Lock()
+		n++
+		first := n == 1
+		calls.Unlock()
+		if first {
+			close(inFirst)
+			<-release
+			return nil
+		}
+		select {
+		case <-release:
+		default: // the first publish is still inside: the two overlap
+			overlap <- struct{}{}
+		}
+		return nil
+	}
+	t.Cleanup(func() { failpoint = nil })
+	var once sync.Once
+	open := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(open) // runs before the server stops, even when the test fails below
+	contended := make(chan string, 1)
+	e.plugin.Node.volumes.contended = func(key string) {
+		select {
+		case contended <- key:
+		default:
+		}
+	}
+
+	results := make([]chan error, len(targets))
+	for i, target := range targets {
+		results[i] = make(chan error, 1)
+		if i == 1 {
+			<-inFirst // the first publish has mounted and not yet committed
+		}
+		go func() { results[i] <- e.publish(vol, staging, target, sw) }()
+	}
+	select {
+	case key := <-contended:
+		if key != vol.GetVolumeId() {
+			t.Fatalf("the second publish waited for %q, want the volume %q", key, vol.GetVolumeId())
+		}
+	case <-overlap:
+		t.Fatal("the second publish of the volume ran its checks while the first was still inside")
+	case err := <-results[1]:
+		t.Fatalf("the second publish returned while the first was inside: %v", err)
+	}
+	open()
+	if err := <-results[0]; err != nil {
+		t.Fatalf("first publish: %v", err)
+	}
+	if err := <-results[1]; status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("second SINGLE_NODE_SINGLE_WRITER publish: %v, want FAILED_PRECONDITION", err)
+	}
+	if err := e.unpublish(vol.GetVolumeId(), targets[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.unstage(vol.GetVolumeId(), staging); err != nil {
+		t.Fatal(err)
+	}
+}

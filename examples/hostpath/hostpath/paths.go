@@ -79,38 +79,46 @@ func samePath(recorded, recordedAsGiven, canon, given string) bool {
 	return recorded == canon || recorded == given || (recordedAsGiven != "" && recordedAsGiven == given)
 }
 
-// pathLocks serialises the node's work on one staging or target path. The library already runs
-// the calls on one volume one at a time; this keeps two volumes that a confused CO sends to the
-// same path from both finding it free and both mounting there.
-type pathLocks struct {
+// keyedLocks is a mutex per key: the node holds one per staging or target path, so that two
+// volumes that a confused CO sends to the same path do not both find it free and both mount
+// there, and one per volume (see Node). Entries are removed when released.
+type keyedLocks struct {
 	mu   sync.Mutex
-	held map[string]*pathLock
+	held map[string]*keyedLock
+	// contended, when set (by tests), is called with the key before a lock waits for another
+	// holder: the way a test sees that a call is serialised behind another without sleeping.
+	contended func(key string)
 }
 
-type pathLock struct {
+type keyedLock struct {
 	mu   sync.Mutex
 	refs int
 }
 
-// lock locks path and returns its unlock.
-func (p *pathLocks) lock(path string) func() {
+// lock locks key, waiting for any holder, and returns its unlock.
+func (p *keyedLocks) lock(key string) func() {
 	p.mu.Lock()
 	if p.held == nil {
-		p.held = map[string]*pathLock{}
+		p.held = map[string]*keyedLock{}
 	}
-	l := p.held[path]
+	l := p.held[key]
 	if l == nil {
-		l = &pathLock{}
-		p.held[path] = l
+		l = &keyedLock{}
+		p.held[key] = l
 	}
 	l.refs++
+	waits := l.refs > 1
+	contended := p.contended
 	p.mu.Unlock()
+	if waits && contended != nil {
+		contended(key)
+	}
 	l.mu.Lock()
 	return func() {
 		l.mu.Unlock()
 		p.mu.Lock()
 		if l.refs--; l.refs == 0 {
-			delete(p.held, path)
+			delete(p.held, key)
 		}
 		p.mu.Unlock()
 	}
