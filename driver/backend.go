@@ -153,6 +153,14 @@ type VolumeHealthLister interface {
 // Node is the required part of a node backend. It runs on every node, on the node where the
 // volume is used; paths in its requests are absolute paths of that node's root filesystem as the
 // plugin process sees them. Like the controller methods, each method must be idempotent.
+//
+// What runs at once: the library holds the path a node call works on, not the whole volume, so
+// that two pods on one node publishing one volume are not refused. Two calls for one target
+// path, or a NodeStageVolume or NodeUnstageVolume and a NodePublishVolume from that staging
+// path, never overlap (the later one gets ABORTED); calls for one volume at different target
+// paths may. A backend that keeps state spanning the volume (a count of publications, one
+// staged record) serialises those calls itself, waiting rather than refusing, as
+// examples/hostpath does with a mutex per volume.
 type Node interface {
 	// NodePublishVolume makes the volume available at req.TargetPath. The CO creates the parent
 	// directory; the backend creates req.TargetPath itself (spec: "Creation of target_path is the
