@@ -45,8 +45,8 @@
 //   - driver.ErrUnsupported: INVALID_ARGUMENT.
 //   - driver.ErrInvalidArgument: INVALID_ARGUMENT.
 //   - driver.ErrOutOfRange: OUT_OF_RANGE. COSI reserves OUT_OF_RANGE for a grant of several
-//     buckets the driver cannot put behind one access, so from a grant of one bucket it is a
-//     plugin bug, answered INTERNAL. Without plugin.COSIConfig.MultiBucketAccess the plugin
+//     buckets the driver cannot put behind one access, so from a grant of one bucket it (or an
+//     OUT_OF_RANGE status) is a plugin bug, answered INTERNAL. Without plugin.COSIConfig.MultiBucketAccess the plugin
 //     answers a grant of several buckets OUT_OF_RANGE itself, before the backend is called.
 //   - driver.ErrResourceExhausted: RESOURCE_EXHAUSTED.
 //   - driver.ErrPending: ABORTED.

@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -57,7 +58,9 @@ func (d *Plugin) bounded(ctx context.Context, r rpc, call func(context.Context) 
 	bctx, cancel := context.WithTimeoutCause(ctx, d.cfg.BackendTimeout, errBackendTimeout)
 	var state atomic.Int32
 	done := make(chan boundResult, 1)
+	d.backendCalls.add()
 	go func() {
+		defer d.backendCalls.done()
 		defer cancel()
 		var res boundResult
 		defer func() {
@@ -93,6 +96,54 @@ func (d *Plugin) bounded(ctx context.Context, r rpc, call func(context.Context) 
 			"the call goes on and holds its resources until the backend returns, so a retry before then is ABORTED", r, d.cfg.BackendTimeout)
 	}
 	return nil, status.Error(code, fmt.Sprintf("%s: %v before the backend answered", r, context.Cause(bctx)))
+}
+
+// callCount counts calls in progress and tells when none is left.
+type callCount struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to 0; nil while n is 0
+}
+
+func (c *callCount) add() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == 0 {
+		c.idle = make(chan struct{})
+	}
+	c.n++
+}
+
+func (c *callCount) done() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n--
+	if c.n == 0 {
+		close(c.idle)
+		c.idle = nil
+	}
+}
+
+func (c *callCount) running() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+// wait returns once no call is in progress (0) or when ctx ends (the number still running).
+func (c *callCount) wait(ctx context.Context) int {
+	c.mu.Lock()
+	idle := c.idle
+	c.mu.Unlock()
+	if idle == nil {
+		return 0
+	}
+	select {
+	case <-idle:
+		return 0
+	case <-ctx.Done():
+		return c.running()
+	}
 }
 
 func (res boundResult) unwrap() (any, error) {

@@ -238,7 +238,7 @@ func (c *cosiCore) grant(ctx context.Context, req *bucket.GrantBucketAccessReque
 	}
 	a, err := impl[bucket.AccessGranter](c.provisioner()).GrantBucketAccess(ctx, req)
 	if err != nil {
-		if errors.Is(err, driver.ErrOutOfRange) && len(req.Buckets) < 2 {
+		if (errors.Is(err, driver.ErrOutOfRange) || status.Code(err) == codes.OutOfRange) && len(req.Buckets) < 2 {
 			// OUT_OF_RANGE means "not several buckets behind one access" and nothing else.
 			return nil, pluginBug(r, "the backend answered out of range to a single-bucket grant: %v", err)
 		}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	cosi1 "sigs.k8s.io/container-object-storage-interface/proto"
@@ -419,4 +421,57 @@ func TestServeStopsWhileAProbeHangs(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("Serve did not stop while a Probe hangs")
 	}
+}
+
+// TestSingleBucketGrantIsNeverOutOfRange: COSI reserves OUT_OF_RANGE for several buckets behind
+// one access, and the sidecar takes it as final; a backend that answers it, as a sentinel or as a
+// status of its own, to a grant of one bucket is a plugin bug (INTERNAL), in both versions.
+func TestSingleBucketGrantIsNeverOutOfRange(t *testing.T) {
+	for _, backendErr := range []error{
+		fmt.Errorf("quota: %w", driver.ErrOutOfRange),
+		status.Error(codes.OutOfRange, "quota"),
+	} {
+		b := &gatedBuckets{Buckets: memdriver.NewBuckets("http://s3.example", "us-east-1"), g: newGate(false), err: backendErr}
+		calls := cosiCalls(startCOSI(t, bucketConfig(b)))
+		for _, name := range []string{"v1alpha1 DriverGrantBucketAccess", "v1alpha2 DriverGrantBucketAccess"} {
+			if err := calls[name](context.Background()); status.Code(err) != codes.Internal {
+				t.Errorf("%s answered by the backend with %v: %v, want INTERNAL", name, backendErr, err)
+			}
+		}
+	}
+}
+
+// TestStopWaitsForBackendCallsPastTheirBound: a call answered at Config.BackendTimeout is still
+// in its backend; stopping the plugin waits for it (within Config.ShutdownTimeout) rather than
+// returning, and letting the process exit, in the middle of an operation the CO will retry.
+func TestStopWaitsForBackendCallsPastTheirBound(t *testing.T) {
+	g := newGate(false)
+	c := &gatedController{Driver: memdriver.New(memdriver.Options{}), g: g}
+	waiting := make(chan struct{}, 1)
+	logger := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(io.Discard), zap.DebugLevel),
+		zap.Hooks(func(e zapcore.Entry) error {
+			if strings.HasPrefix(e.Message, "stopping: waiting for backend calls") {
+				waiting <- struct{}{}
+			}
+			return nil
+		}))
+	srv := drivertest.NewServer(t, plugin.Config{Name: "slow.csikit.dev", VendorVersion: "1", Controller: c,
+		BackendTimeout: 20 * time.Millisecond, Logger: logger})
+	if _, err := csi.NewControllerClient(srv.Conn).CreateVolume(context.Background(), createReq("v1")); status.Code(err) != codes.Unavailable {
+		t.Fatalf("CreateVolume on a hung backend: %v, want UNAVAILABLE", err)
+	}
+	<-g.entered
+	closed := make(chan struct{})
+	go func() {
+		srv.Close()
+		close(closed)
+	}()
+	select {
+	case <-waiting:
+	case <-closed:
+		close(g.release)
+		t.Fatal("Serve returned while a backend call was still running")
+	}
+	close(g.release)
+	<-closed
 }

@@ -114,7 +114,8 @@ type Config struct {
 	// backend honours the cancellation: a fault of the backend, never INTERNAL, so the CO retries
 	// (DEADLINE_EXCEEDED instead when the CO's own deadline passed first). The call's locks stay
 	// held until the backend method returns, so a retry meanwhile is ABORTED rather than a
-	// second operation racing the first; a method that returns late is logged with its code.
+	// second operation racing the first; a method that returns late is logged with its code, and
+	// a stop of Serve or Run waits for it within ShutdownTimeout.
 	// The bound covers the wait for a lock (LockWait), which should be shorter. Zero means no
 	// bound but the CO's deadline: a CO that sets none (the COSI sidecar's reconcile context has
 	// none) then waits as long as the backend hangs.
@@ -139,7 +140,8 @@ type Config struct {
 	// kind, and the process and Go collectors. Nil records nothing and adds nothing to a call.
 	Metrics prometheus.Registerer
 	// HTTPEndpoint, when set, makes Run serve /healthz (the backends' Probe), /readyz (ready
-	// while serving, not while starting or draining) and, when Metrics is also a
+	// while serving and the backends' Probe passes; not while starting, while the storage is
+	// unreachable, or while draining) and, when Metrics is also a
 	// prometheus.Gatherer such as *prometheus.Registry, MetricsPath on this TCP address (e.g.
 	// ":8080"), as the sidecars' --http-endpoint does. Empty serves no HTTP.
 	HTTPEndpoint string
@@ -199,6 +201,9 @@ type Plugin struct {
 	cosiRedactor *secrets.Redactor
 
 	metrics *metrics.Metrics
+	// backendCalls counts the backend calls running under Config.BackendTimeout, which may
+	// outlive their RPC.
+	backendCalls callCount
 	// probers are the backends' Probe methods, each run at most once at a time.
 	probers []*sharedProber
 	// ready is the readiness /readyz serves: the last probe's answer while serving.
@@ -352,16 +357,24 @@ func (d *Plugin) Serve(ctx context.Context, lis net.Listener) error {
 		srv.GracefulStop()
 		close(stopped)
 	}()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
+	drainCtx, cancelDrain := context.WithTimeout(context.Background(), timeout)
+	defer cancelDrain()
 	select {
 	case <-stopped:
-	case <-timer.C:
+	case <-drainCtx.Done():
 		d.log.Warn("stopping: in-flight calls did not finish in time, stopping hard")
 		srv.Stop()
 		<-stopped
 	}
 	<-served
+	// Calls answered at Config.BackendTimeout may still be in their backend: give them what is
+	// left of the same bound, so that a stop does not cut an operation the CO will retry.
+	if n := d.backendCalls.running(); n > 0 {
+		d.log.Info("stopping: waiting for backend calls that outlived Config.BackendTimeout", zap.Int("calls", n))
+		if n := d.backendCalls.wait(drainCtx); n > 0 {
+			d.log.Warn("stopping: backend calls still running", zap.Int("calls", n))
+		}
+	}
 	d.log.Info("stopped")
 	return nil
 }
