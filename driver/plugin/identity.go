@@ -60,10 +60,7 @@ func (d *Plugin) probe(ctx context.Context) (bool, error) {
 			d.setReady(false)
 			return false, err
 		}
-		if !ok {
-			ready = false
-			break
-		}
+		ready = ready && ok
 	}
 	d.setReady(ready)
 	return ready, nil
