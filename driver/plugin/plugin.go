@@ -398,10 +398,12 @@ func (d *Plugin) Run(ctx context.Context) error {
 
 // How often the readiness watch asks the backends: soon and then less often while they are not
 // ready, steadily once they are, so that readiness follows the storage both ways.
+// A few seconds keeps /readyz within a Kubernetes readiness period of the storage; a Probe is
+// meant to be cheap.
 const (
 	probeFirstGap = time.Second
-	probeMaxGap   = 10 * time.Second
-	probeReadyGap = 10 * time.Second
+	probeMaxGap   = 3 * time.Second
+	probeReadyGap = 3 * time.Second
 )
 
 // watchReadiness keeps the plugin's readiness (/readyz) in step with the backends' Probe until
