@@ -120,10 +120,12 @@ type Config struct {
 	// bound but the CO's deadline: a CO that sets none (the COSI sidecar's reconcile context has
 	// none) then waits as long as the backend hangs.
 	BackendTimeout time.Duration
-	// ProbeTimeout bounds how long Probe, /healthz and the readiness watch wait for the backends'
-	// Probe; a backend that has not answered by then is not ready (ready=false, not an error),
-	// and at most one Probe per backend runs at a time however often the plugin is probed. Zero
-	// means DefaultProbeTimeout.
+	// ProbeTimeout bounds how long the Probe RPC and the readiness watch (/readyz) wait for the
+	// backends' Probe (/healthz waits at most httpserve.DefaultProbeTimeout, as the kubelet's
+	// and the livenessprobe sidecar's own 1 s bounds would cut it anyway); a backend that has
+	// not answered by then is not ready (ready=false, not an error), and at most one Probe per
+	// backend runs at a time however often the plugin is probed. Zero means
+	// DefaultProbeTimeout.
 	ProbeTimeout time.Duration
 
 	// UnaryInterceptors run inside the library's chain, just before the handler (after
