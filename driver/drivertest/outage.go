@@ -216,7 +216,7 @@ func outage(t outageT, c outageCalls, o OutageOptions) {
 			t.Errorf("Delete%s %q after the outage: %v", title(c.what), id, err)
 		}
 	}
-	t.Logf("outage: Probe, creates and deletes answered as a CO needs through the outage and after it")
+	t.Logf("outage: checked Probe, readiness, create and delete through the outage and after it")
 }
 
 // eventually polls cond, backing off from 10 ms to 1 s, until it holds or within has passed.
