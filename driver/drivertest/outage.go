@@ -34,10 +34,12 @@ type OutageOptions struct {
 	// 503 while the storage is down and 200 once it is back. COSI has no Probe RPC, so this is
 	// the only readiness COSIOutage can check.
 	ReadyzURL string
-	// Parameters and Secrets go into every create (CreateVolume's parameters and secrets;
-	// DriverCreateBucket's parameters), and Secrets into DeleteVolume.
+	// Parameters go into every create: CreateVolume's parameters (a StorageClass's) and
+	// DriverCreateBucket's and DriverDeleteBucket's (a BucketClass's).
 	Parameters map[string]string
-	Secrets    map[string]string
+	// Secrets go into CreateVolume and DeleteVolume, as the provisioner's secrets of a
+	// StorageClass do; COSI calls carry none.
+	Secrets map[string]string
 }
 
 // retryable are the codes every CO retries without giving up on the operation: the answers a
