@@ -302,10 +302,15 @@ type SnapshotMetadata interface {
 }
 
 // Prober is optional on any backend: Probe reports whether the plugin is ready. Return ready=false
-// while still initialising; return an error (e.g. wrapping ErrFailedPrecondition) when unhealthy.
-// With several backends, the plugin is ready when all of them are.
+// while still initialising or while the storage is unreachable (an error wrapping ErrUnavailable,
+// or the network error itself, counts the same: not ready, not an error code); return another
+// error (e.g. wrapping ErrFailedPrecondition) when unhealthy. With several backends, the plugin
+// is ready when all of them are. The plugin probes on its own too, so its readiness (/readyz)
+// follows the storage down and back up without a restart.
 type Prober interface {
 	// Probe is called often (a liveness probe), so it should be cheap: check a cached
-	// connection, not a full round trip to the array on every call.
+	// connection, not a full round trip to the array on every call. The plugin waits for it at
+	// most plugin.Config.ProbeTimeout and runs one call at a time: a Probe that hangs makes the
+	// plugin not ready, never a Probe RPC that hangs.
 	Probe(ctx context.Context) (ready bool, err error)
 }

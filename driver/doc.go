@@ -47,6 +47,50 @@
 // FAILED_PRECONDITION, anything unknown is INTERNAL with a message that names the RPC. A gRPC
 // status returned as is keeps its code; status details are always dropped.
 //
+// # Slow, unreachable and asynchronous backends
+//
+// A backend on networked storage is sometimes slow, sometimes down, and some of its operations
+// outlive a call. None of that may become a wrong answer, and most of it is the plugin's work:
+//
+//   - Faults are UNAVAILABLE. Return ErrUnavailable for a fault the plugin cannot recognise; a
+//     refused or broken connection, a timeout of the backend's own and a wrapped UNAVAILABLE
+//     status are recognised anywhere in the error's chain (ErrUnavailable lists them). Never
+//     return a sentinel that names the request (ErrInvalidArgument, ErrAlreadyExists,
+//     ErrOutOfRange, ErrUnsupported) for a fault: the COs take those as final.
+//   - Deadlines: the context a method gets ends when the CO's deadline passes or, with
+//     plugin.Config.BackendTimeout, at the plugin's bound; honour it in every call into the
+//     storage. A method that hangs anyway keeps its resource locked until it returns, so a
+//     retry meanwhile is ABORTED, not a second operation beside the first.
+//   - Readiness: a Prober that cannot reach the storage returns ready=false or ErrUnavailable
+//     (or the network error itself); the plugin then reports not ready and turns ready again
+//     when the Prober does, with no restart. A Probe that hangs is cut short and counts as not
+//     ready.
+//
+// An asynchronous operation (a clone the storage copies in the background, a snapshot it cuts
+// later) follows one rule: the CO's retry must find the operation the first call started and
+// finish it; never a second operation, never one that nobody will finish or delete.
+//
+//  1. Derive the backend's name for the operation's result from the request's name (the CO's
+//     idempotency key), not from a random ID, so that a retry (after ABORTED, UNAVAILABLE, a
+//     timeout, a crash of the plugin) looks it up before starting anything.
+//  2. Record the request's Fingerprint with the result once it is complete, and check a
+//     repeated request against it (CheckExisting): compatible is the answer, incompatible is
+//     ErrAlreadyExists.
+//  3. While the operation runs, answer an error wrapping ErrPending (ABORTED): the CO retries
+//     with backoff. Do not wait in the call for a long copy. (CreateSnapshot may instead answer
+//     the snapshot with ReadyToUse false, which the CO polls.)
+//  4. The retry that finds it complete finishes what the first call left (size, metadata,
+//     temporary snapshots) and answers exactly as a single successful call would have.
+//  5. One that failed or was cancelled is removed before the answer (ErrUnavailable, so the
+//     retry starts it cleanly), and a delete of a volume still being made cancels the operation
+//     first: nothing is left that no call will ever see.
+//  6. Listings leave out results that are not complete, so the CO never adopts half a volume.
+//
+// examples/cephfs is the model: its CreateVolume from a snapshot or a volume starts the Ceph
+// mgr's asynchronous subvolume clone under the request's name, answers ErrPending while the
+// clone runs, finishes the volume on the retry that finds it complete, removes a failed clone,
+// and its DeleteVolume cancels a clone in progress.
+//
 // # Listings
 //
 // A backend gives either the full listing (VolumeLister, SnapshotLister) or one page after a

@@ -10,14 +10,17 @@ import (
 // other services a plugin can serve list their own answers, from the same table. The wrapped text
 // becomes the status message, so say what the CO or an operator should know.
 //
-// The same table decides what is not a sentinel: an error wrapping context.Canceled or
-// context.DeadlineExceeded is CANCELLED or DEADLINE_EXCEEDED; a gRPC status the backend returns
-// as it is keeps its code (a NOT_FOUND status from a delete is OK, as ErrNotFound is, except from
+// The same table decides what is not a sentinel. A gRPC status the backend returns as it is
+// keeps its code (a NOT_FOUND status from a delete is OK, as ErrNotFound is, except from
 // ControllerUnpublishVolume, where it is the way to say that the volume or node is gone and
-// cannot be regarded as unpublished); a status wrapped deeper keeps only UNAVAILABLE,
-// DEADLINE_EXCEEDED, CANCELLED, UNAUTHENTICATED and PERMISSION_DENIED; anything else is INTERNAL,
-// with a message that names the RPC. A Prober's error that is none of these is FAILED_PRECONDITION
-// ("not healthy"). Status details are always dropped.
+// cannot be regarded as unpublished). Then come faults (see ErrUnavailable for the list): a
+// broken or refused connection is UNAVAILABLE; a timeout or cancellation is DEADLINE_EXCEEDED or
+// CANCELLED when the CO's own deadline passed or the CO went away, and UNAVAILABLE when the
+// backend gave up on its own (a client library's timeout, a context of its own, the plugin's
+// backend timeout). A status wrapped deeper keeps only UNAUTHENTICATED and PERMISSION_DENIED
+// beside those. Anything else is INTERNAL, with a message that names the RPC. A Prober's fault
+// is "not ready" rather than an error, and its other errors that are none of these are
+// FAILED_PRECONDITION ("not healthy"). Status details are always dropped.
 var (
 	// ErrNotFound: the volume, snapshot, group snapshot, node or source does not exist.
 	// CSI: NOT_FOUND, but OK from ControllerUnpublishVolume, DeleteSnapshot, DeleteVolume and
@@ -53,12 +56,35 @@ var (
 	// ErrGroupMember: the snapshot belongs to a group snapshot and cannot be deleted alone.
 	// CSI: INVALID_ARGUMENT (the caller must delete the group).
 	ErrGroupMember = errors.New("part of a group snapshot")
-	// ErrPending: an operation on the resource is still in progress in the backend. CSI: ABORTED.
+	// ErrPending: an operation on the resource is still in progress in the backend (a clone
+	// that has not finished). CSI: ABORTED. Every CO retries it with the same request, and the
+	// retry must find the same operation and finish it, never start a second one (see "Slow,
+	// unreachable and asynchronous backends" in the package documentation).
 	ErrPending = errors.New("operation pending")
 	// ErrUnauthenticated: the secrets do not authenticate. CSI: UNAUTHENTICATED.
 	ErrUnauthenticated = errors.New("not authenticated")
 	// ErrPermissionDenied: the identity in the secrets may not do this. CSI: PERMISSION_DENIED.
 	ErrPermissionDenied = errors.New("permission denied")
-	// ErrUnavailable: a transient fault; the CO should retry. CSI: UNAVAILABLE.
+	// ErrUnavailable: a transient fault; the CO should retry. CSI: UNAVAILABLE. Every service
+	// answers it so from every RPC, and a Prober that returns it is not ready (ready=false, no
+	// error).
+	//
+	// A backend need not wrap every fault in it: the plugin answers UNAVAILABLE for these too,
+	// wherever they are in the error's chain, because a sidecar may take any other code as
+	// final and stop retrying (the external-provisioner then gives up on a CreateVolume whose
+	// claim is deleted, and may leave behind what the backend did create):
+	//   - a connection refused, reset, aborted or not there (the system errors ECONNREFUSED,
+	//     ECONNRESET, ECONNABORTED, EPIPE, ETIMEDOUT, EHOSTUNREACH, EHOSTDOWN, ENETUNREACH,
+	//     ENETDOWN, ENETRESET, ENOTCONN, ESHUTDOWN), net.ErrClosed, io.ErrUnexpectedEOF, io.EOF
+	//     inside a *net.OpError or *url.Error, net/http's errors for a connection the server
+	//     closed, and a *net.DNSError that is a timeout or temporary;
+	//   - a timeout the backend hit on its own while the CO was still waiting:
+	//     context.DeadlineExceeded, a net.Error whose Timeout() is true, a wrapped
+	//     DEADLINE_EXCEEDED status; and likewise a cancellation of its own (context.Canceled);
+	//   - a wrapped UNAVAILABLE status.
+	// Not faults, and INTERNAL unless the backend says otherwise: a name that does not resolve,
+	// a certificate that does not verify, io.EOF alone, ENOSPC or EDQUOT (return
+	// ErrResourceExhausted), and any other error. A sentinel in the chain decides first, so
+	// fmt.Errorf("%w: %w", ErrResourceExhausted, netErr) is RESOURCE_EXHAUSTED.
 	ErrUnavailable = errors.New("temporarily unavailable")
 )

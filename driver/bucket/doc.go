@@ -45,8 +45,8 @@
 //   - driver.ErrUnsupported: INVALID_ARGUMENT.
 //   - driver.ErrInvalidArgument: INVALID_ARGUMENT.
 //   - driver.ErrOutOfRange: OUT_OF_RANGE. COSI reserves OUT_OF_RANGE for a grant of several
-//     buckets the driver cannot put behind one access, so from a grant of one bucket it is a
-//     plugin bug, answered INTERNAL. Without plugin.COSIConfig.MultiBucketAccess the plugin
+//     buckets the driver cannot put behind one access, so from a grant of one bucket it (or an
+//     OUT_OF_RANGE status) is a plugin bug, answered INTERNAL. Without plugin.COSIConfig.MultiBucketAccess the plugin
 //     answers a grant of several buckets OUT_OF_RANGE itself, before the backend is called.
 //   - driver.ErrResourceExhausted: RESOURCE_EXHAUSTED.
 //   - driver.ErrPending: ABORTED.
@@ -55,10 +55,29 @@
 //   - driver.ErrUnavailable: UNAVAILABLE.
 //
 // Errors that are not sentinels follow the rules in package driver's documentation of the
-// sentinels: context errors keep their meaning, a gRPC status returned as it is keeps its code,
-// anything else is INTERNAL. The sidecar treats INVALID_ARGUMENT, ALREADY_EXISTS, UNIMPLEMENTED
-// and OUT_OF_RANGE as final, so never return them (or the sentinels behind them) for a transient
-// fault: that is driver.ErrUnavailable.
+// sentinels, for every COSI RPC in both versions as for CSI: a gRPC status returned as it is
+// keeps its code; a refused or broken connection and a timeout of the backend's own are
+// UNAVAILABLE (driver.ErrUnavailable lists what is recognised); DEADLINE_EXCEEDED and CANCELLED
+// only when the sidecar's own deadline passed or it went away; anything else is INTERNAL. The
+// v1alpha2 sidecar treats INVALID_ARGUMENT, ALREADY_EXISTS and UNIMPLEMENTED as final, and
+// OUT_OF_RANGE from a grant; so never return them (or the sentinels behind them) for a
+// transient fault: that is driver.ErrUnavailable. (The v1alpha1 sidecar retries every code.)
+//
+// # Slow, unreachable and asynchronous backends
+//
+// A sidecar's reconcile context need not carry a deadline, and then a backend call that hangs
+// holds a sidecar worker for as long as it hangs. plugin.Config.BackendTimeout bounds
+// it: the call is answered UNAVAILABLE, the backend's context ends, and the bucket or account
+// stays locked until the backend returns, so a retry meanwhile is ABORTED. A Prober on the
+// bucket backend makes the plugin's readiness follow the storage, as in package driver.
+//
+// A bucket or access the storage makes asynchronously follows package driver's rule for
+// asynchronous operations (its "Slow, unreachable and asynchronous backends"): the backend's
+// name for it comes from the request's name, a call that finds it still being made answers
+// driver.ErrPending (ABORTED, retried by both sidecars), the retry that finds it done finishes
+// it and answers what one successful call would have, and one that failed is removed first.
+// examples/cephfs is the model of the pattern (a CSI clone); RGW makes buckets and users
+// synchronously, so examples/rgw needs none of it.
 //
 // # IDs are not paths
 //

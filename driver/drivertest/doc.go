@@ -160,6 +160,19 @@
 // COSI builds the plugin from a plugin.Config and serves it with NewServer; COSIEndpoint tests a
 // driver that is already running, whatever it is built with.
 //
+// # Outages
+//
+// CSIOutage and COSIOutage prove that a driver on networked storage never turns an outage into a
+// wrong answer, against the real storage: OutageOptions.Down takes it away (stop its daemons),
+// OutageOptions.Up brings it back, and the driver keeps running. While the storage is down,
+// Probe must say ready=false rather than fail with an error code, /readyz (OutageOptions.ReadyzURL)
+// must answer 503, and a create of a new name and a delete of an existing volume or bucket must
+// answer UNAVAILABLE, DEADLINE_EXCEEDED or ABORTED: never OK for what cannot have happened, never
+// a code the CO takes as final. Once it is back, with no restart, the driver must be ready again,
+// the retried create must succeed once (a repeat answers the same ID), and everything it made must
+// delete. Readiness and service are polled for up to OutageOptions.Within, since a driver may look
+// at a cached connection.
+//
 // # A test server
 //
 // NewServer is what CSI and COSI serve a Config with, and what any test of a driver can use, in

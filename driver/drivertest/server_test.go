@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -19,13 +20,34 @@ import (
 	"github.com/csikit/csikit/driver/plugin"
 )
 
+// lockedBuffer is a log sink safe for the concurrent writes zap may make.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) Sync() error { return nil }
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 // TestNewServer: the server answers on its connection, captures the plugin's log at debug level
 // (the requests, with their secrets redacted) beside the Config's own logger, and Close stops it
 // and removes the socket, once however often it is called.
 func TestNewServer(t *testing.T) {
-	var own bytes.Buffer
+	// The plugin logs from several goroutines (calls, the readiness watch), so the sink locks.
+	var own lockedBuffer
 	cfg := plugin.Config{Name: "mem.csikit.dev", VendorVersion: "1.0.0", Controller: memdriver.New(memdriver.Options{}),
-		Logger: zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(&own), zapcore.InfoLevel))}
+		Logger: zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), &own, zapcore.InfoLevel))}
 	srv := drivertest.NewServer(t, cfg)
 	if !strings.HasPrefix(srv.Endpoint, "unix:///") || srv.Endpoint != "unix://"+srv.Socket || srv.Plugin == nil {
 		t.Fatalf("endpoint %q, socket %q, plugin %v", srv.Endpoint, srv.Socket, srv.Plugin)

@@ -68,7 +68,7 @@ func (s *controllerServer) CreateVolume(ctx context.Context, req *csi.CreateVolu
 		Raw:               req,
 	})
 	if err != nil {
-		return nil, mapError(rpcCreateVolume, err)
+		return nil, mapError(ctx, rpcCreateVolume, err)
 	}
 	if vol == nil || vol.ID == "" {
 		return nil, pluginBug(rpcCreateVolume, "the backend returned no volume ID")
@@ -88,7 +88,7 @@ func (s *controllerServer) CreateVolume(ctx context.Context, req *csi.CreateVolu
 
 func (s *controllerServer) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest) (*csi.DeleteVolumeResponse, error) {
 	err := s.b.controller.DeleteVolume(ctx, &driver.DeleteVolumeRequest{VolumeID: req.GetVolumeId(), Secrets: req.GetSecrets(), Raw: req})
-	if err := mapError(rpcDeleteVolume, err); err != nil {
+	if err := mapError(ctx, rpcDeleteVolume, err); err != nil {
 		return nil, err
 	}
 	return &csi.DeleteVolumeResponse{}, nil
@@ -111,7 +111,7 @@ func (s *controllerServer) ControllerPublishVolume(ctx context.Context, req *csi
 		Raw:           req,
 	})
 	if err != nil {
-		return nil, mapError(rpcControllerPublish, err)
+		return nil, mapError(ctx, rpcControllerPublish, err)
 	}
 	return &csi.ControllerPublishVolumeResponse{PublishContext: pc}, nil
 }
@@ -119,7 +119,7 @@ func (s *controllerServer) ControllerPublishVolume(ctx context.Context, req *csi
 func (s *controllerServer) ControllerUnpublishVolume(ctx context.Context, req *csi.ControllerUnpublishVolumeRequest) (*csi.ControllerUnpublishVolumeResponse, error) {
 	err := impl[driver.ControllerPublisher](s.b.controller).ControllerUnpublishVolume(ctx, &driver.ControllerUnpublishVolumeRequest{
 		VolumeID: req.GetVolumeId(), NodeID: req.GetNodeId(), Secrets: req.GetSecrets(), Raw: req})
-	if err := mapError(rpcControllerUnpublish, err); err != nil {
+	if err := mapError(ctx, rpcControllerUnpublish, err); err != nil {
 		return nil, err
 	}
 	return &csi.ControllerUnpublishVolumeResponse{}, nil
@@ -145,7 +145,7 @@ func (s *controllerServer) ValidateVolumeCapabilities(ctx context.Context, req *
 		Raw:               req,
 	})
 	if err != nil {
-		if st := mapError(rpcValidateVolumeCaps, err); st != nil {
+		if st := mapError(ctx, rpcValidateVolumeCaps, err); st != nil {
 			return nil, st
 		}
 		// The table answers OK: the backend declined (ErrUnsupported), with err as the reason.
@@ -177,7 +177,7 @@ func (s *controllerServer) GetCapacity(ctx context.Context, req *csi.GetCapacity
 		Raw:          req,
 	})
 	if err != nil {
-		return nil, mapError(rpcGetCapacity, err)
+		return nil, mapError(ctx, rpcGetCapacity, err)
 	}
 	if c == nil || c.AvailableBytes < 0 || c.MaximumVolumeSize < 0 || c.MinimumVolumeSize < 0 {
 		return nil, pluginBug(rpcGetCapacity, "the backend returned no capacity or a negative one")
@@ -210,7 +210,7 @@ func (s *controllerServer) CreateSnapshot(ctx context.Context, req *csi.CreateSn
 		Raw:            req,
 	})
 	if err != nil {
-		return nil, mapError(rpcCreateSnapshot, err)
+		return nil, mapError(ctx, rpcCreateSnapshot, err)
 	}
 	if err := s.d.checkSnapshot(rpcCreateSnapshot, snap); err != nil {
 		return nil, err
@@ -237,7 +237,7 @@ func (d *Plugin) checkSnapshot(r rpc, snap *driver.Snapshot) error {
 
 func (s *controllerServer) DeleteSnapshot(ctx context.Context, req *csi.DeleteSnapshotRequest) (*csi.DeleteSnapshotResponse, error) {
 	err := impl[driver.Snapshotter](s.b.controller).DeleteSnapshot(ctx, &driver.DeleteSnapshotRequest{SnapshotID: req.GetSnapshotId(), Secrets: req.GetSecrets(), Raw: req})
-	if err := mapError(rpcDeleteSnapshot, err); err != nil {
+	if err := mapError(ctx, rpcDeleteSnapshot, err); err != nil {
 		return nil, err
 	}
 	return &csi.DeleteSnapshotResponse{}, nil
@@ -246,7 +246,7 @@ func (s *controllerServer) DeleteSnapshot(ctx context.Context, req *csi.DeleteSn
 func (s *controllerServer) GetSnapshot(ctx context.Context, req *csi.GetSnapshotRequest) (*csi.GetSnapshotResponse, error) {
 	snap, err := impl[driver.SnapshotGetter](s.b.controller).GetSnapshot(ctx, &driver.GetSnapshotRequest{SnapshotID: req.GetSnapshotId(), Secrets: req.GetSecrets(), Raw: req})
 	if err != nil {
-		return nil, mapError(rpcGetSnapshot, err)
+		return nil, mapError(ctx, rpcGetSnapshot, err)
 	}
 	if err := s.d.checkSnapshot(rpcGetSnapshot, snap); err != nil {
 		return nil, err
@@ -269,7 +269,7 @@ func (s *controllerServer) ControllerExpandVolume(ctx context.Context, req *csi.
 		Raw:        req,
 	})
 	if err != nil {
-		return nil, mapError(rpcControllerExpand, err)
+		return nil, mapError(ctx, rpcControllerExpand, err)
 	}
 	// A volume already bigger than asked is a valid, idempotent answer (the spec: "SHOULD reply
 	// 0 OK"); only a volume smaller than required breaks the contract.
@@ -283,7 +283,7 @@ func (s *controllerServer) ControllerExpandVolume(ctx context.Context, req *csi.
 func (s *controllerServer) ControllerGetVolume(ctx context.Context, req *csi.ControllerGetVolumeRequest) (*csi.ControllerGetVolumeResponse, error) {
 	e, err := impl[driver.VolumeGetter](s.b.controller).ControllerGetVolume(ctx, &driver.ControllerGetVolumeRequest{VolumeID: req.GetVolumeId(), Raw: req})
 	if err != nil {
-		return nil, mapError(rpcControllerGetVolume, err)
+		return nil, mapError(ctx, rpcControllerGetVolume, err)
 	}
 	if e == nil || e.Volume.ID == "" {
 		return nil, pluginBug(rpcControllerGetVolume, "the backend returned no volume")
@@ -299,7 +299,7 @@ func (s *controllerServer) ControllerModifyVolume(ctx context.Context, req *csi.
 	err := impl[driver.VolumeModifier](s.b.controller).ControllerModifyVolume(ctx, &driver.ControllerModifyVolumeRequest{
 		VolumeID: req.GetVolumeId(), MutableParameters: req.GetMutableParameters(), Secrets: req.GetSecrets(), Raw: req})
 	if err != nil {
-		return nil, mapError(rpcControllerModify, err)
+		return nil, mapError(ctx, rpcControllerModify, err)
 	}
 	return &csi.ControllerModifyVolumeResponse{}, nil
 }
@@ -307,7 +307,7 @@ func (s *controllerServer) ControllerModifyVolume(ctx context.Context, req *csi.
 func (s *controllerServer) ControllerGetVolumeHealth(ctx context.Context, req *csi.ControllerGetVolumeHealthRequest) (*csi.ControllerGetVolumeHealthResponse, error) {
 	h, err := impl[driver.VolumeHealthGetter](s.b.controller).ControllerGetVolumeHealth(ctx, &driver.ControllerGetVolumeHealthRequest{VolumeID: req.GetVolumeId(), Secrets: req.GetSecrets(), Raw: req})
 	if err != nil {
-		return nil, mapError(rpcControllerGetHealth, err)
+		return nil, mapError(ctx, rpcControllerGetHealth, err)
 	}
 	if h == nil {
 		h = &driver.VolumeHealth{}

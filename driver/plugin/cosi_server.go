@@ -153,7 +153,7 @@ func (c *cosiCore) createBucket(ctx context.Context, req *bucket.CreateBucketReq
 	}
 	b, err := c.provisioner().CreateBucket(ctx, req)
 	if err != nil {
-		return nil, mapError(rpcCreateBucket, err)
+		return nil, mapError(ctx, rpcCreateBucket, err)
 	}
 	return b, c.checkBucket(rpcCreateBucket, b, req.Protocols)
 }
@@ -164,13 +164,13 @@ func (c *cosiCore) getBucket(ctx context.Context, req *bucket.GetBucketRequest) 
 	}
 	b, err := impl[bucket.Getter](c.provisioner()).GetBucket(ctx, req)
 	if err != nil {
-		return nil, mapError(rpcGetExistingBucket, err)
+		return nil, mapError(ctx, rpcGetExistingBucket, err)
 	}
 	return b, c.checkBucket(rpcGetExistingBucket, b, req.Protocols)
 }
 
 func (c *cosiCore) deleteBucket(ctx context.Context, req *bucket.DeleteBucketRequest) error {
-	return mapError(rpcDeleteBucket, c.provisioner().DeleteBucket(ctx, req))
+	return mapError(ctx, rpcDeleteBucket, c.provisioner().DeleteBucket(ctx, req))
 }
 
 // checkBucket is the answer rule of create and get: a valid ID, at least one protocol, every
@@ -238,11 +238,11 @@ func (c *cosiCore) grant(ctx context.Context, req *bucket.GrantBucketAccessReque
 	}
 	a, err := impl[bucket.AccessGranter](c.provisioner()).GrantBucketAccess(ctx, req)
 	if err != nil {
-		if errors.Is(err, driver.ErrOutOfRange) && len(req.Buckets) < 2 {
+		if (errors.Is(err, driver.ErrOutOfRange) || status.Code(err) == codes.OutOfRange) && len(req.Buckets) < 2 {
 			// OUT_OF_RANGE means "not several buckets behind one access" and nothing else.
 			return nil, pluginBug(r, "the backend answered out of range to a single-bucket grant: %v", err)
 		}
-		return nil, mapError(r, err)
+		return nil, mapError(ctx, r, err)
 	}
 	return a, c.checkAccess(req, a)
 }
@@ -308,7 +308,7 @@ func (c *cosiCore) checkAccess(req *bucket.GrantBucketAccessRequest, a *bucket.A
 func (c *cosiCore) revoke(ctx context.Context, req *bucket.RevokeBucketAccessRequest) error {
 	slices.Sort(req.BucketIDs)
 	req.BucketIDs = slices.Compact(req.BucketIDs)
-	return mapError(rpcRevokeBucketAccess, impl[bucket.AccessGranter](c.provisioner()).RevokeBucketAccess(ctx, req))
+	return mapError(ctx, rpcRevokeBucketAccess, impl[bucket.AccessGranter](c.provisioner()).RevokeBucketAccess(ctx, req))
 }
 
 // bucketProtocols lists the protocols the bucket reports info for.

@@ -56,9 +56,22 @@
 // plugin at start-up. Run listens on CSI_ENDPOINT (COSI_ENDPOINT for a bucket-only plugin; unix
 // sockets; a stale socket is replaced, anything else at the path is never deleted), serves, and
 // on SIGTERM or SIGINT stops accepting, lets in-flight calls finish up to a deadline and removes
-// the socket. It is ready (/readyz with Config.HTTPEndpoint) once the backends' Probe passes,
-// retried with backoff, so storage that is unreachable at start-up shows as "not ready" rather
-// than as a crash loop.
+// the socket. It is ready (/readyz with Config.HTTPEndpoint) while the backends' Probe passes,
+// asked again with backoff while it does not and every few seconds while it does, so storage
+// that is unreachable at start-up shows as "not ready" rather than as a crash loop, and storage
+// that goes away later turns the plugin not ready and back, with no restart.
+//
+// # Slow and unreachable backends
+//
+// A fault of the backend never becomes an answer a CO takes as final. A refused or broken
+// connection, a timeout the backend hit on its own and driver.ErrUnavailable are UNAVAILABLE on
+// every RPC of every service; DEADLINE_EXCEEDED and CANCELLED mean the CO's own deadline passed
+// or it went away (driver.ErrUnavailable lists what is recognised). Config.BackendTimeout bounds
+// how long a call waits for a backend that ignores its context: the CO gets UNAVAILABLE and the
+// call's locks stay held until the backend returns, so a retry meanwhile is ABORTED, never a
+// second operation beside the first. Probe, /healthz and the readiness watch wait at most
+// Config.ProbeTimeout for the backends, run one Probe per backend at a time, and treat a fault or
+// no answer as "not ready" (ready=false), not as an error.
 //
 // Related packages: driver/cmdline sets a Config from the operator's flags and environment;
 // driver/drivertest serves a Config for tests and proves it correct; driver/endpoint parses

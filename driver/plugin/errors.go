@@ -12,14 +12,18 @@ import (
 
 // mapError turns a backend error into the status the RPC's error table demands. It returns nil
 // when the error means success for this RPC (not found on a delete, unsupported on
-// ValidateVolumeCapabilities, whose handler then declines).
+// ValidateVolumeCapabilities, whose handler then declines). ctx is the context the backend was
+// called with: whether it has ended tells the caller's deadline from the backend's own timeout.
 //
 // The sentinels decide first, wherever they are in the chain. A gRPC status keeps its code when
 // the backend returned it as is; wrapped deeper (an upstream SDK's status inside the backend's
 // error) only codes that mean the same in every RPC survive (unavailable, deadline, cancelled,
 // authentication), because an upstream NOT_FOUND or ALREADY_EXISTS says nothing about this RPC's
-// table. Status details are dropped: the spec says they MUST be empty.
-func mapError(r rpc, err error) error {
+// table. Then transient faults (transientCode): timeouts and cancellations are DEADLINE_EXCEEDED
+// or CANCELLED when the caller's context ended and UNAVAILABLE when the backend gave up on its
+// own, broken connections are UNAVAILABLE. Anything else is INTERNAL. Status details are dropped:
+// the spec says they MUST be empty.
+func mapError(ctx context.Context, r rpc, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -41,17 +45,22 @@ func mapError(r rpc, err error) error {
 		}
 		return status.Error(st.Code(), st.Message())
 	}
+	if code, ok := transientCode(ctx, err); ok {
+		if cause := context.Cause(ctx); cause == errBackendTimeout && !errors.Is(err, cause) {
+			return status.Errorf(code, "%s: %v (%v)", r, err, cause)
+		}
+		return status.Error(code, err.Error())
+	}
 	if st, ok := status.FromError(err); ok {
 		switch st.Code() {
-		case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Unauthenticated, codes.PermissionDenied:
+		case codes.Unauthenticated, codes.PermissionDenied:
 			return status.Error(st.Code(), err.Error())
 		}
 	}
 	return status.Error(codes.Internal, fmt.Sprintf("%s: %v", r, err))
 }
 
-// sentinelCode maps the errors whose meaning does not depend on gRPC: the sentinels and the
-// context errors.
+// sentinelCode maps the sentinels of package driver.
 func sentinelCode(r rpc, err error) (codes.Code, bool) {
 	code := codeFor(r, err)
 	return code, code != codes.Internal
@@ -90,10 +99,6 @@ func codeFor(r rpc, err error) codes.Code {
 		return codes.PermissionDenied
 	case errors.Is(err, driver.ErrUnavailable):
 		return codes.Unavailable
-	case errors.Is(err, context.Canceled):
-		return codes.Canceled
-	case errors.Is(err, context.DeadlineExceeded):
-		return codes.DeadlineExceeded
 	}
 	return codes.Internal
 }

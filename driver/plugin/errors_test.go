@@ -31,13 +31,13 @@ func TestMapErrorSentinelsDecideFirst(t *testing.T) {
 		{"wrapped ALREADY_EXISTS is not this RPC's", rpcControllerPublish, fmt.Errorf("attach: %w", upstreamExists), codes.Internal},
 		{"wrapped UNAVAILABLE survives", rpcCreateVolume, fmt.Errorf("create disk: %w", status.Error(codes.Unavailable, "try later")), codes.Unavailable},
 		{"wrapped UNAUTHENTICATED survives", rpcNodeStage, fmt.Errorf("login: %w", status.Error(codes.Unauthenticated, "bad token")), codes.Unauthenticated},
-		{"context deadline", rpcCreateVolume, fmt.Errorf("waiting: %w", context.DeadlineExceeded), codes.DeadlineExceeded},
+		{"a deadline of the backend's own is not the caller's", rpcCreateVolume, fmt.Errorf("waiting: %w", context.DeadlineExceeded), codes.Unavailable},
 		{"plain error", rpcCreateVolume, errors.New("boom"), codes.Internal},
 		{"details are dropped", rpcCreateVolume, withDetails.Err(), codes.ResourceExhausted},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := mapError(tt.rpc, tt.err)
+			got := mapError(context.Background(), tt.rpc, tt.err)
 			if status.Code(got) != tt.want {
 				t.Fatalf("mapError(%s, %v) = %v, want %v", tt.rpc, tt.err, got, tt.want)
 			}

@@ -27,7 +27,7 @@ func (s *groupServer) CreateVolumeGroupSnapshot(ctx context.Context, req *csi.Cr
 		Raw:             req,
 	})
 	if err != nil {
-		return nil, mapError(rpcCreateGroupSnapshot, err)
+		return nil, mapError(ctx, rpcCreateGroupSnapshot, err)
 	}
 	if err := s.d.checkGroup(rpcCreateGroupSnapshot, g, req.GetSourceVolumeIds()); err != nil {
 		return nil, err
@@ -68,7 +68,7 @@ func (d *Plugin) checkGroup(r rpc, g *driver.GroupSnapshot, sources []string) er
 func (s *groupServer) DeleteVolumeGroupSnapshot(ctx context.Context, req *csi.DeleteVolumeGroupSnapshotRequest) (*csi.DeleteVolumeGroupSnapshotResponse, error) {
 	err := s.b.group.DeleteVolumeGroupSnapshot(ctx, &driver.DeleteVolumeGroupSnapshotRequest{
 		GroupSnapshotID: req.GetGroupSnapshotId(), SnapshotIDs: req.GetSnapshotIds(), Secrets: req.GetSecrets(), Raw: req})
-	if err := mapError(rpcDeleteGroupSnapshot, err); err != nil {
+	if err := mapError(ctx, rpcDeleteGroupSnapshot, err); err != nil {
 		return nil, err
 	}
 	return &csi.DeleteVolumeGroupSnapshotResponse{}, nil
@@ -78,7 +78,7 @@ func (s *groupServer) GetVolumeGroupSnapshot(ctx context.Context, req *csi.GetVo
 	g, err := s.b.group.GetVolumeGroupSnapshot(ctx, &driver.GetVolumeGroupSnapshotRequest{
 		GroupSnapshotID: req.GetGroupSnapshotId(), SnapshotIDs: req.GetSnapshotIds(), Secrets: req.GetSecrets(), Raw: req})
 	if err != nil {
-		return nil, mapError(rpcGetGroupSnapshot, err)
+		return nil, mapError(ctx, rpcGetGroupSnapshot, err)
 	}
 	if err := s.d.checkGroup(rpcGetGroupSnapshot, g, nil); err != nil {
 		return nil, err

@@ -132,7 +132,7 @@ func (s *controllerServer) ListVolumes(ctx context.Context, req *csi.ListVolumes
 		}
 		entries, err = collectPages(rpcListVolumes, after, want, entryID, func(after string, limit int) ([]driver.VolumeEntry, error) {
 			page, err := pager.ListVolumesPage(ctx, &driver.ListVolumesRequest{After: after, Limit: limit, Raw: req})
-			return page, mapError(rpcListVolumes, err)
+			return page, mapError(ctx, rpcListVolumes, err)
 		})
 		if err != nil {
 			return nil, err
@@ -140,7 +140,7 @@ func (s *controllerServer) ListVolumes(ctx context.Context, req *csi.ListVolumes
 	} else {
 		entries, err = impl[driver.VolumeLister](s.b.controller).ListVolumes(ctx, &driver.ListVolumesRequest{Raw: req})
 		if err != nil {
-			return nil, mapError(rpcListVolumes, err)
+			return nil, mapError(ctx, rpcListVolumes, err)
 		}
 		if entries, err = sortedAfter(rpcListVolumes, entries, entryID, after); err != nil {
 			return nil, err
@@ -185,7 +185,7 @@ func (s *controllerServer) ListSnapshots(ctx context.Context, req *csi.ListSnaps
 		switch {
 		case errors.Is(err, driver.ErrNotFound) || status.Code(err) == codes.NotFound:
 		case err != nil:
-			return nil, mapError(rpcListSnapshots, err)
+			return nil, mapError(ctx, rpcListSnapshots, err)
 		case snap != nil && snap.ID > after:
 			snaps = []driver.Snapshot{*snap}
 		}
@@ -199,7 +199,7 @@ func (s *controllerServer) ListSnapshots(ctx context.Context, req *csi.ListSnaps
 			page.After, page.Limit = after, limit
 			snaps, err := impl[driver.SnapshotPageLister](s.b.controller).ListSnapshotsPage(ctx, &page)
 			if err != nil {
-				return nil, mapError(rpcListSnapshots, err)
+				return nil, mapError(ctx, rpcListSnapshots, err)
 			}
 			// A page lister must filter itself: dropping entries here would hide whether more
 			// pages exist.
@@ -216,7 +216,7 @@ func (s *controllerServer) ListSnapshots(ctx context.Context, req *csi.ListSnaps
 	default:
 		snaps, err = impl[driver.SnapshotLister](s.b.controller).ListSnapshots(ctx, lreq)
 		if err != nil {
-			return nil, mapError(rpcListSnapshots, err)
+			return nil, mapError(ctx, rpcListSnapshots, err)
 		}
 		if snaps, err = sortedAfter(rpcListSnapshots, snaps, snapshotID, after); err != nil {
 			return nil, err
@@ -246,7 +246,7 @@ func (s *controllerServer) ControllerListVolumeHealth(ctx context.Context, req *
 	}
 	hs, err := impl[driver.VolumeHealthLister](s.b.controller).ControllerListVolumeHealth(ctx, &driver.ControllerListVolumeHealthRequest{Secrets: req.GetSecrets(), Raw: req})
 	if err != nil {
-		return nil, mapError(rpcControllerListHealth, err)
+		return nil, mapError(ctx, rpcControllerListHealth, err)
 	}
 	if hs, err = sortedAfter(rpcControllerListHealth, hs, healthID, after); err != nil {
 		return nil, err

@@ -24,7 +24,7 @@ func (s *metadataServer) GetMetadataAllocated(req *csi.GetMetadataAllocatedReque
 	st, err := s.b.metadata.GetMetadataAllocated(ctx, &driver.GetMetadataAllocatedRequest{
 		SnapshotID: req.GetSnapshotId(), StartingOffset: req.GetStartingOffset(), Secrets: req.GetSecrets(), Raw: req})
 	if err != nil {
-		return mapError(rpcGetMetadataAllocated, err)
+		return mapError(ctx, rpcGetMetadataAllocated, err)
 	}
 	return streamBlocks(ctx, rpcGetMetadataAllocated, st, req.GetStartingOffset(), req.GetMaxResults(),
 		func(t csi.BlockMetadataType, capacity int64, blocks []*csi.BlockMetadata) error {
@@ -38,7 +38,7 @@ func (s *metadataServer) GetMetadataDelta(req *csi.GetMetadataDeltaRequest, stre
 		BaseSnapshotID: req.GetBaseSnapshotId(), TargetSnapshotID: req.GetTargetSnapshotId(),
 		StartingOffset: req.GetStartingOffset(), Secrets: req.GetSecrets(), Raw: req})
 	if err != nil {
-		return mapError(rpcGetMetadataDelta, err)
+		return mapError(ctx, rpcGetMetadataDelta, err)
 	}
 	return streamBlocks(ctx, rpcGetMetadataDelta, st, req.GetStartingOffset(), req.GetMaxResults(),
 		func(t csi.BlockMetadataType, capacity int64, blocks []*csi.BlockMetadata) error {
@@ -78,7 +78,7 @@ func streamBlocks(ctx context.Context, r rpc, st *driver.BlockMetadataStream, st
 	if st.Blocks != nil {
 		for br, err := range st.Blocks {
 			if err != nil {
-				return mapError(r, err)
+				return mapError(ctx, r, err)
 			}
 			if ctxErr := ctx.Err(); ctxErr != nil {
 				return status.FromContextError(ctxErr).Err()

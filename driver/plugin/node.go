@@ -41,7 +41,7 @@ func (s *nodeServer) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolu
 		Raw:               req,
 	})
 	if err != nil {
-		return nil, mapError(rpcNodeStage, err)
+		return nil, mapError(ctx, rpcNodeStage, err)
 	}
 	return &csi.NodeStageVolumeResponse{}, nil
 }
@@ -50,7 +50,7 @@ func (s *nodeServer) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstage
 	err := impl[driver.NodeStager](s.b.node).NodeUnstageVolume(ctx, &driver.NodeUnstageVolumeRequest{
 		VolumeID: req.GetVolumeId(), StagingTargetPath: req.GetStagingTargetPath(), Raw: req})
 	if err != nil {
-		return nil, mapError(rpcNodeUnstage, err)
+		return nil, mapError(ctx, rpcNodeUnstage, err)
 	}
 	return &csi.NodeUnstageVolumeResponse{}, nil
 }
@@ -80,7 +80,7 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 		Raw:               req,
 	})
 	if err != nil {
-		return nil, mapError(rpcNodePublish, err)
+		return nil, mapError(ctx, rpcNodePublish, err)
 	}
 	return &csi.NodePublishVolumeResponse{}, nil
 }
@@ -88,7 +88,7 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 func (s *nodeServer) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
 	err := s.b.node.NodeUnpublishVolume(ctx, &driver.NodeUnpublishVolumeRequest{VolumeID: req.GetVolumeId(), TargetPath: req.GetTargetPath(), Raw: req})
 	if err != nil {
-		return nil, mapError(rpcNodeUnpublish, err)
+		return nil, mapError(ctx, rpcNodeUnpublish, err)
 	}
 	return &csi.NodeUnpublishVolumeResponse{}, nil
 }
@@ -109,7 +109,7 @@ func (s *nodeServer) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVol
 	usage, err := impl[driver.VolumeStatsReporter](s.b.node).NodeGetVolumeStats(ctx, &driver.NodeGetVolumeStatsRequest{
 		VolumeID: req.GetVolumeId(), VolumePath: req.GetVolumePath(), StagingTargetPath: req.GetStagingTargetPath(), Raw: req})
 	if err != nil {
-		return nil, mapError(rpcNodeGetVolumeStats, err)
+		return nil, mapError(ctx, rpcNodeGetVolumeStats, err)
 	}
 	resp := &csi.NodeGetVolumeStatsResponse{Usage: make([]*csi.VolumeUsage, len(usage))}
 	for i, u := range usage {
@@ -141,7 +141,7 @@ func (s *nodeServer) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVo
 		Raw:               req,
 	})
 	if err != nil {
-		return nil, mapError(rpcNodeExpand, err)
+		return nil, mapError(ctx, rpcNodeExpand, err)
 	}
 	if size < 0 {
 		return nil, pluginBug(rpcNodeExpand, "negative capacity %d", size)
@@ -156,7 +156,7 @@ func (s *nodeServer) NodeGetCapabilities(context.Context, *csi.NodeGetCapabiliti
 func (s *nodeServer) NodeGetInfo(ctx context.Context, _ *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
 	info, err := s.b.node.NodeGetInfo(ctx)
 	if err != nil {
-		return nil, mapError(rpcNodeGetInfo, err)
+		return nil, mapError(ctx, rpcNodeGetInfo, err)
 	}
 	if info == nil || info.NodeID == "" {
 		return nil, pluginBug(rpcNodeGetInfo, "the backend returned no node ID")
@@ -178,7 +178,7 @@ func (s *nodeServer) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVo
 	h, err := impl[driver.NodeVolumeHealthGetter](s.b.node).NodeGetVolumeHealth(ctx, &driver.NodeGetVolumeHealthRequest{
 		VolumeID: req.GetVolumeId(), VolumePublishPath: req.GetVolumePublishPath(), StagingTargetPath: req.GetStagingTargetPath(), Raw: req})
 	if err != nil {
-		return nil, mapError(rpcNodeGetHealth, err)
+		return nil, mapError(ctx, rpcNodeGetHealth, err)
 	}
 	if h == nil {
 		h = &driver.VolumeHealth{}
@@ -192,7 +192,7 @@ func (s *nodeServer) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVo
 func (s *nodeServer) NodeGetStorageHealth(ctx context.Context, req *csi.NodeGetStorageHealthRequest) (*csi.NodeGetStorageHealthResponse, error) {
 	hs, err := impl[driver.StorageHealthReporter](s.b.node).NodeGetStorageHealth(ctx, &driver.NodeGetStorageHealthRequest{Secrets: req.GetSecrets(), Raw: req})
 	if err != nil {
-		return nil, mapError(rpcNodeGetStorageHealth, err)
+		return nil, mapError(ctx, rpcNodeGetStorageHealth, err)
 	}
 	resp := &csi.NodeGetStorageHealthResponse{}
 	for _, h := range hs {

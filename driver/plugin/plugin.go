@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"sync"
 	"syscall"
 	"time"
 
@@ -107,6 +108,25 @@ type Config struct {
 	// ShutdownTimeout bounds how long in-flight calls may run after a stop is requested before the
 	// server stops hard; zero means 30 seconds.
 	ShutdownTimeout time.Duration
+	// BackendTimeout bounds how long a unary call waits for its backend (every RPC but Probe,
+	// which ProbeTimeout bounds, and the streaming SnapshotMetadata calls). When it passes, the
+	// backend's context is cancelled and the CO gets UNAVAILABLE at once, whether or not the
+	// backend honours the cancellation: a fault of the backend, never INTERNAL, so the CO retries
+	// (DEADLINE_EXCEEDED instead when the CO's own deadline passed first). The call's locks stay
+	// held until the backend method returns, so a retry meanwhile is ABORTED rather than a
+	// second operation racing the first; a method that returns late is logged with its code, and
+	// a stop of Serve or Run waits for it within ShutdownTimeout.
+	// The bound covers the wait for a lock (LockWait), which should be shorter. Zero means no
+	// bound but the CO's deadline: a CO that sets none (the COSI sidecar's reconcile context has
+	// none) then waits as long as the backend hangs.
+	BackendTimeout time.Duration
+	// ProbeTimeout bounds how long the Probe RPC and the readiness watch (/readyz) wait for the
+	// backends' Probe (/healthz waits at most httpserve.DefaultProbeTimeout, as the kubelet's
+	// and the livenessprobe sidecar's own 1 s bounds would cut it anyway); a backend that has
+	// not answered by then is not ready (ready=false, not an error), and at most one Probe per
+	// backend runs at a time however often the plugin is probed. Zero means
+	// DefaultProbeTimeout.
+	ProbeTimeout time.Duration
 
 	// UnaryInterceptors run inside the library's chain, just before the handler (after
 	// validation and locking), so they only see valid requests on resources the call holds.
@@ -122,7 +142,8 @@ type Config struct {
 	// kind, and the process and Go collectors. Nil records nothing and adds nothing to a call.
 	Metrics prometheus.Registerer
 	// HTTPEndpoint, when set, makes Run serve /healthz (the backends' Probe), /readyz (ready
-	// while serving, not while starting or draining) and, when Metrics is also a
+	// while serving and the backends' Probe passes; not while starting, while the storage is
+	// unreachable, or while draining) and, when Metrics is also a
 	// prometheus.Gatherer such as *prometheus.Registry, MetricsPath on this TCP address (e.g.
 	// ":8080"), as the sidecars' --http-endpoint does. Empty serves no HTTP.
 	HTTPEndpoint string
@@ -182,7 +203,15 @@ type Plugin struct {
 	cosiRedactor *secrets.Redactor
 
 	metrics *metrics.Metrics
-	ready   httpserve.Readiness
+	// backendCalls counts the backend calls running under Config.BackendTimeout, which may
+	// outlive their RPC.
+	backendCalls callCount
+	// probers are the backends' Probe methods, each run at most once at a time.
+	probers []*sharedProber
+	// ready is the readiness /readyz serves: the last probe's answer while serving.
+	ready    httpserve.Readiness
+	readyMu  sync.Mutex
+	draining bool // set by drain; readiness then stays false
 
 	pluginInfo     *csi.GetPluginInfoResponse
 	pluginCaps     *csi.GetPluginCapabilitiesResponse
@@ -220,6 +249,9 @@ func New(cfg Config) (*Plugin, error) {
 		cosiRedactor: secrets.NewRedactor(secrets.WithHeuristic(true))}
 	if d.log == nil {
 		d.log = zap.NewNop()
+	}
+	for _, p := range d.b.probers {
+		d.probers = append(d.probers, &sharedProber{p: p})
 	}
 	caps, err := deriveCapabilities(&d.b, cfg.Features, cfg.Overrides)
 	if err != nil {
@@ -287,18 +319,20 @@ func (d *Plugin) Serve(ctx context.Context, lis net.Listener) error {
 	srv := d.NewServer()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
+	d.drain(false)
 	readyCtx, stopReady := context.WithCancel(ctx)
 	readyDone := make(chan struct{})
 	go func() {
 		defer close(readyDone)
-		d.readyWhenProbed(readyCtx)
+		d.watchReadiness(readyCtx)
 	}()
 	// Not ready from the moment a stop is asked for: the CO stops sending new calls while the
-	// ones in flight drain. The probing goroutine ends first, so it cannot flip readiness back.
+	// ones in flight drain, and no probe answered meanwhile (a Probe call, /healthz) flips
+	// readiness back.
 	notReady := func() {
 		stopReady()
 		<-readyDone
-		d.ready.SetReady(false)
+		d.drain(true)
 	}
 	defer notReady()
 	d.log.Info("serving", zap.String("plugin", d.cfg.Name), zap.String("version", d.cfg.VendorVersion),
@@ -325,16 +359,24 @@ func (d *Plugin) Serve(ctx context.Context, lis net.Listener) error {
 		srv.GracefulStop()
 		close(stopped)
 	}()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
+	drainCtx, cancelDrain := context.WithTimeout(context.Background(), timeout)
+	defer cancelDrain()
 	select {
 	case <-stopped:
-	case <-timer.C:
+	case <-drainCtx.Done():
 		d.log.Warn("stopping: in-flight calls did not finish in time, stopping hard")
 		srv.Stop()
 		<-stopped
 	}
 	<-served
+	// Calls answered at Config.BackendTimeout may still be in their backend: give them what is
+	// left of the same bound, so that a stop does not cut an operation the CO will retry.
+	if n := d.backendCalls.running(); n > 0 {
+		d.log.Info("stopping: waiting for backend calls that outlived Config.BackendTimeout", zap.Int("calls", n))
+		if n := d.backendCalls.wait(drainCtx); n > 0 {
+			d.log.Warn("stopping: backend calls still running", zap.Int("calls", n))
+		}
+	}
 	d.log.Info("stopped")
 	return nil
 }
@@ -356,44 +398,70 @@ func (d *Plugin) Run(ctx context.Context) error {
 	return d.Serve(ctx, lis)
 }
 
-// Probe timing while the plugin is not ready yet.
+// How often the readiness watch asks the backends: soon and then less often while they are not
+// ready, steadily once they are, so that readiness follows the storage both ways.
+// A few seconds keeps /readyz within a Kubernetes readiness period of the storage; a Probe is
+// meant to be cheap.
 const (
-	probeTimeout  = 10 * time.Second
 	probeFirstGap = time.Second
-	probeMaxGap   = 30 * time.Second
+	probeMaxGap   = 3 * time.Second
+	probeReadyGap = 3 * time.Second
 )
 
-// readyWhenProbed marks the plugin ready once the backends' Probe passes (at once when no backend
-// has one), retrying with a growing gap until it does or ctx ends. A backend that cannot reach its
-// storage at start-up thus leaves the plugin serving and not ready, which Kubernetes shows and
-// waits out, instead of a process that exits and restarts in a crash loop.
-func (d *Plugin) readyWhenProbed(ctx context.Context) {
-	gap := probeFirstGap
-	for {
-		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
-		ready, err := d.probe(pctx)
-		cancel()
+// watchReadiness keeps the plugin's readiness (/readyz) in step with the backends' Probe until
+// ctx ends: ready once they pass (at once when no backend has one), not ready while they report
+// a transient fault or do not answer, ready again when they recover. A backend that cannot reach
+// its storage thus leaves the plugin serving and not ready, which Kubernetes shows and waits out,
+// instead of a process that exits and restarts in a crash loop. probe bounds every ask, so a
+// hung backend never holds the watch (nor the shutdown that waits for it).
+func (d *Plugin) watchReadiness(ctx context.Context) {
+	gap, was := probeFirstGap, false
+	for i := 0; ; i++ {
+		ready, err := d.probe(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		if err == nil && ready {
-			d.ready.SetReady(true)
-			return
-		}
-		if err != nil {
+		switch {
+		case err != nil:
 			d.log.Warn("not ready: the backend's probe failed; retrying", zap.Duration("in", gap), zap.Error(err))
-		} else {
-			d.log.Warn("not ready: the backend says it is not ready yet; retrying", zap.Duration("in", gap))
+		case !ready && (was || i == 0):
+			d.log.Warn("not ready: the backend is not ready or not reachable; probing again", zap.Duration("in", gap))
+		case ready && !was:
+			d.log.Info("ready: the backends' probe passed")
 		}
-		t := time.NewTimer(gap)
+		was = ready && err == nil
+		wait := gap
+		if was {
+			wait, gap = probeReadyGap, probeFirstGap
+		} else {
+			gap = min(2*gap, probeMaxGap)
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
 		case <-t.C:
 		}
-		gap = min(2*gap, probeMaxGap)
 	}
+}
+
+// setReady records a probe's answer as the plugin's readiness, unless the plugin is draining:
+// then it stays not ready whatever a late probe says.
+func (d *Plugin) setReady(ready bool) {
+	d.readyMu.Lock()
+	defer d.readyMu.Unlock()
+	if !d.draining {
+		d.ready.SetReady(ready)
+	}
+}
+
+// drain makes the plugin not ready for good (until Serve starts again).
+func (d *Plugin) drain(draining bool) {
+	d.readyMu.Lock()
+	defer d.readyMu.Unlock()
+	d.draining = draining
+	d.ready.SetReady(false)
 }
 
 // endpoint is where Run listens: Config.Endpoint, else $CSI_ENDPOINT, else (for a plugin that

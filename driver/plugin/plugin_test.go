@@ -287,7 +287,8 @@ func TestErrorMappingPerRPC(t *testing.T) {
 		{"CreateVolume", createVolume, driver.ErrPermissionDenied, codes.PermissionDenied},
 		{"CreateVolume", createVolume, driver.ErrPending, codes.Aborted},
 		{"CreateVolume", createVolume, driver.ErrUnavailable, codes.Unavailable},
-		{"CreateVolume", createVolume, context.DeadlineExceeded, codes.DeadlineExceeded},
+		// A deadline of the backend's own while the CO still waits: a fault, not the CO's deadline.
+		{"CreateVolume", createVolume, context.DeadlineExceeded, codes.Unavailable},
 		{"CreateVolume", createVolume, errors.New("disk on fire"), codes.Internal},
 		{"CreateVolume", createVolume, status.Error(codes.DataLoss, "kept"), codes.DataLoss},
 		{"DeleteVolume", deleteVolume, driver.ErrNotFound, codes.OK},

@@ -168,10 +168,16 @@ func (d *Plugin) unaryHandler(s *rpcSpec, h grpc.MethodHandler) grpc.MethodHandl
 		// Valid requests only: the span gets the request's resource IDs (nothing when not
 		// recording, and never a secret).
 		tracing.UnaryServerInterceptor())
+	var inner []grpc.UnaryServerInterceptor
 	if s.locks != nil {
-		ics = append(ics, locking.UnaryServerInterceptor(d.locker, s.locks))
+		inner = append(inner, locking.UnaryServerInterceptor(d.locker, s.locks))
 	}
-	ours := newUnaryChain(ics, d.cfg.UnaryInterceptors).intercept
+	var ours grpc.UnaryServerInterceptor
+	if d.cfg.BackendTimeout > 0 && s.name != rpcProbe {
+		ours = d.boundedChain(s.name, newUnaryChain(ics, nil), newUnaryChain(inner, d.cfg.UnaryInterceptors))
+	} else {
+		ours = newUnaryChain(append(ics, inner...), d.cfg.UnaryInterceptors).intercept
+	}
 	return func(srv any, ctx context.Context, dec func(any) error, outer grpc.UnaryServerInterceptor) (any, error) {
 		if outer == nil {
 			return h(srv, ctx, dec, ours)

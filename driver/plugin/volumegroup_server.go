@@ -27,7 +27,7 @@ func (s *volumeGroupServer) CreateVolumeGroup(ctx context.Context, req *vgpb.Cre
 	g, err := s.b.volumeGroups.CreateVolumeGroup(ctx, &volumegroup.CreateVolumeGroupRequest{
 		Name: req.GetName(), Parameters: req.GetParameters(), Secrets: req.GetSecrets(), Raw: req})
 	if err != nil {
-		return nil, mapError(rpcCreateVolumeGroup, err)
+		return nil, mapError(ctx, rpcCreateVolumeGroup, err)
 	}
 	vg, err := volumeGroupToProto(rpcCreateVolumeGroup, g)
 	if err != nil {
@@ -39,7 +39,7 @@ func (s *volumeGroupServer) CreateVolumeGroup(ctx context.Context, req *vgpb.Cre
 func (s *volumeGroupServer) DeleteVolumeGroup(ctx context.Context, req *vgpb.DeleteVolumeGroupRequest) (*vgpb.DeleteVolumeGroupResponse, error) {
 	err := s.b.volumeGroups.DeleteVolumeGroup(ctx, &volumegroup.DeleteVolumeGroupRequest{
 		GroupID: req.GetVolumeGroupId(), Secrets: req.GetSecrets(), Raw: req})
-	if err := mapError(rpcDeleteVolumeGroup, err); err != nil {
+	if err := mapError(ctx, rpcDeleteVolumeGroup, err); err != nil {
 		return nil, err
 	}
 	return &vgpb.DeleteVolumeGroupResponse{}, nil
@@ -58,7 +58,7 @@ func (s *volumeGroupServer) ModifyVolumeGroupMembership(ctx context.Context, req
 	g, err := s.b.volumeGroups.ModifyVolumeGroupMembership(ctx, &volumegroup.ModifyVolumeGroupMembershipRequest{
 		GroupID: req.GetVolumeGroupId(), VolumeIDs: ids, Secrets: req.GetSecrets(), Raw: req})
 	if err != nil {
-		return nil, mapError(rpcModifyVolumeGroup, err)
+		return nil, mapError(ctx, rpcModifyVolumeGroup, err)
 	}
 	vg, err := volumeGroupToProto(rpcModifyVolumeGroup, g)
 	if err != nil {
@@ -84,7 +84,7 @@ func (s *volumeGroupServer) ControllerGetVolumeGroup(ctx context.Context, req *v
 	g, err := impl[volumegroup.Getter](s.b.volumeGroups).ControllerGetVolumeGroup(ctx, &volumegroup.ControllerGetVolumeGroupRequest{
 		GroupID: req.GetVolumeGroupId(), Secrets: req.GetSecrets(), Raw: req})
 	if err != nil {
-		return nil, mapError(rpcGetVolumeGroup, err)
+		return nil, mapError(ctx, rpcGetVolumeGroup, err)
 	}
 	vg, err := volumeGroupToProto(rpcGetVolumeGroup, g)
 	if err != nil {
@@ -109,7 +109,7 @@ func (s *volumeGroupServer) ListVolumeGroups(ctx context.Context, req *vgpb.List
 		}
 		groups, err = collectPages(rpcListVolumeGroups, after, want, volumeGroupID, func(after string, n int) ([]volumegroup.Group, error) {
 			page, err := pager.ListVolumeGroupsPage(ctx, &volumegroup.ListVolumeGroupsRequest{After: after, Limit: n, Secrets: req.GetSecrets(), Raw: req})
-			return page, mapError(rpcListVolumeGroups, err)
+			return page, mapError(ctx, rpcListVolumeGroups, err)
 		})
 		if err != nil {
 			return nil, err
@@ -117,7 +117,7 @@ func (s *volumeGroupServer) ListVolumeGroups(ctx context.Context, req *vgpb.List
 	} else {
 		groups, err = impl[volumegroup.Lister](s.b.volumeGroups).ListVolumeGroups(ctx, &volumegroup.ListVolumeGroupsRequest{Secrets: req.GetSecrets(), Raw: req})
 		if err != nil {
-			return nil, mapError(rpcListVolumeGroups, err)
+			return nil, mapError(ctx, rpcListVolumeGroups, err)
 		}
 		if groups, err = sortedAfter(rpcListVolumeGroups, groups, volumeGroupID, after); err != nil {
 			return nil, err
