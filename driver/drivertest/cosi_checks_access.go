@@ -200,6 +200,6 @@ func checkConcurrentGrant(t reporter, s *cosiSuite) {
 	case first == nil:
 		s.cleanupAccess(t, a.AccountID, []string{bucket})
 	case a.AccountID != first.AccountID || !sameCredentials(a.Credentials, first.Credentials):
-		t.Errorf("DriverGrantBucketAccess{account_name %q} after the concurrent calls answered another account or other credentials", account)
+		t.Errorf("DriverGrantBucketAccess{account_name %q} after the concurrent calls answered another account, or different credentials than a concurrent call did", account)
 	}
 }

@@ -289,7 +289,10 @@ func TestCOSISuiteFailsBadDrivers(t *testing.T) {
 		mustFail map[string]string
 	}{
 		{"a backend that mints new keys on every grant", func(s *spy) bucket.Provisioner { return mintsKeys{s} },
-			map[string]string{grantSame: "must not mint new keys", grantAtOnce: "two different credentials"}},
+			// "different credentials": between the concurrent calls if two of them got through,
+			// else between the one that did and the grant after them (under load all but one
+			// may be ABORTED).
+			map[string]string{grantSame: "must not mint new keys", grantAtOnce: "different credentials"}},
 		{"a backend that answers a new bucket ID on every create", func(s *spy) bucket.Provisioner { return randomBucketID{s} },
 			map[string]string{createSame: "one name must always give one bucket"}},
 		{"a backend that gives every account the same key", func(s *spy) bucket.Provisioner { return sharedKey{s} },
