@@ -166,6 +166,7 @@ map) and are never printed; bucket credentials go only to --credentials-file.`,
 		newMetadataCmd(a),
 		newCOSICmd(a),
 		newBucketCmd(a),
+		newKubernetesTestDriverCmd(a),
 	)
 	return root
 }

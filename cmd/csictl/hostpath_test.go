@@ -165,3 +165,54 @@ func TestQuickStartAgainstHostpath(t *testing.T) {
 		t.Errorf("snapshot list after delete = %v, want none", got)
 	}
 }
+
+// TestKubernetesTestDriverForHostpath writes hostpath's definition for Kubernetes' storage e2e
+// suite with csictl, as the README tells a driver author to, and checks that it turns on what
+// hostpath advertises (snapshots, clones, group snapshots, online expansion, topology, its
+// attach limit, capacity, ReadWriteOncePod) plus what the flags say, and that a bad flag is a
+// usage error.
+func TestKubernetesTestDriverForHostpath(t *testing.T) {
+	p, dir := startHostpath(t)
+	out := filepath.Join(dir, "e2e")
+	stdout := p.ok("kubernetes-testdriver", out, "--block", "--single-node", "--fs-resize-from-source-not-supported",
+		"--fs-type", "", "--fs-type", "ext4", "--storage-class-param", "kind=dir", "--capability", "capacity=false")
+	if !strings.Contains(stdout, "e2e.test -storage.testdriver="+filepath.Join(out, "testdriver.json")) {
+		t.Errorf("output does not give the e2e.test command:\n%s", stdout)
+	}
+	var def struct {
+		StorageClass struct{ FromFile string }
+		DriverInfo   struct {
+			Name            string
+			SupportedFsType map[string]struct{}
+			Capabilities    map[string]bool
+			TopologyKeys    []string
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(out, "testdriver.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &def); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{
+		"block": true, "singleNodeVolume": true, "FSResizeFromSourceNotSupported": true, "snapshotDataSource": true,
+		"pvcDataSource": true, "groupSnapshot": true, "controllerExpansion": true, "nodeExpansion": true,
+		"onlineExpansion": true, "topology": true, "volumeLimits": true, "readWriteOncePod": true, "capacity": false,
+		"RWX": false, "persistence": true,
+	}
+	for k, v := range want {
+		if def.DriverInfo.Capabilities[k] != v {
+			t.Errorf("capability %s = %v, want %v", k, def.DriverInfo.Capabilities[k], v)
+		}
+	}
+	if _, ok := def.DriverInfo.SupportedFsType["ext4"]; !ok || len(def.DriverInfo.SupportedFsType) != 2 {
+		t.Errorf("fs types %v", def.DriverInfo.SupportedFsType)
+	}
+	if len(def.DriverInfo.TopologyKeys) == 0 || def.DriverInfo.Name == "" || def.StorageClass.FromFile == "" {
+		t.Errorf("definition %+v", def)
+	}
+	if r := p.run("kubernetes-testdriver", out, "--capability", "capacity=maybe"); r.code != exitUsage || !strings.Contains(r.stderr, "true or false") {
+		t.Errorf("bad --capability: exit %d, stderr %s", r.code, r.stderr)
+	}
+}

@@ -1,0 +1,347 @@
+// Package kubesuite describes a CSI driver to Kubernetes' storage e2e suite (e2e.test built from
+// k8s.io/kubernetes, -storage.testdriver=FILE, focus External.Storage), the suite every serious
+// CSI driver runs in its CI: Describe asks the running driver what it advertises and writes the
+// definition file the suite reads, so that the suite tests exactly that. It links no test
+// framework: csictl uses it, and so can a driver's own tooling.
+package kubesuite
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Options says what Kubernetes' storage e2e suite must know of a driver that the
+// driver's CSI answers do not tell: how its volumes are made and where they can be used. The
+// zero value describes a driver of filesystem volumes in the default fs type, reachable from
+// every node, with one StorageClass of no parameters.
+type Options struct {
+	// StorageClassParameters are the parameters of the StorageClass the suite provisions with;
+	// none: the suite makes a class of no parameters itself.
+	StorageClassParameters map[string]string
+	// SnapshotClassParameters likewise for the VolumeSnapshotClass.
+	SnapshotClassParameters map[string]string
+	// ModifyParameters are a VolumeAttributesClass's parameters that ControllerModifyVolume
+	// accepts; the volume-modify tests run only with some (and MODIFY_VOLUME advertised).
+	ModifyParameters map[string]string
+	// FSTypes are the fs types a StorageClass may name; "" is the driver's default. None: "" only.
+	FSTypes []string
+	// MinSize and MaxSize bound the sizes the suite asks for, as Kubernetes quantities ("1Mi").
+	// MinSize must be a size the driver provisions exactly (drivers that round up name the
+	// rounded size). Defaults: 1Mi and the suite's own maximum.
+	MinSize, MaxSize string
+	// Block: volumes can be raw block devices (volumeMode: Block). CSI has no capability for it.
+	Block bool
+	// FSGroup: the volume's files can be given the pod's fsGroup (kubelet changes ownership, or
+	// the driver applies VolumeCapability's mount group).
+	FSGroup bool
+	// NoExec: files in the volume cannot be executed (a noexec mount).
+	NoExec bool
+	// MultiNode: ReadWriteMany volumes, usable from several nodes at once; ReadOnlyMany likewise
+	// for ReadOnlyMany.
+	MultiNode, ReadOnlyMany bool
+	// SingleNodeVolumes: a volume lives on one node and is usable only there (hostpath).
+	SingleNodeVolumes bool
+	// FSResizeFromSourceNotSupported: a volume restored or cloned into a larger size keeps its
+	// source's file-system size (directory volumes that report the host's file system, say).
+	FSResizeFromSourceNotSupported bool
+	// InlineVolumes enable the CSI ephemeral inline volume tests: each is the volume_context of
+	// one inline volume the driver accepts (the CSIDriver object must list Ephemeral).
+	InlineVolumes []InlineVolume
+	// Capabilities set or clear any capability by the suite's own name after the driver's
+	// answers were read, for what the deployment decides rather than the driver (for example
+	// "capacity": false when the provisioner runs without --enable-capacity, or
+	// "snapshotMetadata": false without the snapshot-metadata sidecar).
+	Capabilities map[string]bool
+	// Timeouts override the suite's timeouts by name ("PodStart": "10m").
+	Timeouts map[string]string
+}
+
+// InlineVolume is one CSI ephemeral inline volume of Options.
+type InlineVolume struct {
+	// Attributes become NodePublishVolumeRequest.volume_context.
+	Attributes map[string]string `json:"Attributes,omitempty"`
+	// Shared: two pods given this volume see each other's changes.
+	Shared bool `json:"Shared,omitempty"`
+	// ReadOnly: the driver publishes it read-only only.
+	ReadOnly bool `json:"ReadOnly,omitempty"`
+}
+
+// Definition is the file e2e.test reads with -storage.testdriver (the
+// driverDefinition of k8s.io/kubernetes/test/e2e/storage/external, v1.36), field for field as
+// that decoder spells them: it decodes case-sensitively. Classes with parameters are written
+// beside it by WriteFiles and named here by path.
+type Definition struct {
+	StorageClass          classRef          `json:"StorageClass"`
+	SnapshotClass         classRef          `json:"SnapshotClass,omitzero"`
+	GroupSnapshotClass    classRef          `json:"GroupSnapshotClass,omitzero"`
+	VolumeAttributesClass classRef          `json:"VolumeAttributesClass,omitzero"`
+	InlineVolumes         []InlineVolume    `json:"InlineVolumes,omitempty"`
+	DriverInfo            DriverInfo        `json:"DriverInfo"`
+	Timeouts              map[string]string `json:"Timeouts,omitempty"`
+
+	// classes are the class objects to write, by the field naming them.
+	classes map[string]map[string]any
+}
+
+// classRef is how the definition names a class: FromName (the suite makes one of no
+// parameters for the driver) or FromFile.
+type classRef struct {
+	FromName bool   `json:"FromName,omitempty"`
+	FromFile string `json:"FromFile,omitempty"`
+}
+
+// DriverInfo is the suite's DriverInfo: the driver's name, what it supports, and the
+// capabilities by the suite's names (persistence, block, fsGroup, snapshotDataSource, ...).
+type DriverInfo struct {
+	Name               string    `json:"Name"`
+	SupportedSizeRange sizeRange `json:"SupportedSizeRange"`
+	// SupportedFsType is a set, written as the suite's sets.String decodes: {"ext4": {}}.
+	SupportedFsType map[string]struct{} `json:"SupportedFsType"`
+	Capabilities    map[string]bool     `json:"Capabilities"`
+	TopologyKeys    []string            `json:"TopologyKeys,omitempty"`
+}
+
+type sizeRange struct {
+	Min string `json:"Min,omitempty"`
+	Max string `json:"Max,omitempty"`
+}
+
+// Describe asks the CSI driver behind conn what it offers (GetPluginInfo, the
+// plugin, controller, node and group controller capabilities, NodeGetInfo) and combines it with
+// o into the definition Kubernetes' storage e2e suite runs against, so that the suite tests
+// exactly what the driver advertises: snapshots when it creates snapshots, clones when it
+// clones, expansion as its VolumeExpansion says, topology with the keys its node reports,
+// volume limits when the node has one, ReadWriteOncePod with SINGLE_NODE_MULTI_WRITER.
+// Persistence, multiple pods on one node and several PVs of one volume ID are always on: a
+// csikit driver sees only CSI calls. Write it with WriteFiles.
+func Describe(ctx context.Context, conn grpc.ClientConnInterface, o Options) (*Definition, error) {
+	ids := csi.NewIdentityClient(conn)
+	info, err := ids.GetPluginInfo(ctx, &csi.GetPluginInfoRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("GetPluginInfo: %w", err)
+	}
+	pcaps, err := ids.GetPluginCapabilities(ctx, &csi.GetPluginCapabilitiesRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("GetPluginCapabilities: %w", err)
+	}
+	var (
+		hasController, hasGroup, topology, metadata bool
+		expansion                                   csi.PluginCapability_VolumeExpansion_Type
+	)
+	for _, c := range pcaps.GetCapabilities() {
+		switch c.GetService().GetType() {
+		case csi.PluginCapability_Service_CONTROLLER_SERVICE:
+			hasController = true
+		case csi.PluginCapability_Service_GROUP_CONTROLLER_SERVICE:
+			hasGroup = true
+		case csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS:
+			topology = true
+		case csi.PluginCapability_Service_SNAPSHOT_METADATA_SERVICE:
+			metadata = true
+		}
+		if t := c.GetVolumeExpansion().GetType(); t != csi.PluginCapability_VolumeExpansion_UNKNOWN {
+			expansion = t
+		}
+	}
+	ctrl := map[csi.ControllerServiceCapability_RPC_Type]bool{}
+	if hasController {
+		resp, err := csi.NewControllerClient(conn).ControllerGetCapabilities(ctx, &csi.ControllerGetCapabilitiesRequest{})
+		if err != nil {
+			return nil, fmt.Errorf("ControllerGetCapabilities: %w", err)
+		}
+		for _, c := range resp.GetCapabilities() {
+			ctrl[c.GetRpc().GetType()] = true
+		}
+	}
+	if !ctrl[csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME] {
+		return nil, errors.New("the driver does not advertise CREATE_DELETE_VOLUME: the storage suite provisions every volume it tests")
+	}
+	nodeClient := csi.NewNodeClient(conn)
+	node := map[csi.NodeServiceCapability_RPC_Type]bool{}
+	resp, err := nodeClient.NodeGetCapabilities(ctx, &csi.NodeGetCapabilitiesRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("NodeGetCapabilities (the suite needs the node service: serve the controller and the node together): %w", err)
+	}
+	for _, c := range resp.GetCapabilities() {
+		node[c.GetRpc().GetType()] = true
+	}
+	nodeInfo, err := nodeClient.NodeGetInfo(ctx, &csi.NodeGetInfoRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("NodeGetInfo: %w", err)
+	}
+	group := false
+	if hasGroup {
+		resp, err := csi.NewGroupControllerClient(conn).GroupControllerGetCapabilities(ctx, &csi.GroupControllerGetCapabilitiesRequest{})
+		if err != nil && status.Code(err) != codes.Unimplemented {
+			return nil, fmt.Errorf("GroupControllerGetCapabilities: %w", err)
+		}
+		for _, c := range resp.GetCapabilities() {
+			group = group || c.GetRpc().GetType() == csi.GroupControllerServiceCapability_RPC_CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT
+		}
+	}
+
+	name := info.GetName()
+	snapshots := ctrl[csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT]
+	expands := expansion != csi.PluginCapability_VolumeExpansion_UNKNOWN && ctrl[csi.ControllerServiceCapability_RPC_EXPAND_VOLUME]
+	mountGroup := node[csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP]
+	caps := map[string]bool{
+		"persistence":         true,
+		"exec":                !o.NoExec,
+		"multipods":           true,
+		"multiplePVsSameID":   true,
+		"block":               o.Block,
+		"fsGroup":             o.FSGroup || mountGroup,
+		"volumeMountGroup":    mountGroup,
+		"snapshotDataSource":  snapshots,
+		"pvcDataSource":       ctrl[csi.ControllerServiceCapability_RPC_CLONE_VOLUME],
+		"groupSnapshot":       group,
+		"snapshotMetadata":    metadata,
+		"RWX":                 o.MultiNode,
+		"capReadOnlyMany":     o.ReadOnlyMany,
+		"controllerExpansion": expands,
+		"nodeExpansion":       node[csi.NodeServiceCapability_RPC_EXPAND_VOLUME],
+		// ONLINE lets a published volume grow; either kind grows one no pod uses.
+		"onlineExpansion":                expands && expansion == csi.PluginCapability_VolumeExpansion_ONLINE,
+		"offlineExpansion":               expands,
+		"volumeLimits":                   nodeInfo.GetMaxVolumesPerNode() > 0,
+		"singleNodeVolume":               o.SingleNodeVolumes,
+		"topology":                       topology,
+		"capacity":                       ctrl[csi.ControllerServiceCapability_RPC_GET_CAPACITY],
+		"readWriteOncePod":               ctrl[csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER] && node[csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER],
+		"FSResizeFromSourceNotSupported": o.FSResizeFromSourceNotSupported,
+		"seLinuxMount":                   false,
+	}
+	for k, v := range o.Capabilities {
+		caps[k] = v
+	}
+
+	d := &Definition{
+		DriverInfo: DriverInfo{
+			Name:               name,
+			SupportedSizeRange: sizeRange{Min: o.MinSize, Max: o.MaxSize},
+			SupportedFsType:    map[string]struct{}{},
+			Capabilities:       caps,
+		},
+		InlineVolumes: o.InlineVolumes,
+		Timeouts:      o.Timeouts,
+		classes:       map[string]map[string]any{},
+	}
+	if d.DriverInfo.SupportedSizeRange.Min == "" {
+		d.DriverInfo.SupportedSizeRange.Min = "1Mi"
+	}
+	fsTypes := o.FSTypes
+	if len(fsTypes) == 0 {
+		fsTypes = []string{""}
+	}
+	for _, fs := range fsTypes {
+		d.DriverInfo.SupportedFsType[fs] = struct{}{}
+	}
+	if topology {
+		for k := range nodeInfo.GetAccessibleTopology().GetSegments() {
+			d.DriverInfo.TopologyKeys = append(d.DriverInfo.TopologyKeys, k)
+		}
+		sort.Strings(d.DriverInfo.TopologyKeys)
+		if len(d.DriverInfo.TopologyKeys) == 0 {
+			return nil, errors.New("the driver advertises VOLUME_ACCESSIBILITY_CONSTRAINTS but NodeGetInfo reports no accessible topology: the suite needs the topology keys")
+		}
+	}
+
+	d.StorageClass = d.class("StorageClass", len(o.StorageClassParameters) > 0, map[string]any{
+		"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+		"metadata":    map[string]any{"name": "csikit-e2e"},
+		"provisioner": name, "parameters": o.StorageClassParameters,
+	})
+	if snapshots {
+		d.SnapshotClass = d.class("SnapshotClass", len(o.SnapshotClassParameters) > 0, map[string]any{
+			"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotClass",
+			"metadata": map[string]any{"name": "csikit-e2e-snapshot"},
+			"driver":   name, "deletionPolicy": "Delete", "parameters": o.SnapshotClassParameters,
+		})
+	}
+	if group {
+		d.GroupSnapshotClass = classRef{FromName: true}
+	}
+	if ctrl[csi.ControllerServiceCapability_RPC_MODIFY_VOLUME] && len(o.ModifyParameters) > 0 {
+		d.VolumeAttributesClass = d.class("VolumeAttributesClass", true, map[string]any{
+			"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttributesClass",
+			"metadata":   map[string]any{"name": "csikit-e2e-modify"},
+			"driverName": name, "parameters": o.ModifyParameters,
+		})
+	}
+	return d, nil
+}
+
+// class is FromName, or, when the class has parameters, FromFile with the object kept for
+// WriteFiles (the path is filled in there).
+func (d *Definition) class(field string, withParameters bool, obj map[string]any) classRef {
+	if !withParameters {
+		return classRef{FromName: true}
+	}
+	d.classes[field] = obj
+	return classRef{FromFile: field}
+}
+
+// WriteFiles writes the definition to dir/testdriver.json, and each class it loads from a file
+// beside it (storageclass.json, ...), named by absolute path so that e2e.test finds them
+// whatever its --repo-root. It returns the definition's path, for -storage.testdriver. JSON is
+// YAML, so the suite reads these files as it reads YAML ones.
+func (d *Definition) WriteFiles(dir string) (string, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("test driver directory: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("test driver directory: %w", err)
+	}
+	out := *d
+	refs := map[string]*classRef{
+		"StorageClass": &out.StorageClass, "SnapshotClass": &out.SnapshotClass,
+		"VolumeAttributesClass": &out.VolumeAttributesClass,
+	}
+	fields := make([]string, 0, len(d.classes))
+	for f := range d.classes {
+		fields = append(fields, f)
+	}
+	slices.Sort(fields)
+	for _, field := range fields {
+		path := filepath.Join(dir, lowerFirst(field)+".json")
+		if err := writeJSON(path, d.classes[field]); err != nil {
+			return "", err
+		}
+		refs[field].FromFile = path
+	}
+	path := filepath.Join(dir, "testdriver.json")
+	if err := writeJSON(path, &out); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return string(s[0]|0x20) + s[1:]
+}
