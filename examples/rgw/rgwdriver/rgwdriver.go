@@ -32,6 +32,8 @@ package rgwdriver
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -340,7 +342,10 @@ func (b *Backend) GrantBucketAccess(ctx context.Context, req *bucket.GrantBucket
 		want.Buckets[g.BucketID] = name
 	}
 	uid := AccountUID(req.AccountName)
-	unlock := b.locks.lock("account/" + uid)
+	unlock, err := b.locks.lock(ctx, "account/"+uid)
+	if err != nil {
+		return nil, err
+	}
 	defer unlock()
 
 	for _, id := range want.bucketsOf() {
@@ -398,7 +403,10 @@ func (b *Backend) RevokeBucketAccess(ctx context.Context, req *bucket.RevokeBuck
 	if !validAccountUID(uid) {
 		return fmt.Errorf("account %q: %w", uid, driver.ErrNotFound)
 	}
-	unlock := b.locks.lock("account/" + uid)
+	unlock, err := b.locks.lock(ctx, "account/"+uid)
+	if err != nil {
+		return err
+	}
 	defer unlock()
 	u, err := b.admin.GetUser(ctx, admin.User{ID: uid})
 	if errors.Is(err, admin.ErrNoSuchUser) {
@@ -455,7 +463,10 @@ func (b *Backend) editPolicy(ctx context.Context, id string, edit func(string) (
 	if err != nil {
 		return err
 	}
-	unlock := b.locks.lock("bucket/" + id)
+	unlock, err := b.locks.lock(ctx, "bucket/"+id)
+	if err != nil {
+		return err
+	}
 	defer unlock()
 	current := ""
 	got, err := c.GetBucketPolicy(ctx, &s3.GetBucketPolicyInput{Bucket: aws.String(id)})
@@ -486,13 +497,18 @@ func (b *Backend) editPolicy(ctx context.Context, id string, edit func(string) (
 	return rgwError(ctx, fmt.Sprintf("writing the policy of bucket %q", id), err)
 }
 
-// Probe implements driver.Prober with one admin request (reading the owner user): ready when RGW
-// answers it, not ready (without an error: nothing is wrong with the driver) while RGW is
-// unreachable or failing, an error when RGW refuses the driver's credentials. It honours ctx,
-// which the plugin bounds (a second for /healthz).
+// Probe implements driver.Prober with one admin request that RGW must answer from RADOS: the
+// info of a bucket named at random, which does not exist (a name never asked for before, so no
+// cache of RGW's answers it). Ready when RGW answers; not ready, without an error (nothing is
+// wrong with the driver), while RGW is unreachable, failing, or cannot reach its OSDs; an error
+// when RGW refuses the driver's credentials. It honours ctx, which the plugin bounds (a second
+// for /healthz). A lookup RGW may cache, such as the owner user's, would say ready while every
+// write hangs.
 func (b *Backend) Probe(ctx context.Context) (bool, error) {
-	_, err := b.admin.GetUser(ctx, admin.User{ID: b.ownerUID})
-	if err == nil || errors.Is(err, admin.ErrNoSuchUser) {
+	var r [8]byte
+	_, _ = rand.Read(r[:]) // crypto/rand never fails
+	_, err := b.admin.GetBucketInfo(ctx, admin.Bucket{Bucket: "csikit-probe-" + hex.EncodeToString(r[:])})
+	if err == nil || errors.Is(err, admin.ErrNoSuchBucket) {
 		return true, nil
 	}
 	if ctx.Err() != nil {
@@ -505,36 +521,43 @@ func (b *Backend) Probe(ctx context.Context) (bool, error) {
 	return false, mapped
 }
 
-// keyedMutex is a mutex per key, dropped when nobody holds or waits for it.
+// keyedMutex is a mutex per key, dropped when nobody holds or waits for it. A waiter gives up
+// when its call's context ends, so a call stuck on RGW never holds up a later one past its
+// deadline.
 type keyedMutex struct {
 	mu sync.Mutex
 	m  map[string]*keyedEntry
 }
 
 type keyedEntry struct {
-	mu   sync.Mutex
+	ch   chan struct{} // holds one token while locked
 	refs int
 }
 
-func (k *keyedMutex) lock(key string) (unlock func()) {
+func (k *keyedMutex) lock(ctx context.Context, key string) (unlock func(), err error) {
 	k.mu.Lock()
 	if k.m == nil {
 		k.m = make(map[string]*keyedEntry)
 	}
 	e := k.m[key]
 	if e == nil {
-		e = &keyedEntry{}
+		e = &keyedEntry{ch: make(chan struct{}, 1)}
 		k.m[key] = e
 	}
 	e.refs++
 	k.mu.Unlock()
-	e.mu.Lock()
-	return func() {
-		e.mu.Unlock()
+	release := func() {
 		k.mu.Lock()
 		if e.refs--; e.refs == 0 {
 			delete(k.m, key)
 		}
 		k.mu.Unlock()
+	}
+	select {
+	case e.ch <- struct{}{}:
+		return func() { <-e.ch; release() }, nil
+	case <-ctx.Done():
+		release()
+		return nil, fmt.Errorf("waiting for another call on %s: %w", key, ctx.Err())
 	}
 }
