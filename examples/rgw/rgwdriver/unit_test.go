@@ -1,0 +1,301 @@
+package rgwdriver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+	"github.com/ceph/go-ceph/rgw/admin"
+
+	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
+)
+
+func TestBucketName(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		kept bool
+	}{
+		{"bc-0b7e5f7a-1c2d-4e5f-8a9b-0c1d2e3f4a5b", true},
+		{"abc", true},
+		{"my.bucket", true},
+		{"cosi-abc", false},                  // the hashed names' prefix is reserved
+		{BucketName("cosi-abc"), false},      // a hashed name maps elsewhere, never to itself
+		{"ab", false},                        // too short
+		{strings.Repeat("a", 64), false},     // too long
+		{"192.168.0.1", false},               // shaped like an IP address
+		{"a..b", false}, {"a.-b", false}, {"a-.b", false}, {"-ab", false}, {"ab-", false},
+		{"Upper", false}, {"under_score", false}, {"../../etc", false}, {"", false},
+	} {
+		got := BucketName(tc.name)
+		if !ValidBucketName(got) {
+			t.Errorf("BucketName(%q) = %q, not a valid bucket name", tc.name, got)
+		}
+		if (got == tc.name) != tc.kept {
+			t.Errorf("BucketName(%q) = %q, kept as it is: %v, want %v", tc.name, got, got == tc.name, tc.kept)
+		}
+	}
+	if a, b := BucketName("cosi-abc"), BucketName(BucketName("cosi-abc")); a == b {
+		t.Errorf("a name and its own hash share bucket %q", a)
+	}
+}
+
+// FuzzBucketName: every name maps to a valid bucket name, and two names never to the same one.
+func FuzzBucketName(f *testing.F) {
+	for _, s := range [][2]string{{"bc-1", "bc-2"}, {"cosi-x", BucketName("cosi-x")}, {"a", "ab"}, {"1.2.3.4", "x.y"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		ba, bb := BucketName(a), BucketName(b)
+		if !ValidBucketName(ba) || !ValidBucketName(bb) {
+			t.Fatalf("invalid bucket names %q, %q", ba, bb)
+		}
+		if a != b && ba == bb {
+			t.Fatalf("%q and %q both map to %q", a, b, ba)
+		}
+		if strings.HasPrefix(ba, hashedPrefix) == (ba == a) {
+			t.Fatalf("%q -> %q: a kept name has the hashed prefix, or a hashed one has not", a, ba)
+		}
+	})
+}
+
+func TestAccountUID(t *testing.T) {
+	u := AccountUID("ba-1")
+	if !validAccountUID(u) || u == AccountUID("ba-2") || u != AccountUID("ba-1") {
+		t.Errorf("AccountUID: %q", u)
+	}
+	for _, bad := range []string{"", "cosi-", "cosi-" + strings.Repeat("g", 32), "x" + u, u + "0", "../" + u, strings.ToUpper(u)} {
+		if validAccountUID(bad) {
+			t.Errorf("validAccountUID(%q) = true", bad)
+		}
+	}
+}
+
+func TestRecord(t *testing.T) {
+	r := grantRecord{Account: "ba-1", Buckets: map[string]string{"bc-1": "rw", "bc-2": "ro"}}
+	got, err := parseRecord(r.displayName())
+	if err != nil || !sameGrant(got, r) || got.Account != r.Account {
+		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	for _, bad := range []string{"", "someone's user", recordPrefix, recordPrefix + "{}", recordPrefix + `{"account":"a","buckets":{"bc-1":"xx"}}`,
+		recordPrefix + `{"account":"a","buckets":{"../x":"rw"}}`, recordPrefix + `{"account":"a"`} {
+		if _, err := parseRecord(bad); !errors.Is(err, errNotOurs) {
+			t.Errorf("parseRecord(%q): %v, want errNotOurs", bad, err)
+		}
+	}
+}
+
+// FuzzParseRecord: any display name is either refused or read back to a record that writes the
+// same display name.
+func FuzzParseRecord(f *testing.F) {
+	f.Add(grantRecord{Account: "ba-1", Buckets: map[string]string{"bc-1": "wo"}}.displayName())
+	f.Add(recordPrefix + `{"account":"x","buckets":null}`)
+	f.Add("csikit COSI bucket owner")
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := parseRecord(s)
+		if err != nil {
+			return
+		}
+		again, err := parseRecord(r.displayName())
+		if err != nil || again.Account != r.Account || !sameGrant(again, r) {
+			t.Fatalf("%q: read %+v, written and read again %+v, %v", s, r, again, err)
+		}
+	})
+}
+
+// looseStatement reads any statement: Principal and Action may be a string or a list.
+type looseStatement struct {
+	Sid               string
+	Principal, Action json.RawMessage
+}
+
+func (s looseStatement) actions() string {
+	var list []string
+	_ = json.Unmarshal(s.Action, &list)
+	return strings.Join(list, ",")
+}
+
+func statements(t *testing.T, policy string) []looseStatement {
+	t.Helper()
+	var doc struct{ Statement []looseStatement }
+	if err := json.Unmarshal([]byte(policy), &doc); err != nil {
+		t.Fatalf("%s: %v", policy, err)
+	}
+	return doc.Statement
+}
+
+func TestPolicyEdits(t *testing.T) {
+	uid, other := AccountUID("a"), AccountUID("b")
+	p, changed, err := withGrant("", "bc-1", uid, bucket.ReadOnly)
+	if err != nil || !changed {
+		t.Fatalf("first grant: %v, %v", changed, err)
+	}
+	st := statements(t, p)
+	if len(st) != 1 || st[0].Sid != statementSid(uid) || string(st[0].Principal) != `{"AWS":["arn:aws:iam:::user/`+uid+`"]}` ||
+		st[0].actions() != strings.Join(readActions, ",") {
+		t.Fatalf("first grant: %s", p)
+	}
+	if again, changed, err := withGrant(p, "bc-1", uid, bucket.ReadOnly); err != nil || changed || again != p {
+		t.Errorf("repeated grant changed the policy: %v, %v", changed, err)
+	}
+	p2, changed, err := withGrant(p, "bc-1", uid, bucket.WriteOnly)
+	if err != nil || !changed || len(statements(t, p2)) != 1 || statements(t, p2)[0].actions() != strings.Join(writeActions, ",") {
+		t.Errorf("mode change: %s, %v", p2, err)
+	}
+	// Another account's statement, and one an administrator wrote, are kept.
+	admin := `{"Version":"2012-10-17","Statement":[{"Sid":"ops","Effect":"Deny","Principal":"*","Action":"s3:DeleteBucket","Resource":"arn:aws:s3:::bc-1"}]}`
+	p3, _, err := withGrant(admin, "bc-1", other, bucket.ReadWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p3, _, err = withGrant(p3, "bc-1", uid, bucket.ReadOnly)
+	if err != nil || len(statements(t, p3)) != 3 {
+		t.Fatalf("%s, %v", p3, err)
+	}
+	p4, changed, empty, err := withoutGrant(p3, uid)
+	if err != nil || !changed || empty {
+		t.Fatalf("revoke: %v %v %v", changed, empty, err)
+	}
+	st = statements(t, p4)
+	if len(st) != 2 || st[0].Sid != "ops" || st[1].Sid != statementSid(other) {
+		t.Errorf("revoke kept %s", p4)
+	}
+	if _, changed, _, _ := withoutGrant(p4, uid); changed {
+		t.Error("a second revoke changed the policy")
+	}
+	if _, _, empty, _ := withoutGrant(p, uid); !empty {
+		t.Error("revoking the only statement does not leave the policy empty")
+	}
+	for _, bad := range []string{"not json", `{"Statement":[]}`, `{"Version":"2012-10-17","Statement":[1]}`} {
+		if _, _, err := withGrant(bad, "bc-1", uid, bucket.ReadOnly); !errors.Is(err, errPolicy) {
+			t.Errorf("withGrant(%q): %v, want errPolicy", bad, err)
+		}
+	}
+}
+
+// FuzzPolicy: whatever policy a bucket has, a grant then a revoke of one account either refuses
+// it whole or leaves every other statement and none of the account's.
+func FuzzPolicy(f *testing.F) {
+	f.Add(`{"Version":"2012-10-17","Statement":[{"Sid":"ops","Effect":"Allow"}]}`, 1)
+	f.Add("", 2)
+	f.Add(`{"Version":"x","Statement":[{"Sid":"csikitcosi00"}]}`, 3)
+	uid := AccountUID("fuzz")
+	f.Fuzz(func(t *testing.T, policy string, mode int) {
+		m := bucket.AccessMode(mode%3 + 1)
+		granted, _, err := withGrant(policy, "bc-1", uid, m)
+		if err != nil {
+			return
+		}
+		before, _ := parsePolicy(granted)
+		revoked, _, empty, err := withoutGrant(granted, uid)
+		if err != nil {
+			t.Fatalf("revoke of a policy withGrant wrote: %v", err)
+		}
+		after, _ := parsePolicy(revoked)
+		if empty != (len(after.Statement) == 0) {
+			t.Fatalf("empty = %v with %d statements", empty, len(after.Statement))
+		}
+		for _, s := range after.Statement {
+			if sid, _ := sidOf(s); sid == statementSid(uid) {
+				t.Fatalf("the account's statement survived its revoke: %s", revoked)
+			}
+		}
+		if len(after.Statement) != len(before.Statement)-1 {
+			t.Fatalf("revoke removed %d statements, want 1", len(before.Statement)-len(after.Statement))
+		}
+	})
+}
+
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string   { return "i/o timeout" }
+func (timeoutErr) Timeout() bool   { return true }
+func (timeoutErr) Temporary() bool { return true }
+
+func TestRGWError(t *testing.T) {
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	live := context.Background()
+	const secret = "SECRETSECRETSECRET"
+	undecodable := fmt.Errorf("failed to unmarshal radosgw http response. {\"secret_key\":\"%s\". %w", secret, io.ErrUnexpectedEOF)
+	resp := func(code int) error {
+		return &smithyhttp.ResponseError{Response: &smithyhttp.Response{Response: &http.Response{StatusCode: code}}, Err: errors.New("x")}
+	}
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want error
+	}{
+		{"connection refused", live, &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, driver.ErrUnavailable},
+		{"reset", live, fmt.Errorf("read: %w", syscall.ECONNRESET), driver.ErrUnavailable},
+		{"dial timeout", live, timeoutErr{}, driver.ErrUnavailable},
+		{"cut short", live, io.ErrUnexpectedEOF, driver.ErrUnavailable},
+		{"admin 503", live, statusError{503}, driver.ErrUnavailable},
+		{"S3 500", live, resp(500), driver.ErrUnavailable},
+		{"S3 SlowDown", live, &smithy.GenericAPIError{Code: "SlowDown"}, driver.ErrUnavailable},
+		{"inner deadline", live, context.DeadlineExceeded, driver.ErrUnavailable},
+		{"the call's own deadline", done, context.Canceled, context.Canceled},
+		{"undecodable answer", live, undecodable, driver.ErrUnavailable},
+		{"driver's key refused", live, &smithy.GenericAPIError{Code: "InvalidAccessKeyId"}, driver.ErrFailedPrecondition},
+		{"admin access denied", live, admin.ErrAccessDenied, driver.ErrFailedPrecondition},
+	} {
+		got := rgwError(tc.ctx, "doing it", tc.err)
+		if !errors.Is(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+		if strings.Contains(got.Error(), secret) {
+			t.Errorf("%s: the message quotes the answer: %v", tc.name, got)
+		}
+	}
+	if err := rgwError(live, "x", &smithy.GenericAPIError{Code: "NoSuchKey"}); errors.Is(err, driver.ErrUnavailable) || errors.Is(err, driver.ErrFailedPrecondition) {
+		t.Errorf("a plain S3 error became a sentinel: %v", err)
+	}
+}
+
+func TestKeyedMutex(t *testing.T) {
+	var k keyedMutex
+	unlock, err := k.lock(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := k.lock(context.Background(), "b") // another key does not wait
+	if err != nil {
+		t.Fatal(err)
+	}
+	other()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := k.lock(ctx, "a"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("waiting on a held key past the deadline: %v", err)
+	}
+	unlock()
+	again, err := k.lock(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again()
+	if len(k.m) != 0 {
+		t.Errorf("%d entries left", len(k.m))
+	}
+}
+
+func TestSecretPrints(t *testing.T) {
+	cfg := Config{Endpoint: "http://x", AdminAccessKey: "AKIDCANARY", AdminSecretKey: "SECRETCANARY"}
+	b, _ := json.Marshal(cfg)
+	for _, s := range []string{fmt.Sprint(cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg), fmt.Sprintf("%s", cfg.AdminSecretKey), string(b)} {
+		if strings.Contains(s, "CANARY") {
+			t.Errorf("a key printed: %s", s)
+		}
+	}
+}
