@@ -29,11 +29,11 @@ func TestBucketName(t *testing.T) {
 		{"bc-0b7e5f7a-1c2d-4e5f-8a9b-0c1d2e3f4a5b", true},
 		{"abc", true},
 		{"my.bucket", true},
-		{"cosi-abc", false},                  // the hashed names' prefix is reserved
-		{BucketName("cosi-abc"), false},      // a hashed name maps elsewhere, never to itself
-		{"ab", false},                        // too short
-		{strings.Repeat("a", 64), false},     // too long
-		{"192.168.0.1", false},               // shaped like an IP address
+		{"cosi-abc", false},              // the hashed names' prefix is reserved
+		{BucketName("cosi-abc"), false},  // a hashed name maps elsewhere, never to itself
+		{"ab", false},                    // too short
+		{strings.Repeat("a", 64), false}, // too long
+		{"192.168.0.1", false},           // shaped like an IP address
 		{"a..b", false}, {"a.-b", false}, {"a-.b", false}, {"-ab", false}, {"ab-", false},
 		{"Upper", false}, {"under_score", false}, {"../../etc", false}, {"", false},
 	} {
