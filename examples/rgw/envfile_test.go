@@ -38,7 +38,7 @@ func TestParseEnvFile(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, got[k], want)
 		}
 	}
-	for _, bad := range []string{"NOEQUALS\n", "1KEY=x\n", "K=$HOME\n", "K=a b\n", "K='open\n", "K=\"$x\"\n", "K=`id`\n", "K=x;rm\n", "K=a\\"} {
+	for _, bad := range []string{"NOEQUALS\n", "1KEY=x\n", "K=$HOME\n", "K=sec ret\n", "K='open\n", "K=\"$x\"\n", "K=`id`\n", "K=x;rm\n", "K=a\\"} {
 		_, err := parseEnvFile(strings.NewReader("SECRET=hunter2\n" + bad))
 		if err == nil {
 			t.Errorf("%q: accepted", bad)
