@@ -19,7 +19,7 @@ import (
 
 // adminAPI is an admin ops client with the cluster's admin user, for tests to look behind the
 // driver's back.
-func adminAPI(t *testing.T, c *cephtest.Cluster) *admin.API {
+func adminAPI(t testing.TB, c *cephtest.Cluster) *admin.API {
 	t.Helper()
 	api, err := admin.New(c.RGW.Endpoint, c.RGW.AccessKey, string(c.RGW.SecretKey), http.DefaultClient)
 	if err != nil {
