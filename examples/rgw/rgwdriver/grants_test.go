@@ -1,6 +1,7 @@
 package rgwdriver_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -201,6 +202,63 @@ func TestGrantAfterBucketDeleted(t *testing.T) {
 	}
 	if err := w.revoke(ctx, id, bk); err != nil {
 		t.Fatal(err)
+	}
+	if err := w.remove(ctx, bk); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestConcurrentGrantsOneBucket grants eight accounts one bucket at once: each grant rewrites the
+// bucket's policy, and none may lose another's statement, so every key works afterwards; then
+// eight revokes at once leave the policy empty and every key refused.
+func TestConcurrentGrantsOneBucket(t *testing.T) {
+	b, c := newBackend(t)
+	_, w, _ := served(t, b)
+	ctx := callCtx(t)
+	bk, err := w.create(ctx, "bc-concurrent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
+	type result struct {
+		id   string
+		keys bucket.S3Credentials
+		err  error
+	}
+	results := make(chan result, n)
+	for i := range n {
+		go func() {
+			id, k, err := w.grant(ctx, fmt.Sprintf("ba-concurrent-%d", i), map[string]cosi2.AccessMode_Mode{bk: rw})
+			results <- result{id, k, err}
+		}()
+	}
+	var granted []result
+	for range n {
+		r := <-results
+		if r.err != nil {
+			t.Errorf("grant: %v", r.err)
+			continue
+		}
+		granted = append(granted, r)
+	}
+	for i, r := range granted {
+		if _, err := s3As(c.RGW.Endpoint, r.keys).ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bk)}); err != nil {
+			t.Errorf("key %d after the concurrent grants: %v", i, err)
+		}
+	}
+	errs := make(chan error, len(granted))
+	for _, r := range granted {
+		go func() { errs <- w.revoke(ctx, r.id, bk) }()
+	}
+	for range granted {
+		if err := <-errs; err != nil {
+			t.Errorf("revoke: %v", err)
+		}
+	}
+	for i, r := range granted {
+		if _, err := s3As(c.RGW.Endpoint, r.keys).ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bk)}); s3Code(err) != "InvalidAccessKeyId" {
+			t.Errorf("key %d after the concurrent revokes: %q", i, s3Code(err))
+		}
 	}
 	if err := w.remove(ctx, bk); err != nil {
 		t.Fatal(err)
