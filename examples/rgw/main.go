@@ -9,7 +9,8 @@
 //	rgw --rgw-endpoint http://rgw.example:8080 \
 //	    --admin-access-key-file /etc/rgw/access-key --admin-secret-key-file /etc/rgw/secret-key
 //
-// or, against the one-node Ceph of internal/cephtest, from the cluster.env it writes:
+// (with --rgw-ca-file for an https endpoint whose certificate a private CA signed), or, against
+// the one-node Ceph of internal/cephtest, from the cluster.env it writes:
 //
 //	bash internal/cephtest/ceph-up.sh /tmp/csikit-ceph
 //	go run ./examples/rgw --rgw-config /tmp/csikit-ceph/cluster.env
@@ -17,6 +18,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -52,6 +55,7 @@ func run(ctx context.Context, args []string, out io.Writer, started chan<- struc
 		endpoint   = fs.String("rgw-endpoint", "", "RGW's URL (http://host:port): S3 at its root, the admin ops API under /admin; reported to clients in every grant")
 		accessFile = fs.String("admin-access-key-file", "", "file holding the access key ID of an RGW user with the caps users=*;buckets=*")
 		secretFile = fs.String("admin-secret-key-file", "", "file holding that user's secret access key")
+		caFile     = fs.String("rgw-ca-file", "", "PEM file of the CA certificates that sign RGW's https certificate, when the system's do not")
 		config     = fs.String("rgw-config", "", "file of shell assignments RGW_ENDPOINT, RGW_ACCESS_KEY and RGW_SECRET_KEY (the cluster.env ceph-up.sh writes); the flags above win over it")
 		region     = fs.String("region", rgwdriver.DefaultRegion, "S3 region reported to clients (RGW takes signatures for any)")
 		owner      = fs.String("owner-uid", rgwdriver.DefaultOwnerUID, "RGW user that creates and owns the driver's buckets; made on first use, and must belong to this driver alone")
@@ -65,6 +69,17 @@ func run(ctx context.Context, args []string, out io.Writer, started chan<- struc
 		return err
 	}
 	cfg.Region, cfg.OwnerUID = *region, *owner
+	if *caFile != "" {
+		pem, err := os.ReadFile(*caFile)
+		if err != nil {
+			return fmt.Errorf("--rgw-ca-file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("--rgw-ca-file %s: no PEM certificate in it", *caFile)
+		}
+		cfg.HTTPClient = rgwdriver.NewHTTPClient(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})
+	}
 	backend, err := rgwdriver.New(cfg)
 	if err != nil {
 		return err

@@ -3,11 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -346,5 +352,76 @@ func TestKillDuringCreateLoop(t *testing.T) {
 		if s == "" || strings.Contains(all, s) {
 			t.Errorf("a key is in the driver's debug log (or empty: %v)", s == "")
 		}
+	}
+}
+
+// TestHTTPSEndpoint runs the driver against RGW behind TLS (a proxy with a certificate of its
+// own CA): with --rgw-ca-file naming that CA it creates a bucket, which RGW then has; without it,
+// a call answers FAILED_PRECONDITION naming the certificate, not a retry-forever UNAVAILABLE.
+func TestHTTPSEndpoint(t *testing.T) {
+	c := cephtest.Start(t)
+	target, err := url.Parse(c.RGW.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httptest.NewUnstartedServer(httputil.NewSingleHostReverseProxy(target)) // keeps Host: the signature holds
+	proxy.Config.ErrorLog = log.New(io.Discard, "", 0)                               // the refused handshakes are the point
+	proxy.StartTLS()
+	defer proxy.Close()
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: proxy.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want codes.Code
+	}{
+		{"with the CA", []string{"--rgw-ca-file", caFile}, codes.OK},
+		{"without it", nil, codes.FailedPrecondition},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sock := filepath.Join(t.TempDir(), "cosi.sock")
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			started := make(chan struct{})
+			args := append([]string{"--rgw-config", filepath.Join(c.Dir, "cluster.env"), "--rgw-endpoint", proxy.URL,
+				"--endpoint", "unix://" + sock, "--log-level", "error"}, tc.args...)
+			go func() { done <- run(ctx, args, io.Discard, started) }()
+			defer func() {
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("run: %v", err)
+				}
+			}()
+			select {
+			case <-started:
+			case err := <-done:
+				t.Fatalf("run stopped at start: %v", err)
+			}
+			conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()),
+				grpc.WithDefaultCallOptions(grpc.WaitForReady(true)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			cl := cosi2.NewProvisionerClient(conn)
+			cctx, ccancel := context.WithTimeout(ctx, time.Minute)
+			defer ccancel()
+			r, err := cl.DriverCreateBucket(cctx, &cosi2.DriverCreateBucketRequest{Name: "bc-https",
+				Protocols: []*cosi2.ObjectProtocol{{Type: cosi2.ObjectProtocol_S3}}})
+			if status.Code(err) != tc.want {
+				t.Fatalf("create over https %s: %v, want %v", tc.name, err, tc.want)
+			}
+			if err != nil {
+				return
+			}
+			if got := r.GetProtocols().GetS3(); got == nil || r.GetBucketId() != "bc-https" {
+				t.Errorf("answer: %v", r)
+			}
+			if _, err := cl.DriverDeleteBucket(cctx, &cosi2.DriverDeleteBucketRequest{BucketId: r.GetBucketId()}); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }

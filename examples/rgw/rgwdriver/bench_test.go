@@ -71,7 +71,7 @@ func BenchmarkCOSICycle(b *testing.B) {
 	})
 	b.Run("direct", func(b *testing.B) {
 		// The driver's own HTTP client, so that the floor pays what the driver pays per request.
-		hc := rgwdriver.NewHTTPClient()
+		hc := rgwdriver.NewHTTPClient(nil)
 		api, err := admin.New(c.RGW.Endpoint, c.RGW.AccessKey, string(c.RGW.SecretKey), hc)
 		if err != nil {
 			b.Fatal(err)

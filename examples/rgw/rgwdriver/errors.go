@@ -2,6 +2,8 @@ package rgwdriver
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -71,7 +73,16 @@ func rgwError(ctx context.Context, what string, err error) error {
 		return fmt.Errorf("%s: %w", what, ctx.Err())
 	}
 	code := errorCode(err)
+	var unknownCA x509.UnknownAuthorityError
+	var badCert x509.CertificateInvalidError
+	var badHost x509.HostnameError
+	var tlsRecord tls.RecordHeaderError
 	switch {
+	case errors.As(err, &unknownCA), errors.As(err, &badCert), errors.As(err, &badHost), errors.As(err, &tlsRecord):
+		// Not a fault that passes: the endpoint's scheme or certificate does not match what the
+		// driver was told.
+		return fmt.Errorf("%s: the TLS connection to RGW failed (%s): check the endpoint's scheme and --rgw-ca-file: %w",
+			what, safeText(err), driver.ErrFailedPrecondition)
 	case transient(err):
 		return fmt.Errorf("%s: RGW is unreachable or failing (%s): %w", what, safeText(err), driver.ErrUnavailable)
 	case credentialCodes[code]:

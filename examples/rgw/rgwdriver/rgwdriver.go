@@ -33,6 +33,7 @@ package rgwdriver
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -104,11 +105,12 @@ const (
 // ownerMarker is the display name of the owner user this driver creates.
 const ownerMarker = "csikit COSI bucket owner: every bucket of this user belongs to the COSI driver"
 
-// NewHTTPClient returns the HTTP client the driver uses when Config.HTTPClient is nil: connect
-// and header timeouts (DialTimeout, HeaderTimeout), so that an RGW that accepts and then hangs is
-// a fault rather than a stuck call, and, on Linux, quick ACKs on every read (quickack_linux.go
-// says why: without them each call to Pacific's RGW waits 40 ms on a kept-alive connection).
-func NewHTTPClient() *http.Client {
+// NewHTTPClient returns the HTTP client the driver uses when Config.HTTPClient is nil (with tlsConfig
+// nil): connect and header timeouts (DialTimeout, HeaderTimeout), so that an RGW that accepts and
+// then hangs is a fault rather than a stuck call, and, on Linux, quick ACKs on every read
+// (quickack_linux.go says why: without them each call to Pacific's RGW waits 40 ms on a kept-alive
+// connection). tlsConfig, when not nil, is used for https endpoints (a private CA, say).
+func NewHTTPClient(tlsConfig *tls.Config) *http.Client {
 	dialer := &net.Dialer{Timeout: DialTimeout, KeepAlive: 30 * time.Second}
 	return &http.Client{Transport: &http.Transport{
 		Proxy: http.ProxyFromEnvironment,
@@ -121,6 +123,7 @@ func NewHTTPClient() *http.Client {
 		},
 		ResponseHeaderTimeout: HeaderTimeout,
 		TLSHandshakeTimeout:   10 * time.Second,
+		TLSClientConfig:       tlsConfig,
 		MaxIdleConnsPerHost:   16,
 		IdleConnTimeout:       90 * time.Second,
 	}}
@@ -158,7 +161,7 @@ func New(cfg Config) (*Backend, error) {
 		return nil, fmt.Errorf("rgwdriver: owner %q has the shape of an account's user ID", b.ownerUID)
 	}
 	if b.http == nil {
-		b.http = NewHTTPClient()
+		b.http = NewHTTPClient(nil)
 	}
 	api, err := admin.New(b.endpoint, string(cfg.AdminAccessKey), string(cfg.AdminSecretKey), adminHTTP{b.http})
 	if err != nil {
