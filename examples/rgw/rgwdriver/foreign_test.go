@@ -127,3 +127,41 @@ func TestBucketNamesOnRGW(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnerKeyRotated: an administrator replaces the owner's key behind the driver's back. The
+// next call that uses it answers FAILED_PRECONDITION (a retry, not a final answer) and the one
+// after reads the new key and works, with no restart.
+func TestOwnerKeyRotated(t *testing.T) {
+	b, c := newBackend(t)
+	_, w, _ := served(t, b)
+	ctx := callCtx(t)
+	id, err := w.create(ctx, "bc-rotate-1") // the driver has the owner's key now
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := adminAPI(t, c)
+	owner, err := api.GetUser(ctx, admin.User{ID: rgwdriver.DefaultOwnerUID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.CreateKey(ctx, admin.UserKeySpec{UID: rgwdriver.DefaultOwnerUID, KeyType: "s3", GenerateKey: new(true)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range owner.Keys {
+		if err := api.RemoveKey(ctx, admin.UserKeySpec{UID: rgwdriver.DefaultOwnerUID, AccessKey: k.AccessKey, KeyType: "s3"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.create(ctx, "bc-rotate-2"); code(err) != codes.FailedPrecondition {
+		t.Errorf("create with the owner's old key: %v, want FAILED_PRECONDITION", err)
+	}
+	id2, err := w.create(ctx, "bc-rotate-2")
+	if err != nil {
+		t.Fatalf("create once more, with the owner's new key: %v", err)
+	}
+	for _, bk := range []string{id, id2} {
+		if err := w.remove(ctx, bk); err != nil {
+			t.Error(err)
+		}
+	}
+}

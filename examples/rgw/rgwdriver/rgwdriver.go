@@ -40,6 +40,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -96,9 +97,13 @@ type Config struct {
 	HTTPClient *http.Client
 }
 
-// Timeouts of the default HTTP client. A call's own deadline bounds it as a whole.
+// Timeouts of NewHTTPClient's client. A call's own deadline bounds it as a whole.
 const (
-	DialTimeout   = 3 * time.Second
+	// DialTimeout bounds connecting to RGW: nothing listening, or a host that drops packets.
+	DialTimeout = 3 * time.Second
+	// HeaderTimeout bounds the wait for an answer's headers once a request is sent: an RGW that
+	// accepts and then hangs (its OSDs gone) is a fault after this long, within a longer deadline.
+	// Deleting a bucket with many objects answers only when done, so it is generous.
 	HeaderTimeout = 30 * time.Second
 )
 
@@ -135,7 +140,7 @@ type Backend struct {
 	admin                      *admin.API
 	http                       *http.Client
 
-	mu    sync.Mutex // guards owner
+	mu    sync.Mutex // guards owner; held only to read or set it
 	owner *s3.Client // the owner's S3 client, once the owner is known
 
 	locks keyedMutex // policy edits per bucket, grants and revokes per account
@@ -147,8 +152,14 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.Endpoint == "" || cfg.AdminAccessKey == "" || cfg.AdminSecretKey == "" {
 		return nil, errors.New("rgwdriver: the RGW endpoint and the admin access and secret keys are required")
 	}
-	if !strings.HasPrefix(cfg.Endpoint, "http://") && !strings.HasPrefix(cfg.Endpoint, "https://") {
-		return nil, fmt.Errorf("rgwdriver: endpoint %q is not an http:// or https:// URL", cfg.Endpoint)
+	// The endpoint is reported to every client, so it must carry nothing but where RGW is; it is
+	// quoted in errors only once that is known.
+	u, err := url.Parse(cfg.Endpoint)
+	switch {
+	case err != nil || u.User != nil:
+		return nil, errors.New("rgwdriver: the endpoint must be an http:// or https:// URL without user information")
+	case u.Scheme != "http" && u.Scheme != "https", u.Host == "", u.RawQuery != "", u.Fragment != "":
+		return nil, fmt.Errorf("rgwdriver: endpoint %q is not an http:// or https:// URL of a host, without query or fragment", cfg.Endpoint)
 	}
 	b := &Backend{endpoint: strings.TrimSuffix(cfg.Endpoint, "/"), region: cfg.Region, ownerUID: cfg.OwnerUID, http: cfg.HTTPClient}
 	if b.region == "" {
@@ -194,9 +205,21 @@ func s3Client(endpoint, region string, hc *http.Client, accessKey, secretKey str
 // ownerClient returns the owner's S3 client, creating the owner user on first use.
 func (b *Backend) ownerClient(ctx context.Context) (*s3.Client, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.owner != nil {
-		return b.owner, nil
+	c := b.owner
+	b.mu.Unlock()
+	if c != nil {
+		return c, nil
+	}
+	unlock, err := b.locks.lock(ctx, "owner") // one look-up at a time; others wait for it, within their deadline
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	b.mu.Lock()
+	c = b.owner
+	b.mu.Unlock()
+	if c != nil {
+		return c, nil
 	}
 	u, err := b.admin.GetUser(ctx, admin.User{ID: b.ownerUID})
 	if errors.Is(err, admin.ErrNoSuchUser) {
@@ -217,8 +240,25 @@ func (b *Backend) ownerClient(ctx context.Context) (*s3.Client, error) {
 	if !ok {
 		return nil, fmt.Errorf("the bucket owner %q has no S3 key: %w", b.ownerUID, driver.ErrFailedPrecondition)
 	}
-	b.owner = s3Client(b.endpoint, b.region, b.http, key.AccessKey, key.SecretKey)
-	return b.owner, nil
+	c = s3Client(b.endpoint, b.region, b.http, key.AccessKey, key.SecretKey)
+	b.mu.Lock()
+	b.owner = c
+	b.mu.Unlock()
+	return c, nil
+}
+
+// ownerError is rgwError for a call made with the owner's key. RGW refusing that key means it
+// changed (an administrator rotated it): the cached client is dropped, so the next call reads
+// the owner's keys again instead of failing until a restart.
+func (b *Backend) ownerError(ctx context.Context, what string, err error) error {
+	if code := errorCode(err); credentialCodes[code] {
+		b.mu.Lock()
+		b.owner = nil
+		b.mu.Unlock()
+		return fmt.Errorf("%s: RGW refused the key of the bucket owner %q (%s); it is read again on the next call: %w",
+			what, b.ownerUID, code, driver.ErrFailedPrecondition)
+	}
+	return rgwError(ctx, what, err)
 }
 
 // firstKey is the user's S3 key with the smallest access key ID, so that every answer names the
@@ -305,7 +345,7 @@ func (b *Backend) CreateBucket(ctx context.Context, req *bucket.CreateBucketRequ
 		}
 		return b.info(id), nil
 	}
-	return nil, rgwError(ctx, fmt.Sprintf("creating bucket %q", id), err)
+	return nil, b.ownerError(ctx, fmt.Sprintf("creating bucket %q", id), err)
 }
 
 // GetBucket implements bucket.Getter, for COSI's static provisioning: it finds the buckets of
@@ -493,7 +533,7 @@ func (b *Backend) editPolicy(ctx context.Context, id string, edit func(string) (
 	case errorCode(err) == "NoSuchBucket":
 		return fmt.Errorf("bucket %q: %w", id, driver.ErrNotFound)
 	default:
-		return rgwError(ctx, fmt.Sprintf("reading the policy of bucket %q", id), err)
+		return b.ownerError(ctx, fmt.Sprintf("reading the policy of bucket %q", id), err)
 	}
 	policy, changed, empty, err := edit(current)
 	if err != nil {
@@ -510,7 +550,7 @@ func (b *Backend) editPolicy(ctx context.Context, id string, edit func(string) (
 	if errorCode(err) == "NoSuchBucket" {
 		return fmt.Errorf("bucket %q: %w", id, driver.ErrNotFound)
 	}
-	return rgwError(ctx, fmt.Sprintf("writing the policy of bucket %q", id), err)
+	return b.ownerError(ctx, fmt.Sprintf("writing the policy of bucket %q", id), err)
 }
 
 // Probe implements driver.Prober with one admin request that RGW must answer from RADOS: the

@@ -299,3 +299,23 @@ func TestSecretPrints(t *testing.T) {
 		}
 	}
 }
+
+func TestNewRefusesBadEndpoints(t *testing.T) {
+	for _, ep := range []string{"", "127.0.0.1:8000", "ftp://rgw", "http://", "http://rgw?x=1", "http://rgw#f",
+		"http://admin:USERINFOCANARY@rgw:8000", "::"} {
+		_, err := New(Config{Endpoint: ep, AdminAccessKey: "a", AdminSecretKey: "s"})
+		if err == nil {
+			t.Errorf("endpoint %q: accepted", ep)
+		} else if strings.Contains(err.Error(), "USERINFOCANARY") {
+			t.Errorf("endpoint %q: the error quotes its user information: %v", ep, err)
+		}
+	}
+	for _, ep := range []string{"http://127.0.0.1:8000", "https://rgw.example/", "http://[::1]:80"} {
+		if _, err := New(Config{Endpoint: ep, AdminAccessKey: "a", AdminSecretKey: "s"}); err != nil {
+			t.Errorf("endpoint %q: %v", ep, err)
+		}
+	}
+	if _, err := New(Config{Endpoint: "http://rgw", AdminAccessKey: "a", AdminSecretKey: "s", OwnerUID: AccountUID("x")}); err == nil {
+		t.Error("an owner shaped like an account's user: accepted")
+	}
+}
