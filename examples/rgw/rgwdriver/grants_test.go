@@ -2,11 +2,13 @@ package rgwdriver_test
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"google.golang.org/grpc/codes"
 
 	"github.com/csikit/csikit/driver/bucket"
@@ -258,6 +260,70 @@ func TestConcurrentGrantsOneBucket(t *testing.T) {
 	for i, r := range granted {
 		if _, err := s3As(c.RGW.Endpoint, r.keys).ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bk)}); s3Code(err) != "InvalidAccessKeyId" {
 			t.Errorf("key %d after the concurrent revokes: %q", i, s3Code(err))
+		}
+	}
+	if err := w.remove(ctx, bk); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestObjectACLsOpenNothing: RGW lets a user do anything with the objects it uploads, ACLs
+// included, unless the bucket policy denies it. A read-write key that uploads with a public-read
+// ACL, or sets one afterwards, opens nothing to anonymous requests or other RGW users, and a
+// write-only key cannot read back even what it wrote.
+func TestObjectACLsOpenNothing(t *testing.T) {
+	b, c := newBackend(t)
+	_, w, _ := served(t, b)
+	ctx := callCtx(t)
+	bk, err := w.create(ctx, "bc-acls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rwID, rwKey, err := w.grant(ctx, "ba-acls-rw", map[string]cosi2.AccessMode_Mode{bk: rw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	woID, woKey, err := w.grant(ctx, "ba-acls-wo", map[string]cosi2.AccessMode_Mode{bk: wo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rwc, woc := s3As(c.RGW.Endpoint, rwKey), s3As(c.RGW.Endpoint, woKey)
+	// The upload itself may be refused or accepted; either way the object must stay private.
+	_, _ = rwc.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bk), Key: aws.String("public"), Body: strings.NewReader("x"),
+		ACL: s3types.ObjectCannedACLPublicRead})
+	if _, err := rwc.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bk), Key: aws.String("plain"), Body: strings.NewReader("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rwc.PutObjectAcl(ctx, &s3.PutObjectAclInput{Bucket: aws.String(bk), Key: aws.String("plain"),
+		ACL: s3types.ObjectCannedACLPublicRead}); s3Code(err) != "AccessDenied" {
+		t.Errorf("a read-write key set an object's ACL: %q, want AccessDenied", s3Code(err))
+	}
+	if _, err := woc.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bk), Key: aws.String("mine"), Body: strings.NewReader("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := woc.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bk), Key: aws.String("mine")}); s3Code(err) != "AccessDenied" {
+		t.Errorf("a write-only key read back its own object: %q, want AccessDenied", s3Code(err))
+	}
+	stranger := s3As(c.RGW.Endpoint, bucket.S3Credentials{AccessKeyID: c.RGW.AccessKey, SecretAccessKey: string(c.RGW.SecretKey)})
+	for _, key := range []string{"public", "plain", ""} {
+		resp, err := http.Get(c.RGW.Endpoint + "/" + bk + "/" + key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("anonymous GET /%s/%s: %d, want 403", bk, key, resp.StatusCode)
+		}
+		if key == "" {
+			continue
+		}
+		if _, err := stranger.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bk), Key: aws.String(key)}); s3Code(err) != "AccessDenied" {
+			t.Errorf("another RGW user's GET of %s: %q, want AccessDenied", key, s3Code(err))
+		}
+	}
+	for _, id := range []string{rwID, woID} {
+		if err := w.revoke(ctx, id, bk); err != nil {
+			t.Fatal(err)
 		}
 	}
 	if err := w.remove(ctx, bk); err != nil {

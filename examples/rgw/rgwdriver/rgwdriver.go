@@ -437,7 +437,7 @@ func (b *Backend) GrantBucketAccess(ctx context.Context, req *bucket.GrantBucket
 	for _, id := range want.bucketsOf() {
 		mode, _ := modeOf(want.Buckets[id])
 		if err := b.editPolicy(ctx, id, func(p string) (string, bool, bool, error) {
-			out, changed, err := withGrant(p, id, uid, mode)
+			out, changed, err := withGrant(p, id, b.ownerUID, uid, mode)
 			return out, changed, false, err
 		}); err != nil {
 			return nil, err
@@ -484,7 +484,7 @@ func (b *Backend) RevokeBucketAccess(ctx context.Context, req *bucket.RevokeBuck
 		if _, granted := rec.Buckets[id]; !granted {
 			continue
 		}
-		err := b.editPolicy(ctx, id, func(p string) (string, bool, bool, error) { return withoutGrant(p, uid) })
+		err := b.editPolicy(ctx, id, func(p string) (string, bool, bool, error) { return withoutGrant(p, id, b.ownerUID, uid) })
 		if err != nil && !errors.Is(err, driver.ErrNotFound) && !errors.Is(err, driver.ErrFailedPrecondition) {
 			return err
 		}

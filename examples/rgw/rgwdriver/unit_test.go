@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -115,14 +116,14 @@ func FuzzParseRecord(f *testing.F) {
 
 // looseStatement reads any statement: Principal and Action may be a string or a list.
 type looseStatement struct {
-	Sid               string
-	Principal, Action json.RawMessage
+	Sid                             string
+	Principal, NotPrincipal, Action json.RawMessage
 }
 
 func (s looseStatement) actions() string {
 	var list []string
 	_ = json.Unmarshal(s.Action, &list)
-	return strings.Join(list, ",")
+	return strings.Join(list, ",") + ","
 }
 
 func statements(t *testing.T, policy string) []looseStatement {
@@ -135,83 +136,151 @@ func statements(t *testing.T, policy string) []looseStatement {
 }
 
 func TestPolicyEdits(t *testing.T) {
+	const owner = "owner"
 	uid, other := AccountUID("a"), AccountUID("b")
-	p, changed, err := withGrant("", "bc-1", uid, bucket.ReadOnly)
+	sids := func(p string) string {
+		var out []string
+		for _, s := range statements(t, p) {
+			out = append(out, s.Sid)
+		}
+		return strings.Join(out, " ")
+	}
+	p, changed, err := withGrant("", "bc-1", owner, uid, bucket.ReadOnly)
 	if err != nil || !changed {
 		t.Fatalf("first grant: %v, %v", changed, err)
 	}
 	st := statements(t, p)
-	if len(st) != 1 || st[0].Sid != statementSid(uid) || string(st[0].Principal) != `{"AWS":["arn:aws:iam:::user/`+uid+`"]}` ||
-		st[0].actions() != strings.Join(readActions, ",") {
+	if sids(p) != allowSid(uid)+" "+denySid(uid)+" "+strangersSid {
 		t.Fatalf("first grant: %s", p)
 	}
-	if again, changed, err := withGrant(p, "bc-1", uid, bucket.ReadOnly); err != nil || changed || again != p {
+	if string(st[0].Principal) != `{"AWS":["arn:aws:iam:::user/`+uid+`"]}` || st[0].actions() != strings.Join(readActions, ",")+"," {
+		t.Errorf("the account's Allow: %s", p)
+	}
+	if d := st[1].actions(); strings.Contains(d, "s3:GetObject,") || !strings.Contains(d, "s3:PutObject,") || !strings.Contains(d, "s3:PutObjectAcl") {
+		t.Errorf("a read-only account's Deny: %s", d)
+	}
+	if string(st[2].NotPrincipal) != `{"AWS":["arn:aws:iam:::user/owner","arn:aws:iam:::user/`+uid+`"]}` || st[2].actions() != "s3:*," {
+		t.Errorf("the strangers' Deny: %s", p)
+	}
+	if again, changed, err := withGrant(p, "bc-1", owner, uid, bucket.ReadOnly); err != nil || changed || again != p {
 		t.Errorf("repeated grant changed the policy: %v, %v", changed, err)
 	}
-	p2, changed, err := withGrant(p, "bc-1", uid, bucket.WriteOnly)
-	if err != nil || !changed || len(statements(t, p2)) != 1 || statements(t, p2)[0].actions() != strings.Join(writeActions, ",") {
+	p2, changed, err := withGrant(p, "bc-1", owner, uid, bucket.WriteOnly)
+	if err != nil || !changed || len(statements(t, p2)) != 3 || statements(t, p2)[0].actions() != strings.Join(writeActions, ",")+"," ||
+		!strings.Contains(statements(t, p2)[1].actions(), "s3:GetObject,") {
 		t.Errorf("mode change: %s, %v", p2, err)
 	}
-	// Another account's statement, and one an administrator wrote, are kept.
+	// Another account's statements, and one an administrator wrote, are kept, in a fixed order.
 	admin := `{"Version":"2012-10-17","Statement":[{"Sid":"ops","Effect":"Deny","Principal":"*","Action":"s3:DeleteBucket","Resource":"arn:aws:s3:::bc-1"}]}`
-	p3, _, err := withGrant(admin, "bc-1", other, bucket.ReadWrite)
+	p3, _, err := withGrant(admin, "bc-1", owner, other, bucket.ReadWrite)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p3, _, err = withGrant(p3, "bc-1", uid, bucket.ReadOnly)
-	if err != nil || len(statements(t, p3)) != 3 {
-		t.Fatalf("%s, %v", p3, err)
+	p3, _, err = withGrant(p3, "bc-1", owner, uid, bucket.ReadOnly)
+	if err != nil {
+		t.Fatal(err)
 	}
-	p4, changed, empty, err := withoutGrant(p3, uid)
+	first, second := uid, other
+	if allowSid(other) < allowSid(uid) {
+		first, second = other, uid
+	}
+	if got, want := sids(p3), "ops "+allowSid(first)+" "+denySid(first)+" "+allowSid(second)+" "+denySid(second)+" "+strangersSid; got != want {
+		t.Fatalf("statements %s, want %s", got, want)
+	}
+	if !strings.Contains(string(statements(t, p3)[5].NotPrincipal), other) || !strings.Contains(string(statements(t, p3)[5].NotPrincipal), uid) {
+		t.Errorf("the strangers' Deny misses an account: %s", p3)
+	}
+	if again, changed, _ := withGrant(p3, "bc-1", owner, other, bucket.ReadWrite); changed || again != p3 {
+		t.Error("repeating the first account's grant reordered the policy")
+	}
+	p4, changed, empty, err := withoutGrant(p3, "bc-1", owner, uid)
 	if err != nil || !changed || empty {
 		t.Fatalf("revoke: %v %v %v", changed, empty, err)
 	}
-	st = statements(t, p4)
-	if len(st) != 2 || st[0].Sid != "ops" || st[1].Sid != statementSid(other) {
-		t.Errorf("revoke kept %s", p4)
+	if got, want := sids(p4), "ops "+allowSid(other)+" "+denySid(other)+" "+strangersSid; got != want || strings.Contains(p4, uid) {
+		t.Errorf("revoke left %s, want %s", got, want)
 	}
-	if _, changed, _, _ := withoutGrant(p4, uid); changed {
+	if _, changed, _, _ := withoutGrant(p4, "bc-1", owner, uid); changed {
 		t.Error("a second revoke changed the policy")
 	}
-	if _, _, empty, _ := withoutGrant(p, uid); !empty {
-		t.Error("revoking the only statement does not leave the policy empty")
+	if _, _, empty, _ := withoutGrant(p, "bc-1", owner, uid); !empty {
+		t.Error("revoking the only account does not leave the policy empty")
+	}
+	if p5, _, empty, _ := withoutGrant(p4, "bc-1", owner, other); empty || sids(p5) != "ops" {
+		t.Errorf("revoking the last account: %s", p5)
 	}
 	for _, bad := range []string{"not json", `{"Statement":[]}`, `{"Version":"2012-10-17","Statement":[1]}`} {
-		if _, _, err := withGrant(bad, "bc-1", uid, bucket.ReadOnly); !errors.Is(err, errPolicy) {
+		if _, _, err := withGrant(bad, "bc-1", owner, uid, bucket.ReadOnly); !errors.Is(err, errPolicy) {
 			t.Errorf("withGrant(%q): %v, want errPolicy", bad, err)
 		}
 	}
 }
 
+// sameJSON says whether two lists of JSON texts hold the same values (re-encoding may escape or
+// compact them differently).
+func sameJSON(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		var x, y any
+		if json.Unmarshal([]byte(a[i]), &x) != nil || json.Unmarshal([]byte(b[i]), &y) != nil || !reflect.DeepEqual(x, y) {
+			return false
+		}
+	}
+	return true
+}
+
 // FuzzPolicy: whatever policy a bucket has, a grant then a revoke of one account either refuses
-// it whole or leaves every other statement and none of the account's.
+// it whole or ends with none of the account's statements, every statement of others as it was,
+// and the strangers' Deny exactly when some account is left.
 func FuzzPolicy(f *testing.F) {
 	f.Add(`{"Version":"2012-10-17","Statement":[{"Sid":"ops","Effect":"Allow"}]}`, 1)
 	f.Add("", 2)
-	f.Add(`{"Version":"x","Statement":[{"Sid":"csikitcosi00"}]}`, 3)
+	f.Add(`{"Version":"x","Statement":[{"Sid":"csikitcosi00"},{"Sid":"csikitcosistrangers"}]}`, 3)
+	f.Add(`{"Version":"x","Statement":[{"Sid":"`+allowSid(AccountUID("other"))+`"}]}`, 1)
 	uid := AccountUID("fuzz")
 	f.Fuzz(func(t *testing.T, policy string, mode int) {
-		m := bucket.AccessMode(mode%3 + 1)
-		granted, _, err := withGrant(policy, "bc-1", uid, m)
+		m := bucket.AccessMode((mode%3+3)%3 + 1)
+		granted, _, err := withGrant(policy, "bc-1", "owner", uid, m)
 		if err != nil {
 			return
 		}
-		before, _ := parsePolicy(granted)
-		revoked, _, empty, err := withoutGrant(granted, uid)
+		revoked, _, empty, err := withoutGrant(granted, "bc-1", "owner", uid)
 		if err != nil {
 			t.Fatalf("revoke of a policy withGrant wrote: %v", err)
 		}
+		before, _ := parsePolicy(policy)
 		after, _ := parsePolicy(revoked)
 		if empty != (len(after.Statement) == 0) {
 			t.Fatalf("empty = %v with %d statements", empty, len(after.Statement))
 		}
-		for _, s := range after.Statement {
-			if sid, _ := sidOf(s); sid == statementSid(uid) {
-				t.Fatalf("the account's statement survived its revoke: %s", revoked)
+		var othersBefore, othersAfter []string
+		accounts := 0
+		for _, s := range before.Statement {
+			if sid, _ := sidOf(s); !ours(sid) {
+				othersBefore = append(othersBefore, string(s))
 			}
 		}
-		if len(after.Statement) != len(before.Statement)-1 {
-			t.Fatalf("revoke removed %d statements, want 1", len(before.Statement)-len(after.Statement))
+		strangers := false
+		for _, s := range after.Statement {
+			sid, _ := sidOf(s)
+			switch {
+			case sid == allowSid(uid) || sid == denySid(uid):
+				t.Fatalf("the account's statement survived its revoke: %s", revoked)
+			case sid == strangersSid:
+				strangers = true
+			case uidOfAllowSid(sid) != "":
+				accounts++
+			case !ours(sid):
+				othersAfter = append(othersAfter, string(s))
+			}
+		}
+		if !sameJSON(othersBefore, othersAfter) {
+			t.Fatalf("others' statements changed:\n%v\n%v", othersBefore, othersAfter)
+		}
+		if strangers != (accounts > 0) {
+			t.Fatalf("strangers' Deny %v with %d accounts left", strangers, accounts)
 		}
 	})
 }
