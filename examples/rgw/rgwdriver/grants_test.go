@@ -84,6 +84,19 @@ func TestAccessModes(t *testing.T) {
 	if _, err := rwc.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(bktB)}); s3Code(err) == "" {
 		t.Error("a granted key deleted another account's bucket")
 	}
+	if _, err := rwc.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(bktA)}); s3Code(err) == "" {
+		t.Error("a read-write key deleted its bucket")
+	}
+	if _, err := rwc.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String(bktA),
+		VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusEnabled}}); s3Code(err) == "" {
+		t.Error("a read-write key configured its bucket's versioning")
+	}
+	if _, err := rwc.PutBucketAcl(ctx, &s3.PutBucketAclInput{Bucket: aws.String(bktA), ACL: s3types.BucketCannedACLPublicReadWrite}); s3Code(err) == "" {
+		t.Error("a read-write key set its bucket's ACL")
+	}
+	if _, err := rwc.GetBucketPolicy(ctx, &s3.GetBucketPolicyInput{Bucket: aws.String(bktA)}); s3Code(err) == "" {
+		t.Error("a read-write key read its bucket's policy (the other accounts' user IDs)")
+	}
 
 	// Revoke: the key fails at once, and the other keys on the bucket keep working.
 	if err := w.revoke(ctx, ids["rw"], bktA); err != nil {
