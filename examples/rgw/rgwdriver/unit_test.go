@@ -361,8 +361,11 @@ func TestKeyedMutex(t *testing.T) {
 
 func TestSecretPrints(t *testing.T) {
 	cfg := Config{Endpoint: "http://x", AdminAccessKey: "AKIDCANARY", AdminSecretKey: "SECRETCANARY"}
-	b, _ := json.Marshal(cfg)
-	for _, s := range []string{fmt.Sprint(cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg), fmt.Sprintf("%s", cfg.AdminSecretKey), string(b)} {
+	b, err := json.Marshal(struct{ Access, Secret Secret }{cfg.AdminAccessKey, cfg.AdminSecretKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{fmt.Sprint(cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg), fmt.Sprintf("%s|%q|%x", cfg.AdminSecretKey, cfg.AdminSecretKey, cfg.AdminSecretKey), string(b)} {
 		if strings.Contains(s, "CANARY") {
 			t.Errorf("a key printed: %s", s)
 		}
