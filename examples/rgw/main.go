@@ -35,6 +35,9 @@ import (
 
 func main() {
 	if err := run(context.Background(), os.Args[1:], os.Stdout, nil); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return // -h: the usage is printed
+		}
 		fmt.Fprintln(os.Stderr, "rgw:", err)
 		os.Exit(1)
 	}
@@ -56,7 +59,7 @@ func run(ctx context.Context, args []string, out io.Writer, started chan<- struc
 		accessFile = fs.String("admin-access-key-file", "", "file holding the access key ID of an RGW user with the caps users=*;buckets=*")
 		secretFile = fs.String("admin-secret-key-file", "", "file holding that user's secret access key")
 		caFile     = fs.String("rgw-ca-file", "", "PEM file of the CA certificates that sign RGW's https certificate, when the system's do not")
-		config     = fs.String("rgw-config", "", "file of shell assignments RGW_ENDPOINT, RGW_ACCESS_KEY and RGW_SECRET_KEY (the cluster.env ceph-up.sh writes); the flags above win over it")
+		config     = fs.String("rgw-config", "", "file of shell assignments RGW_ENDPOINT, RGW_ACCESS_KEY and RGW_SECRET_KEY (the cluster.env ceph-up.sh writes); --rgw-endpoint, --admin-access-key-file and --admin-secret-key-file win over it")
 		region     = fs.String("region", rgwdriver.DefaultRegion, "S3 region reported to clients (RGW takes signatures for any)")
 		owner      = fs.String("owner-uid", rgwdriver.DefaultOwnerUID, "RGW user that creates and owns the driver's buckets; made on first use, and must belong to this driver alone")
 		name       = fs.String("driver-name", "rgw.csikit.dev", "COSI driver name (DNS-1035 labels, at most 63 characters)")
