@@ -1,7 +1,9 @@
 // Package rgwdriver is a COSI backend on Ceph's object gateway (RGW), in the spirit of
 // ceph-cosi-driver, built on csikit's bucket contract: it implements bucket.Provisioner,
 // bucket.Getter, bucket.AccessGranter and driver.Prober, and package plugin serves it as COSI
-// v1alpha1 and v1alpha2.
+// v1alpha1 and v1alpha2. It talks to RGW over HTTP only (S3 with aws-sdk-go-v2, the admin ops API
+// with go-ceph's pure-Go rgw/admin), so it builds with CGO_ENABLED=0 and needs no Ceph library.
+// It is tested against Ceph 16.2 (Pacific) and uses nothing newer.
 //
 // What lives where in RGW, so that the driver keeps no state of its own and a restart (or a kill
 // -9 at any point) loses nothing:
@@ -13,21 +15,27 @@
 //     bucket's name is derived from its COSI name alone, injectively (BucketName), and is its
 //     COSI bucket ID.
 //   - A grant is an RGW user of its own, "cosi-" and a hash of the account name (AccountUID), with
-//     one S3 key and no right to create buckets, plus a statement naming it in the policy of each
-//     granted bucket with the actions of its mode (read-write, read-only, write-only). The user's
-//     display name records the account name and what was granted, in the same admin call that
-//     creates the user and its key: a repeated grant finds the same user and answers the same key;
-//     one with other buckets or modes is ALREADY_EXISTS; a grant interrupted after the user was
-//     made is finished by its retry.
+//     one S3 key and no right to create buckets, plus statements naming it in the policy of each
+//     granted bucket: an Allow of its mode's actions (read-write, read-only, write-only) and a
+//     Deny of every other object action, and, once per bucket, a Deny of everyone but the owner
+//     and the granted accounts, so that no object ACL a key sets opens anything (policy.go). The
+//     user's display name records the account name and what was granted, in the same admin call
+//     that creates the user and its key: a repeated grant finds the same user and answers the
+//     same key; one with other buckets or modes is ALREADY_EXISTS; a grant interrupted after the
+//     user was made is finished by its retry.
 //   - A revoke takes the account's statements out of the named buckets' policies, then deletes
 //     the user and its keys when nothing is left: from that request on, the key authenticates
 //     nowhere. Deleting a bucket deletes its objects and its policy with it.
 //
 // Every RGW fault that is not final (nothing listening, timeouts, 5xx, answers cut short) is
-// driver.ErrUnavailable, which the sidecars retry; Probe answers not ready while RGW does not
-// answer, and ready again as soon as it does, with no restart. The admin credentials come from
-// the driver's Config (COSI has no per-call secrets) and never appear in an error or a log line;
-// neither do the owner's or any account's keys.
+// driver.ErrUnavailable, which the sidecars retry; a call's own deadline stays DEADLINE_EXCEEDED.
+// Probe answers not ready while RGW does not answer, or cannot reach its OSDs, and ready again as
+// soon as it does, with no restart. The admin credentials come from the driver's Config (COSI has
+// no per-call secrets) and never appear in an error or a log line; neither do the owner's or any
+// account's keys.
+//
+// Edits of one bucket's policy are serialised inside the process, so run one replica of the
+// driver per RGW (as the COSI sidecar's deployment does); two would need a lock in RGW itself.
 package rgwdriver
 
 import (
