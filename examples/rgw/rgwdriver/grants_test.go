@@ -143,7 +143,7 @@ func TestMultiBucketRevoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, w2 := k, s3As(c.RGW.Endpoint, k)
+	w2 := s3As(c.RGW.Endpoint, k)
 	if got := probeKey(t, c.RGW.Endpoint, one, k, k); got != (keyOps{}) {
 		t.Errorf("read-write bucket: %+v", got)
 	}
