@@ -1,6 +1,7 @@
 package rgwdriver_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -66,6 +67,14 @@ func TestAccessModes(t *testing.T) {
 		}
 		if got := probeKey(t, ep, tc.bucket, keys[tc.key], writer); got != tc.want {
 			t.Errorf("%s key on %s: got %+v, want %+v", tc.key, tc.bucket, got, tc.want)
+		}
+	}
+
+	// Multipart uploads are writes: read-write and write-only run one to completion, read-only
+	// cannot start one.
+	for name, want := range map[string]string{"rw": "", "wo": "", "ro": denied, "other": denied} {
+		if got := multipart(ctx, s3As(ep, keys[name]), bktA, "mp-"+name); got != want {
+			t.Errorf("multipart upload with the %s key: %q, want %q", name, got, want)
 		}
 	}
 
@@ -342,4 +351,24 @@ func TestObjectACLsOpenNothing(t *testing.T) {
 	if err := w.remove(ctx, bk); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// multipart runs a one-part multipart upload of key to bucketName and answers the S3 error code
+// of the first step that failed ("" when the upload completed).
+func multipart(ctx context.Context, c *s3.Client, bucketName, key string) string {
+	up, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(bucketName), Key: aws.String(key)})
+	if err != nil {
+		return s3Code(err)
+	}
+	part, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String(bucketName), Key: aws.String(key), UploadId: up.UploadId,
+		PartNumber: aws.Int32(1), Body: strings.NewReader("one part")})
+	if err != nil {
+		return s3Code(err)
+	}
+	if _, err := c.ListParts(ctx, &s3.ListPartsInput{Bucket: aws.String(bucketName), Key: aws.String(key), UploadId: up.UploadId}); err != nil {
+		return s3Code(err)
+	}
+	_, err = c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String(bucketName), Key: aws.String(key),
+		UploadId: up.UploadId, MultipartUpload: &s3types.CompletedMultipartUpload{Parts: []s3types.CompletedPart{{ETag: part.ETag, PartNumber: aws.Int32(1)}}}})
+	return s3Code(err)
 }
