@@ -24,7 +24,10 @@
 // What the plugin does for a bucket backend, in both versions: validation (names are DNS
 // subdomains of at most 253 characters; bucket and account IDs at most 2048 characters of
 // [A-Za-z0-9._/-]; known protocols, authentication types and access modes), per-name, per-bucket
-// and per-account locking (ABORTED for a concurrent duplicate), the error tables (deletes and
+// and per-account locking (ABORTED for a concurrent duplicate; grants and revokes hold their
+// buckets shared, so grants of different accounts to one bucket run at once, and a backend that
+// edits per-bucket state on a grant, such as a bucket policy, serialises those edits itself, as
+// examples/rgw does), the error tables (deletes and
 // revokes of what is gone answer OK; only a backend's own sentinel becomes a terminal code, so a
 // transient fault never looks final to the sidecar), the answer's shape (exactly the requested
 // buckets, only the requested protocol, the S3 fields the sidecar requires, both halves of a key),
