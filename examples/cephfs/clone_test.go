@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"go.uber.org/zap/zaptest/observer"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -22,20 +23,28 @@ type clients struct {
 	node csi.NodeClient
 	id   csi.IdentityClient
 	srv  *drivertest.Server
+	// logs holds what the backend logged, at debug level.
+	logs *observer.ObservedLogs
 }
 
 func serve(t *testing.T, e *env, timeout time.Duration) clients {
-	cfg, _, _ := e.config(t, timeout)
+	cfg, _, logs := e.config(t, timeout, 0)
 	srv := drivertest.NewServer(t, cfg)
-	return clients{csi.NewControllerClient(srv.Conn), csi.NewNodeClient(srv.Conn), csi.NewIdentityClient(srv.Conn), srv}
+	return clients{csi.NewControllerClient(srv.Conn), csi.NewNodeClient(srv.Conn), csi.NewIdentityClient(srv.Conn), srv, logs}
 }
 
 // subvolumes lists the names in the driver's group, straight from Ceph.
 func (e *env) subvolumes(t *testing.T) []string {
 	t.Helper()
+	return e.group(t, "csi")
+}
+
+// group lists the subvolumes of a group, straight from Ceph; none when the group does not exist.
+func (e *env) group(t *testing.T, group string) []string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	out, err := e.c.Ceph(ctx, "fs", "subvolume", "ls", e.c.CephFS.Name, "--group_name", "csi", "--format", "json")
+	out, err := e.c.Ceph(ctx, "fs", "subvolume", "ls", e.c.CephFS.Name, "--group_name", group, "--format", "json")
 	if err != nil {
 		if strings.Contains(err.Error(), "does not exist") {
 			return nil

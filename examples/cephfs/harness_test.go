@@ -47,13 +47,13 @@ func newEnv(t testing.TB) *env {
 
 func (e *env) key() string { return e.secrets[cephfs.SecretUserKey] }
 
-// config builds the driver for the cluster, logging at debug level into the returned observer.
-func (e *env) config(t testing.TB, timeout time.Duration) (plugin.Config, *cephfs.Driver, *observer.ObservedLogs) {
+// config builds the driver for the cluster, with a Ceph timeout and a clone wait, logging at debug level into the returned observer.
+func (e *env) config(t testing.TB, timeout, cloneWait time.Duration) (plugin.Config, *cephfs.Driver, *observer.ObservedLogs) {
 	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
 	logger := zap.New(core)
 	cfg, d, err := config(cephfs.Config{Monitors: e.c.MonHost, FSName: e.c.CephFS.Name, NodeID: "node-1",
-		DefaultSize: 1 << 30, Timeout: timeout, Logger: logger.Named("cephfs")}, "both")
+		DefaultSize: 1 << 30, Timeout: timeout, CloneWait: cloneWait, Logger: logger.Named("cephfs")}, "both")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,6 +53,7 @@ func run(ctx context.Context, args []string) error {
 		mode     = fs.String("mode", "both", "services to serve: both, controller or node")
 		size     = fs.Int64("default-size", 1<<30, "quota in bytes of a volume created without a capacity range")
 		timeout  = fs.Duration("ceph-timeout", 10*time.Second, "how long one Ceph operation may take before the call answers UNAVAILABLE")
+		wait     = fs.Duration("clone-wait", 5*time.Second, "how long CreateVolume waits for a clone to complete before answering ABORTED (never past the call's deadline)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -63,7 +64,7 @@ func run(ctx context.Context, args []string) error {
 	}
 	defer logger.Sync() //nolint:errcheck // stderr
 	cfg, d, err := config(cephfs.Config{Monitors: *monitors, FSName: *fsName, Group: *group, NodeID: *nodeID,
-		DefaultSize: *size, Timeout: *timeout, Logger: logger.Named("cephfs")}, *mode)
+		DefaultSize: *size, Timeout: *timeout, CloneWait: *wait, Logger: logger.Named("cephfs")}, *mode)
 	if err != nil {
 		return err
 	}

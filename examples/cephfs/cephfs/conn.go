@@ -99,17 +99,21 @@ func (c *cluster) close() {
 	c.last = nil
 }
 
-// connect returns the connection for cr, making it when it is new. A failed handshake is not
+// connect returns the connection for cr, making it when it is new, and makes it the one the calls
+// without secrets use. A failed handshake is not
 // kept: the next call tries again, which is how the driver recovers when Ceph comes back.
 func (c *cluster) connect(ctx context.Context, cr credentials) (*rados.Conn, error) {
 	k := sha256.Sum256([]byte(cr.id + "\x00" + cr.key))
 	c.mu.Lock()
 	conn := c.conns[k]
+	if conn != nil {
+		c.last = conn
+	}
 	c.mu.Unlock()
 	if conn != nil {
 		return conn, nil
 	}
-	conn, err := call(ctx, "connect to Ceph", func() (*rados.Conn, error) {
+	conn, err := call(ctx, c.timeout, "connect to Ceph", func() (*rados.Conn, error) {
 		conn, err := rados.NewConnWithUser(cr.id)
 		if err != nil {
 			return nil, err
@@ -118,11 +122,12 @@ func (c *cluster) connect(ctx context.Context, cr credentials) (*rados.Conn, err
 		for _, o := range [][2]string{
 			{"mon_host", c.monitors},
 			{"key", cr.key},
-			// Without these a call waits for Ceph forever (mon and mgr commands) or five minutes
-			// (the handshake); with them a fault becomes ETIMEDOUT, answered UNAVAILABLE.
+			// The handshake gives up after this (five minutes by default). Mon and mgr commands
+			// are not given librados' rados_mon_op_timeout: in Pacific a mgr command that times
+			// out leaves the mgr client writing into freed memory when the mgr comes back (the
+			// driver crashed with "free(): invalid pointer" in the fault test). call bounds them
+			// instead, and the command finishes in the background once Ceph answers.
 			{"client_mount_timeout", secs},
-			{"rados_mon_op_timeout", secs},
-			{"rados_osd_op_timeout", secs},
 			{"log_to_stderr", "false"},
 			{"err_to_stderr", "false"},
 		} {
@@ -133,8 +138,11 @@ func (c *cluster) connect(ctx context.Context, cr credentials) (*rados.Conn, err
 		}
 		if err := conn.Connect(); err != nil {
 			conn.Shutdown()
-			if e := errno(err); e == syscall.EPERM || e == syscall.EACCES {
+			switch errno(err) {
+			case syscall.EPERM, syscall.EACCES:
 				return nil, fmt.Errorf("cephx refused the user and key of the secrets: %w", driver.ErrUnauthenticated)
+			case syscall.EINVAL: // librados could not decode the key
+				return nil, fmt.Errorf("secret %q is not a cephx key: %w", SecretUserKey, driver.ErrInvalidArgument)
 			}
 			return nil, err
 		}
@@ -147,17 +155,10 @@ func (c *cluster) connect(ctx context.Context, cr credentials) (*rados.Conn, err
 	defer c.mu.Unlock()
 	if old := c.conns[k]; old != nil { // another call connected first
 		conn.Shutdown()
-		return old, nil
+		conn = old
 	}
-	c.conns[k] = conn
+	c.conns[k], c.last = conn, conn
 	return conn, nil
-}
-
-// remember records conn as the one to use for the calls without secrets, once it has answered.
-func (c *cluster) remember(conn *rados.Conn) {
-	c.mu.Lock()
-	c.last = conn
-	c.mu.Unlock()
 }
 
 // lastConn returns the connection of the last call that carried secrets and reached Ceph.
@@ -177,15 +178,18 @@ type fsAdmin struct {
 	conn *rados.Conn
 }
 
-// call runs f, which blocks in librados, and returns early if ctx ends: the caller's deadline is
-// honoured even though librados cannot be interrupted (it gives up by itself after the
-// connection's timeouts). Errors are classified by classify.
-func call[T any](ctx context.Context, what string, f func() (T, error)) (T, error) {
+// call runs f, which blocks in librados, and returns early if ctx ends or timeout passes: the
+// caller's deadline is honoured even though librados cannot be interrupted, and a Ceph that does
+// not answer (librados waits for a mgr without end) is UNAVAILABLE after timeout. Errors are
+// classified by classify.
+func call[T any](ctx context.Context, timeout time.Duration, what string, f func() (T, error)) (T, error) {
 	type result struct {
 		v   T
 		err error
 	}
 	done := make(chan result, 1)
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
 	go func() {
 		v, err := f()
 		done <- result{v, err}
@@ -199,6 +203,9 @@ func call[T any](ctx context.Context, what string, f func() (T, error)) (T, erro
 	case <-ctx.Done():
 		var zero T
 		return zero, fmt.Errorf("%s: %w", what, ctx.Err())
+	case <-timer.C:
+		var zero T
+		return zero, fmt.Errorf("%s: Ceph did not answer within %v: %w", what, timeout, driver.ErrUnavailable)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/ceph/go-ceph/cephfs/admin"
 	"github.com/ceph/go-ceph/rados"
@@ -17,14 +18,45 @@ import (
 )
 
 // The metadata the driver keeps on each subvolume and snapshot it creates (`ceph fs subvolume
-// metadata`). The fingerprint is written last: a subvolume without it is one whose CreateVolume
-// has not answered yet (in progress, or interrupted by a crash), which listings leave out and the
-// retried CreateVolume finishes.
+// metadata`), one JSON record under one key so that finishing a create costs one mgr call. The
+// record is written last: a subvolume without it is one whose CreateVolume has not answered yet
+// (in progress, or interrupted by a crash), which listings leave out and the retried CreateVolume
+// finishes.
 const (
-	metaName        = "csikit.name"
-	metaFingerprint = "csikit.fingerprint"
-	metaSize        = "csikit.size" // snapshots: the quota of the volume when it was cut
+	metaVolume   = "csikit.volume"
+	metaSnapshot = "csikit.snapshot"
 )
+
+// record is what the metadata key holds.
+type record struct {
+	// Name is the CSI name the subvolume or snapshot was created for.
+	Name string `json:"name"`
+	// Fingerprint is the request's Fingerprint(), for CheckExisting.
+	Fingerprint string `json:"fingerprint"`
+	// Size is, for a snapshot, the quota of its volume when it was cut.
+	Size int64 `json:"size,omitempty"`
+	// Created is, for a snapshot, when it was cut (RFC 3339, UTC).
+	Created string `json:"created,omitempty"`
+}
+
+// readRecord returns the record under key in meta, or nil when there is none (or it is not one
+// the driver wrote).
+func readRecord(meta map[string]string, key string) *record {
+	raw, ok := meta[key]
+	if !ok {
+		return nil
+	}
+	var r record
+	if err := json.Unmarshal([]byte(raw), &r); err != nil || r.Fingerprint == "" {
+		return nil
+	}
+	return &r
+}
+
+func (r *record) encode() string {
+	raw, _ := json.Marshal(r)
+	return string(raw)
+}
 
 // The volume context CreateVolume returns, which the node reads at NodeStageVolume.
 const (
@@ -80,11 +112,11 @@ func (d *Driver) admin(ctx context.Context, secrets driver.Secrets) (*fsAdmin, e
 type subvolume struct {
 	name string
 	info *admin.SubVolumeInfo
-	meta map[string]string
+	rec  *record // nil until CreateVolume has finished it
 }
 
 // finished reports whether the subvolume's CreateVolume has completed.
-func (s *subvolume) finished() bool { return s.meta[metaFingerprint] != "" }
+func (s *subvolume) finished() bool { return s.rec != nil }
 
 func (s *subvolume) capacity() int64 {
 	if q, ok := s.info.BytesQuota.(admin.ByteCount); ok && q <= math.MaxInt64 {
@@ -102,10 +134,10 @@ func (d *Driver) volume(s *subvolume) *driver.Volume {
 // errNotReady wraps the EAGAIN the volumes module answers about a clone that is not complete.
 var errNotReady = errors.New("subvolume not ready")
 
-// lookup reads a subvolume's info and metadata. A missing one is ErrNotFound; a clone still in
-// progress is errNotReady.
-func (d *Driver) lookup(ctx context.Context, fsa *fsAdmin, name string) (*subvolume, error) {
-	info, err := call(ctx, "subvolume info "+name, func() (*admin.SubVolumeInfo, error) {
+// lookup reads a subvolume's info and, withRecord, the driver's record in its metadata. A
+// missing one is ErrNotFound; a clone still in progress is errNotReady.
+func (d *Driver) lookup(ctx context.Context, fsa *fsAdmin, name string, withRecord bool) (*subvolume, error) {
+	info, err := call(ctx, d.cfg.Timeout, "subvolume info "+name, func() (*admin.SubVolumeInfo, error) {
 		info, err := fsa.SubVolumeInfo(d.cfg.FSName, d.cfg.Group, name)
 		if errno(err) == syscall.EAGAIN {
 			return nil, fmt.Errorf("%w: %w", err, errNotReady)
@@ -115,20 +147,24 @@ func (d *Driver) lookup(ctx context.Context, fsa *fsAdmin, name string) (*subvol
 	if err != nil {
 		return nil, err
 	}
-	d.cl.remember(fsa.conn)
-	meta, err := call(ctx, "subvolume metadata ls "+name, func() (map[string]string, error) {
+	sv := &subvolume{name: name, info: info}
+	if !withRecord {
+		return sv, nil
+	}
+	meta, err := call(ctx, d.cfg.Timeout, "subvolume metadata ls "+name, func() (map[string]string, error) {
 		return fsa.ListMetadata(d.cfg.FSName, d.cfg.Group, name)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &subvolume{name: name, info: info, meta: meta}, nil
+	sv.rec = readRecord(meta, metaVolume)
+	return sv, nil
 }
 
 // CreateVolume creates a subvolume with the requested size as its quota, or clones one from a
-// snapshot or another volume. A clone is asynchronous in Ceph: the first call starts it and,
-// while it runs, every call answers ErrPending (ABORTED), which the CO retries with the same
-// name; the retry that finds the clone complete finishes the volume (quota, metadata) and returns
+// snapshot or another volume. A clone is asynchronous in Ceph: the first call starts it and waits
+// up to Config.CloneWait for it; while it still runs, every call answers ErrPending (ABORTED),
+// which the CO retries with the same name; the retry that finds the clone complete finishes the volume (quota, metadata) and returns
 // it. The clone is never started twice, because its subvolume name is the request's name.
 func (d *Driver) CreateVolume(ctx context.Context, req *driver.CreateVolumeRequest) (*driver.Volume, error) {
 	if err := filesystemsOnly(req.Capabilities); err != nil {
@@ -146,13 +182,13 @@ func (d *Driver) CreateVolume(ctx context.Context, req *driver.CreateVolumeReque
 		return nil, err
 	}
 	name := CephName(req.Name)
-	sv, err := d.lookup(ctx, fsa, name)
+	sv, err := d.lookup(ctx, fsa, name, true)
 	switch {
 	case errors.Is(err, errNotReady):
 		if err := d.cloneProgress(ctx, fsa, name); err != nil {
 			return nil, err
 		}
-		if sv, err = d.lookup(ctx, fsa, name); err != nil {
+		if sv, err = d.lookup(ctx, fsa, name, true); err != nil {
 			return nil, err
 		}
 	case errors.Is(err, driver.ErrNotFound):
@@ -161,29 +197,29 @@ func (d *Driver) CreateVolume(ctx context.Context, req *driver.CreateVolumeReque
 		}
 		if !req.Source.IsZero() {
 			// A clone of an empty subvolume may be complete at once; ask before answering.
-			if sv, err = d.lookup(ctx, fsa, name); err != nil {
+			if sv, err = d.lookup(ctx, fsa, name, true); err != nil {
 				if !errors.Is(err, errNotReady) {
 					return nil, err
 				}
 				if err := d.cloneProgress(ctx, fsa, name); err != nil {
 					return nil, err
 				}
-				if sv, err = d.lookup(ctx, fsa, name); err != nil {
+				if sv, err = d.lookup(ctx, fsa, name, true); err != nil {
 					return nil, err
 				}
 			}
-		} else if sv, err = d.lookup(ctx, fsa, name); err != nil {
+		} else if sv, err = d.lookup(ctx, fsa, name, false); err != nil { // just made: no record yet
 			return nil, err
 		}
 	case err != nil:
 		return nil, err
 	}
 	if sv.finished() {
-		if sv.meta[metaName] != req.Name {
+		if sv.rec.Name != req.Name {
 			return nil, fmt.Errorf("subvolume %q belongs to another volume name: %w", name, driver.ErrAlreadyExists)
 		}
 		v := d.volume(sv)
-		return v, req.CheckExisting(sv.meta[metaFingerprint], v)
+		return v, req.CheckExisting(sv.rec.Fingerprint, v)
 	}
 	return d.finish(ctx, fsa, req, sv, size)
 }
@@ -196,18 +232,17 @@ func (d *Driver) start(ctx context.Context, fsa *fsAdmin, req *driver.CreateVolu
 		if err != nil {
 			return err
 		}
-		meta, err := call(ctx, "snapshot metadata ls", func() (map[string]string, error) {
-			return fsa.ListSnapshotMetadata(d.cfg.FSName, d.cfg.Group, sv, snap)
-		})
+		meta, err := d.snapshotOf(ctx, fsa, sv, snap)
 		if err != nil {
 			return fmt.Errorf("source snapshot %q: %w", req.Source.SnapshotID, err)
 		}
-		if meta[metaFingerprint] == "" {
+		rec := readRecord(meta, metaSnapshot)
+		if rec == nil {
 			return fmt.Errorf("source snapshot %q: %w", req.Source.SnapshotID, driver.ErrNotFound)
 		}
-		if snapSize := parseInt(meta[metaSize]); snapSize > size {
-			return fmt.Errorf("snapshot %q holds %d bytes, more than the %d bytes asked for: %w",
-				req.Source.SnapshotID, snapSize, size, driver.ErrOutOfRange)
+		if snapSize := rec.Size; !fitsLimit(req.Capacity, snapSize) {
+			return fmt.Errorf("snapshot %q holds %d bytes, more than the limit of %d bytes: %w",
+				req.Source.SnapshotID, snapSize, req.Capacity.LimitBytes, driver.ErrOutOfRange)
 		}
 		return d.clone(ctx, fsa, sv, snap, name)
 	case req.Source.VolumeID != "":
@@ -215,20 +250,20 @@ func (d *Driver) start(ctx context.Context, fsa *fsAdmin, req *driver.CreateVolu
 		if err != nil {
 			return err
 		}
-		s, err := d.lookup(ctx, fsa, src)
+		s, err := d.lookup(ctx, fsa, src, true)
 		if err != nil {
 			return fmt.Errorf("source volume: %w", err)
 		}
 		if !s.finished() {
 			return fmt.Errorf("source volume %q: %w", src, driver.ErrNotFound)
 		}
-		if c := s.capacity(); c > size {
-			return fmt.Errorf("volume %q holds %d bytes, more than the %d bytes asked for: %w", src, c, size, driver.ErrOutOfRange)
+		if c := s.capacity(); !fitsLimit(req.Capacity, c) {
+			return fmt.Errorf("volume %q holds %d bytes, more than the limit of %d bytes: %w", src, c, req.Capacity.LimitBytes, driver.ErrOutOfRange)
 		}
 		// Ceph clones from snapshots only: the clone's own snapshot of the source, named after
 		// the clone so that a retry finds it, removed once the clone is complete.
 		snap := cloneSnapshotPrefix + name
-		if _, err := call(ctx, "snapshot for clone", func() (struct{}, error) {
+		if _, err := call(ctx, d.cfg.Timeout, "snapshot for clone", func() (struct{}, error) {
 			err := fsa.CreateSubVolumeSnapshot(d.cfg.FSName, d.cfg.Group, src, snap)
 			if errno(err) == syscall.EEXIST {
 				err = nil
@@ -239,7 +274,7 @@ func (d *Driver) start(ctx context.Context, fsa *fsAdmin, req *driver.CreateVolu
 		}
 		return d.clone(ctx, fsa, src, snap, name)
 	}
-	_, err := call(ctx, "subvolume create "+name, func() (struct{}, error) {
+	_, err := call(ctx, d.cfg.Timeout, "subvolume create "+name, func() (struct{}, error) {
 		o := &admin.SubVolumeOptions{Size: admin.ByteCount(size), Mode: 0o777}
 		err := fsa.CreateSubVolume(d.cfg.FSName, d.cfg.Group, name, o)
 		if errno(err) == syscall.ENOENT { // the group is made on first use
@@ -253,7 +288,7 @@ func (d *Driver) start(ctx context.Context, fsa *fsAdmin, req *driver.CreateVolu
 }
 
 func (d *Driver) clone(ctx context.Context, fsa *fsAdmin, sv, snap, name string) error {
-	_, err := call(ctx, "subvolume snapshot clone", func() (struct{}, error) {
+	_, err := call(ctx, d.cfg.Timeout, "subvolume snapshot clone", func() (struct{}, error) {
 		err := fsa.CloneSubVolumeSnapshot(d.cfg.FSName, d.cfg.Group, sv, snap, name,
 			&admin.CloneOptions{TargetGroup: d.cfg.Group})
 		if errno(err) == syscall.EEXIST { // started by an earlier call that got no answer
@@ -265,22 +300,43 @@ func (d *Driver) clone(ctx context.Context, fsa *fsAdmin, sv, snap, name string)
 }
 
 // cloneProgress answers a CreateVolume whose clone was not complete at the last look: nil once
-// it is, ErrPending while it runs; a clone that failed or was cancelled is removed, so that the
+// it is, ErrPending while it runs (after waiting up to Config.CloneWait); a clone that failed or was cancelled is removed, so that the
 // retry starts it again.
 func (d *Driver) cloneProgress(ctx context.Context, fsa *fsAdmin, name string) error {
-	st, err := call(ctx, "clone status "+name, func() (*admin.CloneStatus, error) {
+	st, err := call(ctx, d.cfg.Timeout, "clone status "+name, func() (*admin.CloneStatus, error) {
 		return fsa.CloneStatus(d.cfg.FSName, d.cfg.Group, name)
 	})
 	if err != nil {
 		return err
 	}
-	switch st.State {
-	case admin.ClonePending, admin.CloneInProgress:
-		return fmt.Errorf("volume %q is being cloned (%s): %w", name, st.State, driver.ErrPending)
-	case admin.CloneComplete:
+	// A small clone completes within seconds: wait for it, up to CloneWait and never past the
+	// caller's deadline (keeping a second to answer), rather than make the CO come back.
+	wait := d.cfg.CloneWait
+	if dl, ok := ctx.Deadline(); ok {
+		wait = min(wait, time.Until(dl)-time.Second)
+	}
+	timer := time.NewTimer(max(wait, 0))
+	defer timer.Stop()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for st.State == admin.ClonePending || st.State == admin.CloneInProgress {
+		select {
+		case <-timer.C:
+			return fmt.Errorf("volume %q is being cloned (%s): %w", name, st.State, driver.ErrPending)
+		case <-ctx.Done():
+			return fmt.Errorf("volume %q is being cloned (%s): %w", name, st.State, ctx.Err())
+		case <-tick.C:
+		}
+		if st, err = call(ctx, d.cfg.Timeout, "clone status "+name, func() (*admin.CloneStatus, error) {
+			return fsa.CloneStatus(d.cfg.FSName, d.cfg.Group, name)
+		}); err != nil {
+			return err
+		}
+	}
+	if st.State == admin.CloneComplete {
 		return nil
 	}
-	if err := d.remove(ctx, fsa, name); err != nil {
+	if err := d.remove(ctx, fsa, name, nil); err != nil {
 		return err
 	}
 	return fmt.Errorf("the clone into %q ended %s; removed, the retry starts it again: %w", name, st.State, driver.ErrUnavailable)
@@ -291,7 +347,7 @@ func (d *Driver) cloneProgress(ctx context.Context, fsa *fsAdmin, name string) e
 func (d *Driver) finish(ctx context.Context, fsa *fsAdmin, req *driver.CreateVolumeRequest, sv *subvolume, size int64) (*driver.Volume, error) {
 	if req.Source.VolumeID != "" {
 		if src, err := parseVolumeID(req.Source.VolumeID); err == nil {
-			if _, err := call(ctx, "remove clone snapshot", func() (struct{}, error) {
+			if _, err := call(ctx, d.cfg.Timeout, "remove clone snapshot", func() (struct{}, error) {
 				err := fsa.RemoveSubVolumeSnapshot(d.cfg.FSName, d.cfg.Group, src, cloneSnapshotPrefix+sv.name)
 				if errno(err) == syscall.ENOENT {
 					err = nil
@@ -302,20 +358,24 @@ func (d *Driver) finish(ctx context.Context, fsa *fsAdmin, req *driver.CreateVol
 			}
 		}
 	}
+	// A clone inherits its source's quota; a larger one than asked for stays, within the limit,
+	// so that the data fits (the required size is a minimum).
+	if cur := sv.capacity(); cur > size && fitsLimit(req.Capacity, cur) {
+		size = cur
+	}
 	if sv.capacity() != size {
-		if _, err := call(ctx, "subvolume resize", func() (*admin.SubVolumeResizeResult, error) {
+		if _, err := call(ctx, d.cfg.Timeout, "subvolume resize", func() (*admin.SubVolumeResizeResult, error) {
 			return fsa.ResizeSubVolume(d.cfg.FSName, d.cfg.Group, sv.name, admin.ByteCount(size), false)
 		}); err != nil {
 			return nil, err
 		}
 		sv.info.BytesQuota = admin.ByteCount(size)
 	}
-	for _, kv := range [][2]string{{metaName, req.Name}, {metaFingerprint, req.Fingerprint()}} {
-		if _, err := call(ctx, "subvolume metadata set", func() (struct{}, error) {
-			return struct{}{}, fsa.SetMetadata(d.cfg.FSName, d.cfg.Group, sv.name, kv[0], kv[1])
-		}); err != nil {
-			return nil, err
-		}
+	rec := &record{Name: req.Name, Fingerprint: req.Fingerprint()}
+	if _, err := call(ctx, d.cfg.Timeout, "subvolume metadata set", func() (struct{}, error) {
+		return struct{}{}, fsa.SetMetadata(d.cfg.FSName, d.cfg.Group, sv.name, metaVolume, rec.encode())
+	}); err != nil {
+		return nil, err
 	}
 	return d.volume(sv), nil
 }
@@ -331,9 +391,9 @@ func (d *Driver) DeleteVolume(ctx context.Context, req *driver.DeleteVolumeReque
 	if err != nil {
 		return err
 	}
-	_, err = d.lookup(ctx, fsa, name)
+	_, err = d.lookup(ctx, fsa, name, false)
 	if errors.Is(err, errNotReady) {
-		if _, err := call(ctx, "clone cancel", func() (struct{}, error) {
+		if _, err := call(ctx, d.cfg.Timeout, "clone cancel", func() (struct{}, error) {
 			err := fsa.CancelClone(d.cfg.FSName, d.cfg.Group, name)
 			if e := errno(err); e == syscall.EINVAL || e == syscall.ENOENT { // completed or gone meanwhile
 				err = nil
@@ -345,7 +405,7 @@ func (d *Driver) DeleteVolume(ctx context.Context, req *driver.DeleteVolumeReque
 	} else if err != nil {
 		return err
 	}
-	snaps, err := call(ctx, "subvolume snapshot ls", func() ([]string, error) {
+	snaps, err := call(ctx, d.cfg.Timeout, "subvolume snapshot ls", func() ([]string, error) {
 		return fsa.ListSubVolumeSnapshots(d.cfg.FSName, d.cfg.Group, name)
 	})
 	if err != nil && !errors.Is(err, driver.ErrNotFound) && !errors.Is(err, driver.ErrUnavailable) {
@@ -361,19 +421,22 @@ func (d *Driver) DeleteVolume(ctx context.Context, req *driver.DeleteVolumeReque
 	if len(kept) > 0 {
 		return fmt.Errorf("volume %q has snapshots (%s): delete them first: %w", name, strings.Join(kept, ", "), driver.ErrInUse)
 	}
-	return d.remove(ctx, fsa, name)
+	return d.remove(ctx, fsa, name, snaps)
 }
 
-// remove deletes a subvolume with its clone snapshots; a missing one is deleted already.
-func (d *Driver) remove(ctx context.Context, fsa *fsAdmin, name string) error {
-	snaps, _ := call(ctx, "subvolume snapshot ls", func() ([]string, error) {
-		return fsa.ListSubVolumeSnapshots(d.cfg.FSName, d.cfg.Group, name)
-	})
+// remove deletes a subvolume with its clone snapshots (snaps: its snapshots, nil to list them); a
+// missing one is deleted already.
+func (d *Driver) remove(ctx context.Context, fsa *fsAdmin, name string, snaps []string) error {
+	if snaps == nil {
+		snaps, _ = call(ctx, d.cfg.Timeout, "subvolume snapshot ls", func() ([]string, error) {
+			return fsa.ListSubVolumeSnapshots(d.cfg.FSName, d.cfg.Group, name)
+		})
+	}
 	for _, s := range snaps {
 		if !strings.HasPrefix(s, cloneSnapshotPrefix) {
 			continue
 		}
-		if _, err := call(ctx, "remove clone snapshot", func() (struct{}, error) {
+		if _, err := call(ctx, d.cfg.Timeout, "remove clone snapshot", func() (struct{}, error) {
 			err := fsa.RemoveSubVolumeSnapshot(d.cfg.FSName, d.cfg.Group, name, s)
 			if errno(err) == syscall.ENOENT {
 				err = nil
@@ -383,7 +446,7 @@ func (d *Driver) remove(ctx context.Context, fsa *fsAdmin, name string) error {
 			return fmt.Errorf("volume %q is the source of a clone still running: %w", name, driver.ErrInUse)
 		}
 	}
-	_, err := call(ctx, "subvolume rm "+name, func() (struct{}, error) {
+	_, err := call(ctx, d.cfg.Timeout, "subvolume rm "+name, func() (struct{}, error) {
 		err := fsa.RemoveSubVolumeWithFlags(d.cfg.FSName, d.cfg.Group, name, admin.SubVolRmFlags{Force: true})
 		return struct{}{}, err
 	})
@@ -400,11 +463,11 @@ func (d *Driver) ValidateVolumeCapabilities(ctx context.Context, req *driver.Val
 	if err != nil {
 		return err
 	}
-	fsa, err := d.admin(ctx, req.Secrets)
+	fsa, err := d.adminOrLast(ctx, req.Secrets) // the secrets are optional here
 	if err != nil {
 		return err
 	}
-	sv, err := d.lookup(ctx, fsa, name)
+	sv, err := d.lookup(ctx, fsa, name, true)
 	if errors.Is(err, errNotReady) {
 		return fmt.Errorf("volume %q: %w", name, driver.ErrNotFound)
 	}
@@ -436,7 +499,7 @@ func (d *Driver) ControllerExpandVolume(ctx context.Context, req *driver.Control
 	if err != nil {
 		return 0, false, err
 	}
-	sv, err := d.lookup(ctx, fsa, name)
+	sv, err := d.lookup(ctx, fsa, name, true)
 	if errors.Is(err, errNotReady) {
 		return 0, false, fmt.Errorf("volume %q: %w", name, driver.ErrNotFound)
 	}
@@ -456,7 +519,7 @@ func (d *Driver) ControllerExpandVolume(ctx context.Context, req *driver.Control
 	if cur := sv.capacity(); size < cur {
 		return 0, false, fmt.Errorf("volume %q has %d bytes; shrinking to %d is not supported: %w", name, cur, size, driver.ErrOutOfRange)
 	}
-	if _, err := call(ctx, "subvolume resize", func() (*admin.SubVolumeResizeResult, error) {
+	if _, err := call(ctx, d.cfg.Timeout, "subvolume resize", func() (*admin.SubVolumeResizeResult, error) {
 		return fsa.ResizeSubVolume(d.cfg.FSName, d.cfg.Group, name, admin.ByteCount(size), true)
 	}); err != nil {
 		return 0, false, err
@@ -472,7 +535,7 @@ func (d *Driver) ListVolumes(ctx context.Context, _ *driver.ListVolumesRequest) 
 		return nil, err
 	}
 	fsa := &fsAdmin{FSAdmin: admin.NewFromConn(conn), conn: conn}
-	names, err := call(ctx, "subvolume ls", func() ([]string, error) {
+	names, err := call(ctx, d.cfg.Timeout, "subvolume ls", func() ([]string, error) {
 		return fsa.ListSubVolumes(d.cfg.FSName, d.cfg.Group)
 	})
 	if errors.Is(err, driver.ErrNotFound) { // no group yet: no volume yet
@@ -486,7 +549,7 @@ func (d *Driver) ListVolumes(ctx context.Context, _ *driver.ListVolumesRequest) 
 		if !issued(n) {
 			continue
 		}
-		sv, err := d.lookup(ctx, fsa, n)
+		sv, err := d.lookup(ctx, fsa, n, true)
 		if errors.Is(err, errNotReady) || errors.Is(err, driver.ErrNotFound) {
 			continue // a clone in progress, or deleted since the listing
 		}
@@ -512,7 +575,7 @@ func (d *Driver) GetCapacity(ctx context.Context, req *driver.GetCapacityRequest
 		return nil, err
 	}
 	fsa := admin.NewFromConn(conn)
-	avail, err := call(ctx, "df", func() (int64, error) {
+	avail, err := call(ctx, d.cfg.Timeout, "df", func() (int64, error) {
 		fss, err := fsa.ListFileSystems()
 		if err != nil {
 			return 0, err
@@ -559,10 +622,7 @@ func poolAvail(conn *rados.Conn, pool string) (int64, error) {
 	return 0, fmt.Errorf("pool %q not in ceph df: %w", pool, driver.ErrNotFound)
 }
 
-func parseInt(s string) int64 {
-	var n int64
-	if _, err := fmt.Sscan(s, &n); err != nil {
-		return 0
-	}
-	return n
+// fitsLimit reports whether size is within the range's limit (none means any size fits).
+func fitsLimit(r driver.CapacityRange, size int64) bool {
+	return r.LimitBytes == 0 || size <= r.LimitBytes
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ceph/go-ceph/cephfs/admin"
@@ -34,6 +35,9 @@ type Config struct {
 	// mount) so that a cluster that does not answer makes a call UNAVAILABLE, not a hang; whole
 	// seconds, at least one.
 	Timeout time.Duration
+	// CloneWait is how long CreateVolume waits for a clone to complete before it answers
+	// ABORTED (the CO then retries); never past the call's deadline. Zero answers at once.
+	CloneWait time.Duration
 	// CephFuse is the ceph-fuse program (default "ceph-fuse" on $PATH).
 	CephFuse string
 	// Logger receives the driver's own lines (never a key); nil logs nothing.
@@ -51,6 +55,7 @@ type Driver struct {
 	probeAt     time.Time
 	probeReady  bool
 	probeFlight bool
+	probeIdle   atomic.Bool // no check is waiting in librados
 }
 
 // New checks cfg and returns a driver; it contacts no one (keys come with the calls).
@@ -81,7 +86,9 @@ func New(cfg Config) (*Driver, error) {
 			return nil, fmt.Errorf("cephfs: %q is not a plain Ceph name (letters, digits, '-', '_')", s)
 		}
 	}
-	return &Driver{cfg: cfg, cl: newCluster(cfg.Monitors, cfg.Timeout), mounts: nodemount.New(), log: cfg.Logger}, nil
+	d := &Driver{cfg: cfg, cl: newCluster(cfg.Monitors, cfg.Timeout), mounts: nodemount.New(), log: cfg.Logger}
+	d.probeIdle.Store(true)
+	return d, nil
 }
 
 // Close drops the driver's connections to Ceph.
@@ -131,8 +138,14 @@ func (d *Driver) check(ctx context.Context) error {
 	if err != nil {
 		return dialAnyMon(ctx, d.cfg.Monitors)
 	}
+	// A check that outlived its deadline is still waiting in librados for the mgr: until it
+	// returns, Ceph is not answering, and no second one is sent after it.
+	if !d.probeIdle.CompareAndSwap(true, false) {
+		return errors.New("the last check is still waiting for the mgr")
+	}
 	fsa := admin.NewFromConn(conn)
-	_, err = call(ctx, "subvolumegroup ls", func() ([]string, error) {
+	_, err = call(ctx, d.cfg.Timeout, "subvolumegroup ls", func() ([]string, error) {
+		defer d.probeIdle.Store(true)
 		return fsa.ListSubVolumeGroups(d.cfg.FSName)
 	})
 	return err

@@ -57,7 +57,7 @@ func (d *Driver) NodeStageVolume(ctx context.Context, req *driver.NodeStageVolum
 		if err != nil {
 			return err
 		}
-		if path, err = call(ctx, "subvolume getpath", func() (string, error) {
+		if path, err = call(ctx, d.cfg.Timeout, "subvolume getpath", func() (string, error) {
 			return fsa.SubVolumePath(d.cfg.FSName, d.cfg.Group, name)
 		}); err != nil {
 			return err
@@ -65,6 +65,10 @@ func (d *Driver) NodeStageVolume(ctx context.Context, req *driver.NodeStageVolum
 	}
 	if !subvolumePathRE.MatchString(path) {
 		return fmt.Errorf("volume context %s=%q is not a subvolume path: %w", ContextSubvolumePath, path, driver.ErrInvalidArgument)
+	}
+	if pathVolume(path) != name {
+		// The context belongs to another volume: this one is not where it says.
+		return fmt.Errorf("volume %q: its context names subvolume %q: %w", name, pathVolume(path), driver.ErrNotFound)
 	}
 	staging := req.StagingTargetPath
 	if m, err := nodemount.At(staging); err != nil {
@@ -146,6 +150,10 @@ func (d *Driver) cephFuse(ctx context.Context, cr credentials, path, staging str
 		}
 		return classify(&errnoError{err, n})
 	}
+	if bytes.Contains(msg, []byte("failed to fetch mon config")) {
+		// No monitor answered within client_mount_timeout: the cluster is unreachable.
+		return fmt.Errorf("%w: %w", err, driver.ErrUnavailable)
+	}
 	return err
 }
 
@@ -157,6 +165,15 @@ type errnoError struct {
 
 func (e *errnoError) ErrorCode() int { return e.n }
 func (e *errnoError) Unwrap() error  { return e.error }
+
+// pathVolume returns the subvolume name in a subvolume path (/volumes/GROUP/NAME/UUID).
+func pathVolume(path string) string {
+	parts := strings.Split(path, "/")
+	if len(parts) != 5 {
+		return ""
+	}
+	return parts[3]
+}
 
 // servedPaths returns the subvolume paths of the ceph-fuse processes serving mountpoint, read
 // from their command lines (the daemon keeps the one it was started with).
@@ -223,18 +240,36 @@ func (d *Driver) NodeUnstageVolume(ctx context.Context, req *driver.NodeUnstageV
 }
 
 func (d *Driver) unmount(ctx context.Context, staging string) error {
+	m, err := nodemount.At(staging)
+	if err != nil || m == nil {
+		return err // nothing staged there: done already
+	}
+	// A bind mount of the staging path keeps ceph-fuse serving after the staging mount is gone,
+	// and then it never exits: refuse rather than leave a daemon behind. The CO unpublishes
+	// every target before it unstages, so this only meets a CO that did not.
+	if isCephFuse(m) {
+		others, err := nodemount.MountsOf(staging)
+		if err != nil {
+			return err
+		}
+		if others = slices.DeleteFunc(others, func(p string) bool { return p == staging }); len(others) > 0 {
+			return fmt.Errorf("%s is still published at %s: unpublish first: %w", staging, strings.Join(others, ", "), driver.ErrFailedPrecondition)
+		}
+	}
 	procs := cephFuseProcs(staging)
 	owned := func(m *nodemount.Info) (bool, error) { return isCephFuse(m), nil }
 	if err := d.mounts.Unmount(staging, owned); err != nil {
 		return err
 	}
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
+	defer cancel()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for _, p := range procs {
 		for !exited(p.pid) {
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("unmounted %s, but its ceph-fuse (pid %d) has not exited: %w", staging, p.pid, ctx.Err())
+				return fmt.Errorf("unmounted %s, but its ceph-fuse (pid %d) has not exited: %w", staging, p.pid, driver.ErrUnavailable)
 			case <-tick.C:
 			}
 		}
@@ -259,6 +294,10 @@ func (d *Driver) NodePublishVolume(_ context.Context, req *driver.NodePublishVol
 	}
 	if m == nil || !isCephFuse(m) {
 		return fmt.Errorf("volume %q is not staged at %s: %w", req.VolumeID, req.StagingTargetPath, driver.ErrFailedPrecondition)
+	}
+	served := servedPaths(req.StagingTargetPath)
+	if !slices.ContainsFunc(served, func(p string) bool { return pathVolume(p) == req.VolumeID }) {
+		return fmt.Errorf("volume %q is not the one staged at %s: %w", req.VolumeID, req.StagingTargetPath, driver.ErrNotFound)
 	}
 	ro := req.Readonly || req.Capability.AccessMode.ReadOnly()
 	return d.mounts.Bind(req.StagingTargetPath, req.TargetPath, nodemount.Options{ReadOnly: ro, MountFlags: req.Capability.MountFlags})

@@ -4,33 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/ceph/go-ceph/cephfs/admin"
 
 	"github.com/csikit/csikit/driver"
 )
 
-// snapshotOf reads a subvolume snapshot's info and metadata; ErrNotFound when it, or its
-// subvolume, does not exist.
-func (d *Driver) snapshotOf(ctx context.Context, fsa *fsAdmin, sv, snap string) (*admin.SubVolumeSnapshotInfo, map[string]string, error) {
-	info, err := call(ctx, "snapshot info", func() (*admin.SubVolumeSnapshotInfo, error) {
-		return fsa.SubVolumeSnapshotInfo(d.cfg.FSName, d.cfg.Group, sv, snap)
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	d.cl.remember(fsa.conn)
-	meta, err := call(ctx, "snapshot metadata ls", func() (map[string]string, error) {
+// snapshotOf reads a subvolume snapshot's metadata; ErrNotFound when it, or its subvolume, does
+// not exist. It does not ask for `snapshot info`, which waits for the MDS to settle the
+// snapshot's recursive statistics (about 5 s after a snapshot is cut): the creation time is in
+// the metadata.
+func (d *Driver) snapshotOf(ctx context.Context, fsa *fsAdmin, sv, snap string) (map[string]string, error) {
+	return call(ctx, d.cfg.Timeout, "snapshot metadata ls", func() (map[string]string, error) {
 		return fsa.ListSnapshotMetadata(d.cfg.FSName, d.cfg.Group, sv, snap)
 	})
-	return info, meta, err
 }
 
-func toSnapshot(sv, snap string, info *admin.SubVolumeSnapshotInfo, meta map[string]string) *driver.Snapshot {
-	return &driver.Snapshot{ID: snapshotID(sv, snap), SourceVolumeID: sv, SizeBytes: parseInt(meta[metaSize]),
-		CreationTime: info.CreatedAt.Time, ReadyToUse: true}
+func toSnapshot(sv, snap string, rec *record) *driver.Snapshot {
+	created, _ := time.Parse(time.RFC3339Nano, rec.Created)
+	return &driver.Snapshot{ID: snapshotID(sv, snap), SourceVolumeID: sv, SizeBytes: rec.Size,
+		CreationTime: created, ReadyToUse: true}
 }
 
 // CreateSnapshot takes a subvolume snapshot, which is instantaneous in CephFS (ready at once).
@@ -50,7 +45,7 @@ func (d *Driver) CreateSnapshot(ctx context.Context, req *driver.CreateSnapshotR
 	if err != nil {
 		return nil, err
 	}
-	sv, err := d.lookup(ctx, fsa, src)
+	sv, err := d.lookup(ctx, fsa, src, true)
 	if errors.Is(err, errNotReady) || err == nil && !sv.finished() {
 		return nil, fmt.Errorf("source volume %q: %w", src, driver.ErrNotFound)
 	}
@@ -58,13 +53,14 @@ func (d *Driver) CreateSnapshot(ctx context.Context, req *driver.CreateSnapshotR
 		return nil, fmt.Errorf("source volume: %w", err)
 	}
 	snap := CephName(req.Name)
-	info, meta, err := d.snapshotOf(ctx, fsa, src, snap)
+	meta, err := d.snapshotOf(ctx, fsa, src, snap)
 	switch {
-	case err == nil && meta[metaFingerprint] != "":
-		if meta[metaName] != req.Name || meta[metaFingerprint] != req.Fingerprint() {
+	case err == nil && readRecord(meta, metaSnapshot) != nil:
+		rec := readRecord(meta, metaSnapshot)
+		if rec.Name != req.Name || rec.Fingerprint != req.Fingerprint() {
 			return nil, fmt.Errorf("snapshot %q exists with another name or parameters: %w", req.Name, driver.ErrAlreadyExists)
 		}
-		return toSnapshot(src, snap, info, meta), nil
+		return toSnapshot(src, snap, rec), nil
 	case err == nil: // cut by a call that did not get to write its metadata: finish it
 	case errors.Is(err, driver.ErrNotFound):
 		if other, err := d.findSnapshot(ctx, fsa, snap, src); err != nil {
@@ -72,7 +68,7 @@ func (d *Driver) CreateSnapshot(ctx context.Context, req *driver.CreateSnapshotR
 		} else if other != "" {
 			return nil, fmt.Errorf("snapshot %q exists on another volume (%s): %w", req.Name, other, driver.ErrAlreadyExists)
 		}
-		if _, err := call(ctx, "snapshot create", func() (struct{}, error) {
+		if _, err := call(ctx, d.cfg.Timeout, "snapshot create", func() (struct{}, error) {
 			err := fsa.CreateSubVolumeSnapshot(d.cfg.FSName, d.cfg.Group, src, snap)
 			if errno(err) == syscall.EEXIST {
 				err = nil
@@ -84,24 +80,20 @@ func (d *Driver) CreateSnapshot(ctx context.Context, req *driver.CreateSnapshotR
 	default:
 		return nil, err
 	}
-	meta = map[string]string{metaSize: strconv.FormatInt(sv.capacity(), 10), metaName: req.Name, metaFingerprint: req.Fingerprint()}
-	for _, k := range []string{metaSize, metaName, metaFingerprint} { // the fingerprint last
-		if _, err := call(ctx, "snapshot metadata set", func() (struct{}, error) {
-			return struct{}{}, fsa.SetSnapshotMetadata(d.cfg.FSName, d.cfg.Group, src, snap, k, meta[k])
-		}); err != nil {
-			return nil, err
-		}
-	}
-	info, meta, err = d.snapshotOf(ctx, fsa, src, snap)
-	if err != nil {
+	// The time of the call that writes the record: within a call of the cut, and the same in
+	// every answer from now on.
+	rec := &record{Name: req.Name, Fingerprint: req.Fingerprint(), Size: sv.capacity(), Created: time.Now().UTC().Format(time.RFC3339Nano)}
+	if _, err := call(ctx, d.cfg.Timeout, "snapshot metadata set", func() (struct{}, error) {
+		return struct{}{}, fsa.SetSnapshotMetadata(d.cfg.FSName, d.cfg.Group, src, snap, metaSnapshot, rec.encode())
+	}); err != nil {
 		return nil, err
 	}
-	return toSnapshot(src, snap, info, meta), nil
+	return toSnapshot(src, snap, rec), nil
 }
 
 // findSnapshot returns the subvolume other than skip that has a snapshot named snap, or "".
 func (d *Driver) findSnapshot(ctx context.Context, fsa *fsAdmin, snap, skip string) (string, error) {
-	names, err := call(ctx, "subvolume ls", func() ([]string, error) {
+	names, err := call(ctx, d.cfg.Timeout, "subvolume ls", func() ([]string, error) {
 		return fsa.ListSubVolumes(d.cfg.FSName, d.cfg.Group)
 	})
 	if err != nil {
@@ -111,7 +103,7 @@ func (d *Driver) findSnapshot(ctx context.Context, fsa *fsAdmin, snap, skip stri
 		if n == skip || !issued(n) {
 			continue
 		}
-		snaps, err := call(ctx, "snapshot ls", func() ([]string, error) {
+		snaps, err := call(ctx, d.cfg.Timeout, "snapshot ls", func() ([]string, error) {
 			return fsa.ListSubVolumeSnapshots(d.cfg.FSName, d.cfg.Group, n)
 		})
 		if errors.Is(err, driver.ErrNotFound) || errors.Is(err, driver.ErrUnavailable) && errno(err) == syscall.EAGAIN {
@@ -139,7 +131,7 @@ func (d *Driver) DeleteSnapshot(ctx context.Context, req *driver.DeleteSnapshotR
 	if err != nil {
 		return err
 	}
-	_, err = call(ctx, "snapshot rm", func() (struct{}, error) {
+	_, err = call(ctx, d.cfg.Timeout, "snapshot rm", func() (struct{}, error) {
 		return struct{}{}, fsa.RemoveSubVolumeSnapshot(d.cfg.FSName, d.cfg.Group, sv, snap)
 	})
 	if errors.Is(err, driver.ErrNotFound) {
@@ -161,14 +153,15 @@ func (d *Driver) GetSnapshot(ctx context.Context, req *driver.GetSnapshotRequest
 	if err != nil {
 		return nil, err
 	}
-	info, meta, err := d.snapshotOf(ctx, fsa, sv, snap)
+	meta, err := d.snapshotOf(ctx, fsa, sv, snap)
 	if err != nil {
 		return nil, err
 	}
-	if meta[metaFingerprint] == "" {
+	rec := readRecord(meta, metaSnapshot)
+	if rec == nil {
 		return nil, fmt.Errorf("snapshot %q: %w", req.SnapshotID, driver.ErrNotFound)
 	}
-	return toSnapshot(sv, snap, info, meta), nil
+	return toSnapshot(sv, snap, rec), nil
 }
 
 // ListSnapshots lists the finished snapshots of one volume, or of every volume.
@@ -195,7 +188,7 @@ func (d *Driver) ListSnapshots(ctx context.Context, req *driver.ListSnapshotsReq
 		}
 		volumes = []string{v}
 	} else {
-		volumes, err = call(ctx, "subvolume ls", func() ([]string, error) {
+		volumes, err = call(ctx, d.cfg.Timeout, "subvolume ls", func() ([]string, error) {
 			return fsa.ListSubVolumes(d.cfg.FSName, d.cfg.Group)
 		})
 		if errors.Is(err, driver.ErrNotFound) {
@@ -210,7 +203,7 @@ func (d *Driver) ListSnapshots(ctx context.Context, req *driver.ListSnapshotsReq
 		if !issued(v) {
 			continue
 		}
-		snaps, err := call(ctx, "snapshot ls", func() ([]string, error) {
+		snaps, err := call(ctx, d.cfg.Timeout, "snapshot ls", func() ([]string, error) {
 			return fsa.ListSubVolumeSnapshots(d.cfg.FSName, d.cfg.Group, v)
 		})
 		if errors.Is(err, driver.ErrNotFound) || errno(err) == syscall.EAGAIN {
@@ -223,15 +216,15 @@ func (d *Driver) ListSnapshots(ctx context.Context, req *driver.ListSnapshotsReq
 			if !issued(s) {
 				continue // a clone's own snapshot
 			}
-			info, meta, err := d.snapshotOf(ctx, fsa, v, s)
+			meta, err := d.snapshotOf(ctx, fsa, v, s)
 			if errors.Is(err, driver.ErrNotFound) {
 				continue
 			}
 			if err != nil {
 				return nil, err
 			}
-			if meta[metaFingerprint] != "" {
-				out = append(out, *toSnapshot(v, s, info, meta))
+			if rec := readRecord(meta, metaSnapshot); rec != nil {
+				out = append(out, *toSnapshot(v, s, rec))
 			}
 		}
 	}
@@ -239,9 +232,10 @@ func (d *Driver) ListSnapshots(ctx context.Context, req *driver.ListSnapshotsReq
 }
 
 // adminOrLast is admin for a call whose secrets are optional in CSI (ListSnapshots,
-// GetSnapshot): the identity in them, else that of the last call that carried one.
+// GetSnapshot, ValidateVolumeCapabilities): the identity in them, else (no Ceph identity among
+// them) that of the last call that carried one.
 func (d *Driver) adminOrLast(ctx context.Context, secrets driver.Secrets) (*fsAdmin, error) {
-	if len(secrets) > 0 {
+	if secrets[SecretUserID] != "" || secrets[SecretUserKey] != "" {
 		return d.admin(ctx, secrets)
 	}
 	conn, err := d.cl.lastConn()
