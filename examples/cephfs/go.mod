@@ -66,4 +66,10 @@ require (
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd // indirect
 )
 
+// github.com/ceph/go-ceph is pinned to an exact version (the module proxy does not list its
+// versions). It is cgo: building needs Debian's librados-dev and libcephfs-dev (Ceph 16.2
+// Pacific headers and libraries).
+
+// The SDK of this checkout: the repository's go.work uses it directly, and a GOWORK=off build
+// finds it through this replace.
 replace github.com/csikit/csikit => ../..
