@@ -118,3 +118,60 @@ func TestCredentialsFrom(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseIDs: the ID parsers never panic, accept only names CephName can return, and a
+// snapshot ID they accept is rebuilt exactly from its parts.
+func FuzzParseIDs(f *testing.F) {
+	for _, s := range []string{"pvc-1", "pvc-1@snap-1", "csikit-h-0123456789abcdef0123456789abcdef", "a@b@c", "@", "", "csikit-clone-x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		if v, err := parseVolumeID(id); err == nil {
+			if v != id || !issued(v) {
+				t.Fatalf("parseVolumeID(%q) = %q", id, v)
+			}
+		} else if !errors.Is(err, driver.ErrNotFound) {
+			t.Fatalf("parseVolumeID(%q): %v, want ErrNotFound", id, err)
+		}
+		if sv, snap, err := parseSnapshotID(id); err == nil {
+			if snapshotID(sv, snap) != id || !issued(sv) || !issued(snap) {
+				t.Fatalf("parseSnapshotID(%q) = %q, %q", id, sv, snap)
+			}
+		} else if !errors.Is(err, driver.ErrNotFound) {
+			t.Fatalf("parseSnapshotID(%q): %v, want ErrNotFound", id, err)
+		}
+	})
+}
+
+// FuzzCredentialsFrom: whatever the secrets hold, the error never repeats a value, and an
+// accepted identity cannot break out of a keyring line.
+func FuzzCredentialsFrom(f *testing.F) {
+	f.Add("csi", "AQBxyz==")
+	f.Add("csi]\n[client.admin", "AQB=\nkey = x")
+	f.Fuzz(func(t *testing.T, id, key string) {
+		c, err := credentialsFrom(driver.Secrets{SecretUserID: id, SecretUserKey: key})
+		if err != nil {
+			// A value that is part of the fixed wording ("userKey", "invalid") proves nothing.
+			repeats := func(v string) bool {
+				return len(v) >= 4 && strings.Contains(err.Error(), v) && !strings.Contains(credentialsWording, v)
+			}
+			if repeats(key) || repeats(id) {
+				t.Fatalf("the error repeats a secret value: %v", err)
+			}
+			return
+		}
+		if strings.ContainsAny(c.id+c.key, "\n\r[] \t") {
+			t.Fatalf("accepted %q/%q, which could break a keyring line", c.id, c.key)
+		}
+	})
+}
+
+// credentialsWording is every fixed text credentialsFrom's errors are made of.
+var credentialsWording = func() string {
+	var b strings.Builder
+	for _, s := range []driver.Secrets{{}, {SecretUserID: "!", SecretUserKey: "A"}, {SecretUserID: "a", SecretUserKey: "!"}} {
+		_, err := credentialsFrom(s)
+		b.WriteString(err.Error())
+	}
+	return b.String()
+}()
