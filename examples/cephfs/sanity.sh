@@ -11,8 +11,8 @@
 # directory) through the CSI secrets only; its key goes into a 0600 secrets file for csi-sanity
 # and csictl, in this run's directory, removed at the end.
 #
-# Needs root (ceph-fuse mounts), the Ceph packages, and csi-sanity, installed with
-#   go install github.com/kubernetes-csi/csi-test/v5/cmd/csi-sanity@v5.6.0
+# Needs root (ceph-fuse mounts) and the Ceph packages. It uses the csi-sanity on $PATH or in
+# $(go env GOPATH)/bin, or builds v5.6.0 into its run directory when there is none.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -20,17 +20,17 @@ if [ "$(id -u)" != 0 ]; then
   echo "$0: the node specs mount CephFS with ceph-fuse: run as root" >&2
   exit 1
 fi
+dir=$(mktemp -d)
+chmod 700 "$dir"
 sanity=$(command -v csi-sanity || true)
 if [ -z "$sanity" ] && [ -x "$(go env GOPATH)/bin/csi-sanity" ]; then
   sanity="$(go env GOPATH)/bin/csi-sanity"
 fi
 if [ -z "$sanity" ]; then
-  echo "$0: csi-sanity not found; install it with: go install github.com/kubernetes-csi/csi-test/v5/cmd/csi-sanity@v5.6.0" >&2
-  exit 1
+  # Not installed: build the pinned release into this run's directory, outside any module.
+  (cd / && GOFLAGS= GOBIN="$dir/bin" go install github.com/kubernetes-csi/csi-test/v5/cmd/csi-sanity@v5.6.0)
+  sanity="$dir/bin/csi-sanity"
 fi
-
-dir=$(mktemp -d)
-chmod 700 "$dir"
 pid=""
 cluster=${1:-}
 own_cluster=""

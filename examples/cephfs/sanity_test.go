@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -18,15 +17,6 @@ import (
 // spec, no mount or subvolume left behind, no key in the driver's debug log and a clean stop.
 func TestSanityScript(t *testing.T) {
 	testenv.Root(t, "csi-sanity's node specs mount CephFS with ceph-fuse")
-	gopath, err := exec.Command("go", "env", "GOPATH").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(strings.TrimSpace(string(gopath)), "bin", "csi-sanity")); err != nil {
-		if _, err := exec.LookPath("csi-sanity"); err != nil {
-			testenv.Skip(t, "csi-sanity is not installed: go install github.com/kubernetes-csi/csi-test/v5/cmd/csi-sanity@v5.6.0")
-		}
-	}
 	c := cephtest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
