@@ -23,7 +23,7 @@ import (
 // the mount is made.
 func TestKeyNeverLogged(t *testing.T) {
 	e := newEnv(t)
-	cl := serve(t, e, 10*time.Second)
+	cl := serve(t, e, time.Minute)
 	ctx := context.Background()
 	key := e.key()
 	var answers []string

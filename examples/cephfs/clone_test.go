@@ -134,7 +134,7 @@ func (cl clients) createUntilDone(t *testing.T, req *csi.CreateVolumeRequest) (*
 // with the data, and no clone snapshot left on the source.
 func TestCloneInProgress(t *testing.T) {
 	e := newEnv(t)
-	cl := serve(t, e, 10*time.Second)
+	cl := serve(t, e, time.Minute)
 	ctx := context.Background()
 	src, err := cl.ctrl.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "clone-src", CapacityRange: &csi.CapacityRange{RequiredBytes: 64 << 20},
 		VolumeCapabilities: []*csi.VolumeCapability{mountCap()}, Secrets: e.secrets})
@@ -198,9 +198,20 @@ func TestCloneInProgress(t *testing.T) {
 			if n != 1 {
 				t.Errorf("%d subvolumes named %s, want 1", n, v.VolumeId)
 			}
-			got, err := os.ReadFile(filepath.Join(cl.publish(t, e, v), "hello"))
+			target := cl.publish(t, e, v)
+			got, err := os.ReadFile(filepath.Join(target, "hello"))
 			if err != nil || string(got) != tc.want {
 				t.Errorf("the clone holds %q, %v; want %q", got, err, tc.want)
+			}
+			// ceph-fuse shows the quota as the filesystem's size.
+			stats, err := cl.node.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: v.VolumeId, VolumePath: target})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, u := range stats.Usage {
+				if u.Unit == csi.VolumeUsage_BYTES && u.Total != v.CapacityBytes {
+					t.Errorf("NodeGetVolumeStats: %d bytes in all, want the quota %d", u.Total, v.CapacityBytes)
+				}
 			}
 		})
 	}

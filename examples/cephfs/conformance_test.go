@@ -42,7 +42,7 @@ func warmUp(t *testing.T, d *cephfs.Driver, secrets map[string]string) {
 // debug log for the key.
 func TestConformance(t *testing.T) {
 	e := newEnv(t)
-	cfg, d, logs := e.config(t, 10*time.Second, time.Minute)
+	cfg, d, logs := e.config(t, time.Minute, time.Minute) // generous: the suite runs beside the whole tree's tests in CI
 	warmUp(t, d, e.secrets)
 	res := drivertest.CSI(t, cfg, drivertest.Options{
 		Privileged:     true,

@@ -84,7 +84,7 @@ go build -o "$dir/cephfs" ./examples/cephfs
 go build -o "$dir/csictl" ./cmd/csictl
 endpoint="unix://$dir/sock/csi.sock"
 "$dir/cephfs" --endpoint "$endpoint" --monitors "$CEPH_MON_HOST" --fs-name "$CEPHFS_NAME" \
-  --subvolume-group csi-sanity --clone-wait 60s --log-level debug 2>"$dir/cephfs.log" &
+  --subvolume-group csi-sanity --clone-wait 60s --ceph-timeout 60s --log-level debug 2>"$dir/cephfs.log" &
 pid=$!
 for _ in $(seq 600); do
   [ -S "$dir/sock/csi.sock" ] && break
