@@ -9,10 +9,10 @@
 //
 //	cephfs --monitors 10.0.0.1,10.0.0.2 --fs-name cephfs --endpoint unix:///csi/csi.sock
 //
-// The controller needs a user allowed to run `ceph fs subvolume` commands (as ceph-csi's
-// provisioner user: mgr "allow rw", mon "allow r", osd "allow rw tag cephfs metadata=*"); the
-// node one allowed to mount the filesystem (`ceph fs authorize`). Mounting needs root and
-// ceph-fuse.
+// The tests give one user to both sides, with ceph-csi's node caps: mon "allow r", mgr "allow
+// rw", mds "allow rw", osd "allow rw tag cephfs *=*" (`ceph auth get-or-create-key client.NAME
+// ...`). Mounting needs root, /dev/fuse and ceph-fuse; each ceph-fuse runs in the driver's
+// cgroup, so its mounts end with the driver's container, as ceph-csi's FUSE mounts do.
 package main
 
 import (
