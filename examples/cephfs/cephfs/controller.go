@@ -336,7 +336,7 @@ func (d *Driver) cloneProgress(ctx context.Context, fsa *fsAdmin, name string) e
 	if st.State == admin.CloneComplete {
 		return nil
 	}
-	if err := d.remove(ctx, fsa, name, nil); err != nil {
+	if err := d.remove(ctx, fsa, name, nil, false); err != nil {
 		return err
 	}
 	return fmt.Errorf("the clone into %q ended %s; removed, the retry starts it again: %w", name, st.State, driver.ErrUnavailable)
@@ -421,13 +421,13 @@ func (d *Driver) DeleteVolume(ctx context.Context, req *driver.DeleteVolumeReque
 	if len(kept) > 0 {
 		return fmt.Errorf("volume %q has snapshots (%s): delete them first: %w", name, strings.Join(kept, ", "), driver.ErrInUse)
 	}
-	return d.remove(ctx, fsa, name, snaps)
+	return d.remove(ctx, fsa, name, snaps, true)
 }
 
-// remove deletes a subvolume with its clone snapshots (snaps: its snapshots, nil to list them); a
-// missing one is deleted already.
-func (d *Driver) remove(ctx context.Context, fsa *fsAdmin, name string, snaps []string) error {
-	if snaps == nil {
+// remove deletes a subvolume with its clone snapshots (snaps: its snapshots when listed, else
+// remove lists them); a missing one is deleted already.
+func (d *Driver) remove(ctx context.Context, fsa *fsAdmin, name string, snaps []string, listed bool) error {
+	if !listed { // an empty listing is nil too: the flag, not the slice, says whether to ask
 		snaps, _ = call(ctx, d.cfg.Timeout, "subvolume snapshot ls", func() ([]string, error) {
 			return fsa.ListSubVolumeSnapshots(d.cfg.FSName, d.cfg.Group, name)
 		})
