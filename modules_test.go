@@ -11,7 +11,7 @@ import (
 )
 
 // examplesOnly are the module path prefixes only the examples and csictl use: the S3 clients and
-// server, their storage, and csictl's command-line library. A driver that depends on csikit must
+// server, their storage, Ceph's bindings, and csictl's command-line library. A driver that depends on csikit must
 // never find them in its module graph.
 var examplesOnly = []string{
 	"github.com/aws/",
@@ -20,6 +20,7 @@ var examplesOnly = []string{
 	"gopkg.in/mgo.v2",
 	"go.etcd.io/bbolt",
 	"github.com/spf13/cobra",
+	"github.com/ceph/go-ceph",
 }
 
 // TestSDKRequiresNothingOnlyTheExamplesUse fails for every requirement of the SDK's go.mod, direct
