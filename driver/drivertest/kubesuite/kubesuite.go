@@ -82,38 +82,56 @@ type InlineVolume struct {
 // that decoder spells them: it decodes case-sensitively. Classes with parameters are written
 // beside it by WriteFiles and named here by path.
 type Definition struct {
-	StorageClass          classRef          `json:"StorageClass"`
-	SnapshotClass         classRef          `json:"SnapshotClass,omitzero"`
-	GroupSnapshotClass    classRef          `json:"GroupSnapshotClass,omitzero"`
-	VolumeAttributesClass classRef          `json:"VolumeAttributesClass,omitzero"`
-	InlineVolumes         []InlineVolume    `json:"InlineVolumes,omitempty"`
-	DriverInfo            DriverInfo        `json:"DriverInfo"`
-	Timeouts              map[string]string `json:"Timeouts,omitempty"`
+	// StorageClass is the class the suite provisions with: FromName without parameters.
+	StorageClass ClassRef `json:"StorageClass"`
+	// SnapshotClass enables the snapshot tests; empty when the driver does not snapshot.
+	SnapshotClass ClassRef `json:"SnapshotClass,omitzero"`
+	// GroupSnapshotClass enables the group snapshot tests; empty without group snapshots.
+	GroupSnapshotClass ClassRef `json:"GroupSnapshotClass,omitzero"`
+	// VolumeAttributesClass enables the volume-modify tests; empty unless the driver advertises
+	// MODIFY_VOLUME and Options.ModifyParameters name what to change.
+	VolumeAttributesClass ClassRef `json:"VolumeAttributesClass,omitzero"`
+	// InlineVolumes enable the CSI ephemeral inline volume tests (Options.InlineVolumes).
+	InlineVolumes []InlineVolume `json:"InlineVolumes,omitempty"`
+	// DriverInfo is the driver's name, sizes, fs types, capabilities and topology keys.
+	DriverInfo DriverInfo `json:"DriverInfo"`
+	// Timeouts override the suite's timeouts by name (Options.Timeouts).
+	Timeouts map[string]string `json:"Timeouts,omitempty"`
 
 	// classes are the class objects to write, by the field naming them.
 	classes map[string]map[string]any
 }
 
-// classRef is how the definition names a class: FromName (the suite makes one of no
-// parameters for the driver) or FromFile.
-type classRef struct {
-	FromName bool   `json:"FromName,omitempty"`
+// ClassRef is how the definition names a class: FromName (the suite makes one of no parameters
+// for the driver) or FromFile (a class written by WriteFiles).
+type ClassRef struct {
+	// FromName: the suite makes a class of no parameters with the driver's name.
+	FromName bool `json:"FromName,omitempty"`
+	// FromFile is the class's file; before WriteFiles, the name of the Definition field.
 	FromFile string `json:"FromFile,omitempty"`
 }
 
 // DriverInfo is the suite's DriverInfo: the driver's name, what it supports, and the
 // capabilities by the suite's names (persistence, block, fsGroup, snapshotDataSource, ...).
 type DriverInfo struct {
-	Name               string    `json:"Name"`
-	SupportedSizeRange sizeRange `json:"SupportedSizeRange"`
+	// Name is the driver's name from GetPluginInfo: the provisioner of the suite's classes.
+	Name string `json:"Name"`
+	// SupportedSizeRange bounds the sizes the suite asks for (Options.MinSize, MaxSize).
+	SupportedSizeRange SizeRange `json:"SupportedSizeRange"`
 	// SupportedFsType is a set, written as the suite's sets.String decodes: {"ext4": {}}.
 	SupportedFsType map[string]struct{} `json:"SupportedFsType"`
-	Capabilities    map[string]bool     `json:"Capabilities"`
-	TopologyKeys    []string            `json:"TopologyKeys,omitempty"`
+	// Capabilities are every capability the suite knows, on or off, by its own names.
+	Capabilities map[string]bool `json:"Capabilities"`
+	// TopologyKeys are the keys of the node's accessible topology, when the driver advertises
+	// VOLUME_ACCESSIBILITY_CONSTRAINTS.
+	TopologyKeys []string `json:"TopologyKeys,omitempty"`
 }
 
-type sizeRange struct {
+// SizeRange is a size range as Kubernetes quantities ("1Mi").
+type SizeRange struct {
+	// Min is the smallest size the suite asks for.
 	Min string `json:"Min,omitempty"`
+	// Max is the largest; empty: the suite's own.
 	Max string `json:"Max,omitempty"`
 }
 
@@ -229,7 +247,7 @@ func Describe(ctx context.Context, conn grpc.ClientConnInterface, o Options) (*D
 	d := &Definition{
 		DriverInfo: DriverInfo{
 			Name:               name,
-			SupportedSizeRange: sizeRange{Min: o.MinSize, Max: o.MaxSize},
+			SupportedSizeRange: SizeRange{Min: o.MinSize, Max: o.MaxSize},
 			SupportedFsType:    map[string]struct{}{},
 			Capabilities:       caps,
 		},
@@ -270,7 +288,7 @@ func Describe(ctx context.Context, conn grpc.ClientConnInterface, o Options) (*D
 		})
 	}
 	if group {
-		d.GroupSnapshotClass = classRef{FromName: true}
+		d.GroupSnapshotClass = ClassRef{FromName: true}
 	}
 	if ctrl[csi.ControllerServiceCapability_RPC_MODIFY_VOLUME] && len(o.ModifyParameters) > 0 {
 		d.VolumeAttributesClass = d.class("VolumeAttributesClass", true, map[string]any{
@@ -284,12 +302,12 @@ func Describe(ctx context.Context, conn grpc.ClientConnInterface, o Options) (*D
 
 // class is FromName, or, when the class has parameters, FromFile with the object kept for
 // WriteFiles (the path is filled in there).
-func (d *Definition) class(field string, withParameters bool, obj map[string]any) classRef {
+func (d *Definition) class(field string, withParameters bool, obj map[string]any) ClassRef {
 	if !withParameters {
-		return classRef{FromName: true}
+		return ClassRef{FromName: true}
 	}
 	d.classes[field] = obj
-	return classRef{FromFile: field}
+	return ClassRef{FromFile: field}
 }
 
 // WriteFiles writes the definition to dir/testdriver.json, and each class it loads from a file
@@ -305,7 +323,7 @@ func (d *Definition) WriteFiles(dir string) (string, error) {
 		return "", fmt.Errorf("test driver directory: %w", err)
 	}
 	out := *d
-	refs := map[string]*classRef{
+	refs := map[string]*ClassRef{
 		"StorageClass": &out.StorageClass, "SnapshotClass": &out.SnapshotClass,
 		"VolumeAttributesClass": &out.VolumeAttributesClass,
 	}
