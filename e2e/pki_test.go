@@ -31,8 +31,10 @@ type pki struct {
 	caPEM                 []byte
 }
 
-// newPKI writes fresh keys and certificates into dir; nothing is reused between runs.
-func newPKI(dir string) (*pki, error) {
+// newPKI writes fresh keys and certificates into dir; nothing is reused between runs. The API
+// server's certificate names the loopback address, the first address of the service range and
+// host, the address it listens on.
+func newPKI(dir, host string) (*pki, error) {
 	p := &pki{dir: dir}
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -73,7 +75,7 @@ func newPKI(dir string) (*pki, error) {
 	if p.serverCert, p.serverKey, err = leaf("apiserver", 2, &x509.Certificate{
 		Subject:     pkix.Name{CommonName: "kube-apiserver"},
 		DNSNames:    []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(10, 0, 0, 1)},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(10, 0, 0, 1), net.ParseIP(host)},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}); err != nil {
 		return nil, err
