@@ -62,21 +62,28 @@ func withLibraries(src, name string) ([]layerFile, error) {
 		}
 		return nil, fmt.Errorf("ldd %s: %w: %s", src, err, out)
 	}
-	sc := bufio.NewScanner(strings.NewReader(string(out)))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		var lib string
-		switch {
-		case len(f) >= 3 && f[1] == "=>" && strings.HasPrefix(f[2], "/"):
-			lib = f[2]
-		case len(f) >= 1 && strings.HasPrefix(f[0], "/"):
-			lib = f[0] // the dynamic loader itself
-		default:
-			continue // linux-vdso.so.1 lives in the kernel
-		}
+	for _, lib := range lddLibraries(string(out)) {
 		files = append(files, layerFile{name: lib, src: lib})
 	}
 	return files, nil
+}
+
+// lddLibraries is the absolute paths of the libraries in ldd's output: "name => /path (addr)"
+// lines and the dynamic loader's "/path (addr)"; the vDSO ("linux-vdso.so.1 (addr)") lives in
+// the kernel, and "name => not found" names nothing to copy.
+func lddLibraries(out string) []string {
+	var libs []string
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		switch {
+		case len(f) >= 3 && f[1] == "=>" && strings.HasPrefix(f[2], "/"):
+			libs = append(libs, f[2])
+		case len(f) >= 1 && f[0] != "=>" && strings.HasPrefix(f[0], "/") && (len(f) == 1 || f[1] != "=>"):
+			libs = append(libs, f[0]) // the dynamic loader itself
+		}
+	}
+	return libs
 }
 
 // hostTools returns each named program of this machine's PATH (and /usr/sbin, /sbin) at the
