@@ -59,10 +59,14 @@ func hostpathImages(ctx context.Context, t *testing.T, work string, ms []manifes
 				refs[c.Image] = true
 			}
 		}
+		goBin, err := goCommand()
+		if err != nil {
+			return nil, err
+		}
 		start := time.Now()
 		bin := filepath.Join(work, "hostpath-static")
 		// As examples/hostpath/Dockerfile builds it: static, no build paths.
-		if err := run(ctx, "..", []string{"CGO_ENABLED=0"}, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./examples/hostpath"); err != nil {
+		if err := run(ctx, "..", []string{"CGO_ENABLED=0"}, goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./examples/hostpath"); err != nil {
 			return nil, fmt.Errorf("build hostpath: %w", err)
 		}
 		t.Logf("built hostpath (static) from this checkout in %s", time.Since(start).Round(time.Second))

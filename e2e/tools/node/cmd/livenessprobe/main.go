@@ -31,10 +31,18 @@ func main() {
 		log.Fatalf("CSI socket %s: %v", *csiAddress, err)
 	}
 	defer conn.Close()
-	identity := csi.NewIdentityClient(conn)
 	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), *timeout)
+	mux.Handle("/healthz", healthz(csi.NewIdentityClient(conn), *timeout))
+	addr := net.JoinHostPort("", strconv.Itoa(*port))
+	log.Printf("probing %s; /healthz on %s", *csiAddress, addr)
+	log.Fatal(http.ListenAndServe(addr, mux))
+}
+
+// healthz answers 200 when the plugin's Probe succeeds within timeout and does not say it is
+// not ready (an absent ready field means ready, as the CSI spec says), 500 otherwise.
+func healthz(identity csi.IdentityClient, timeout time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
 		resp, err := identity.Probe(ctx, &csi.ProbeRequest{})
 		switch {
@@ -46,7 +54,4 @@ func main() {
 			fmt.Fprintln(w, "ok")
 		}
 	})
-	addr := net.JoinHostPort("", strconv.Itoa(*port))
-	log.Printf("probing %s; /healthz on %s", *csiAddress, addr)
-	log.Fatal(http.ListenAndServe(addr, mux))
 }
