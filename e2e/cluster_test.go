@@ -151,7 +151,8 @@ func startAPIServerOn(ctx context.Context, work, etcdBin, apiserverBin string, p
 		"--kubelet-client-certificate=" + c.pki.adminCert, "--kubelet-client-key=" + c.pki.adminKey,
 		// The node's name resolves nowhere; its InternalIP is the CNI bridge's address.
 		"--kubelet-preferred-address-types=InternalIP",
-		"--authorization-mode=RBAC",
+		// Node first, as kubeadm sets it: kubelet (TestPods) has a node identity.
+		"--authorization-mode=Node,RBAC",
 		// As every real cluster that runs CSI node plugins (kubeadm sets it too): the
 		// manifests' driver containers are privileged.
 		"--allow-privileged=true",

@@ -332,8 +332,8 @@ func (pc *podCase) kubeletRestart() {
 		pc.t.Fatal(err)
 	}
 	pc.n.kubelet = k
-	// The restarted kubelet reports Ready again once it has synced with the runtime.
-	if err := pc.n.waitNodeReady(pc.ctx); err != nil {
+	// The restarted kubelet serves healthz once it has synced with the runtime.
+	if err := pc.n.waitKubelet(pc.ctx); err != nil {
 		pc.t.Fatal(err)
 	}
 	pc.n.phases = append(pc.n.phases, phase{"kubelet restarted, node ready", time.Since(start)})

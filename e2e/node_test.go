@@ -56,6 +56,7 @@ type node struct {
 	containerd string // containerd's socket
 	kubelet    *proc
 	kubeletBin string
+	healthz    string // kubelet's healthz URL
 	phases     []phase
 }
 
@@ -440,10 +441,32 @@ evictionHard:
 	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
 		return err
 	}
+	// kubelet is system:node:e2e-node, as on a real node: the Node authorizer and
+	// NodeRestriction let it read only what its pods use, so a volume flow that needs more
+	// fails here as it would in a real cluster.
+	kc := filepath.Join(dir, "kubelet.kubeconfig")
+	if err := n.pki.writeKubeconfigNode(kc, n.server); err != nil {
+		return err
+	}
 	bin := n.kubeletBin
-	args := []string{"--config=" + cfgPath, "--kubeconfig=" + n.adminKC, "--hostname-override=" + nodeName,
+	args := []string{"--config=" + cfgPath, "--kubeconfig=" + kc, "--hostname-override=" + nodeName,
 		"--node-ip=" + nodeIP, "--root-dir=" + kubeletDir, "--v=2"}
 	if n.kubelet, err = ps.start("kubelet", bin, args); err != nil {
+		return err
+	}
+	n.healthz = "http://127.0.0.1:" + strconv.Itoa(healthzPort) + "/healthz"
+	return n.waitKubelet(ctx)
+}
+
+// waitKubelet waits until kubelet serves its healthz endpoint (it has synced with the runtime
+// and loaded its state) and the node is Ready and untainted.
+func (n *node) waitKubelet(ctx context.Context) error {
+	if err := poll(ctx, "kubelet healthz", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		if err := n.procs.checkAlive(); err != nil {
+			return false, err
+		}
+		return httpOK(ctx, n.healthz)
+	}); err != nil {
 		return err
 	}
 	return n.waitNodeReady(ctx)

@@ -27,8 +27,11 @@ type pki struct {
 	caCert, caKey         string
 	serverCert, serverKey string
 	adminCert, adminKey   string
-	saKey, saPub          string
-	caPEM                 []byte
+	// nodeCert is kubelet's client identity on nodeName: the API server's Node authorizer and
+	// NodeRestriction admission hold it to what that node's pods need.
+	nodeCert, nodeKey string
+	saKey, saPub      string
+	caPEM             []byte
 }
 
 // newPKI writes fresh keys and certificates into dir; nothing is reused between runs. The API
@@ -88,6 +91,12 @@ func newPKI(dir, host string) (*pki, error) {
 	}); err != nil {
 		return nil, err
 	}
+	if p.nodeCert, p.nodeKey, err = leaf("node", 4, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "system:node:" + nodeName, Organization: []string{"system:nodes"}},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}); err != nil {
+		return nil, err
+	}
 	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return nil, fmt.Errorf("service account key: %w", err)
@@ -134,6 +143,15 @@ func (p *pki) writeKubeconfig(path, server, token string) error {
 	if token == "" {
 		auth = &clientcmdapi.AuthInfo{ClientCertificate: p.adminCert, ClientKey: p.adminKey}
 	}
+	return p.writeKubeconfigAuth(path, server, auth)
+}
+
+// writeKubeconfigNode writes a kubeconfig with kubelet's node identity.
+func (p *pki) writeKubeconfigNode(path, server string) error {
+	return p.writeKubeconfigAuth(path, server, &clientcmdapi.AuthInfo{ClientCertificate: p.nodeCert, ClientKey: p.nodeKey})
+}
+
+func (p *pki) writeKubeconfigAuth(path, server string, auth *clientcmdapi.AuthInfo) error {
 	cfg := clientcmdapi.Config{
 		Clusters:       map[string]*clientcmdapi.Cluster{"e2e": {Server: server, CertificateAuthority: p.caCert}},
 		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"e2e": auth},
