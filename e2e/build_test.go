@@ -50,6 +50,8 @@ type tool struct {
 	// stale, when set, is the prefix of the cache directories of earlier builds of this tool,
 	// removed once a new one is built (keys that hash our own sources change with every edit).
 	stale string
+	// static builds with CGO_ENABLED=0: the binary goes into an image without a libc.
+	static bool
 }
 
 func kubeLDFlags() string {
@@ -73,6 +75,11 @@ func tools() ([]tool, error) {
 		return nil, err
 	}
 	cosiKey := "cosi-" + cosiVersion + "-" + cosiSrc
+	nodeSrc, err := sourceHash("tools/node")
+	if err != nil {
+		return nil, err
+	}
+	nodeToolsKey := "node-tools-" + nodeSrc
 	// The sidecars first: they build in a minute or two each, the control plane takes longest.
 	return []tool{
 		{cacheKey: "external-provisioner-" + provisionerVersion, bin: "csi-provisioner", dir: "tools/provisioner",
@@ -88,6 +95,12 @@ func tools() ([]tool, error) {
 		{cacheKey: "kubernetes-" + kubernetesVersion, bin: "kube-apiserver", dir: "tools/kube", pkg: "k8s.io/kubernetes/cmd/kube-apiserver", ldflags: kube},
 		{cacheKey: "kubernetes-" + kubernetesVersion, bin: "kube-controller-manager", dir: "tools/kube", pkg: "k8s.io/kubernetes/cmd/kube-controller-manager", ldflags: kube},
 		{cacheKey: "kubernetes-" + kubernetesVersion, bin: "kube-scheduler", dir: "tools/kube", pkg: "k8s.io/kubernetes/cmd/kube-scheduler", ldflags: kube},
+		{cacheKey: "kubernetes-" + kubernetesVersion, bin: "kubelet", dir: "tools/kube", pkg: "k8s.io/kubernetes/cmd/kubelet", ldflags: kube},
+		// The node-side stand-ins of tools/node (registrar, livenessprobe, pause) go into images:
+		// static, so the images need no libc.
+		{cacheKey: nodeToolsKey, bin: "registrar", dir: "tools/node", pkg: "github.com/csikit/csikit/e2e/tools/node/cmd/registrar", ldflags: "-s -w", stale: "node-tools-", static: true},
+		{cacheKey: nodeToolsKey, bin: "livenessprobe", dir: "tools/node", pkg: "github.com/csikit/csikit/e2e/tools/node/cmd/livenessprobe", ldflags: "-s -w", stale: "node-tools-", static: true},
+		{cacheKey: nodeToolsKey, bin: "pause", dir: "tools/node", pkg: "github.com/csikit/csikit/e2e/tools/node/cmd/pause", ldflags: "-s -w", stale: "node-tools-", static: true},
 		{cacheKey: cosiKey, bin: "cosi-controller", dir: "tools/cosi", pkg: "github.com/csikit/csikit/e2e/tools/cosi/cmd/cosi-controller", ldflags: "-s -w", stale: "cosi-"},
 		{cacheKey: cosiKey, bin: "cosi-sidecar", dir: "tools/cosi", pkg: "github.com/csikit/csikit/e2e/tools/cosi/cmd/cosi-sidecar", ldflags: "-s -w", stale: "cosi-"},
 	}, nil
@@ -260,7 +273,11 @@ func buildTool(ctx context.Context, goBin string, tl tool, out string) error {
 	}
 	tmp := out + ".tmp"
 	defer os.Remove(tmp)
-	if err := run(ctx, tl.dir, []string{"GOFLAGS=-mod=readonly", "GOWORK=off"}, goBin, "build", "-ldflags", tl.ldflags, "-o", tmp, tl.pkg); err != nil {
+	env := []string{"GOFLAGS=-mod=readonly", "GOWORK=off"}
+	if tl.static {
+		env = append(env, "CGO_ENABLED=0")
+	}
+	if err := run(ctx, tl.dir, env, goBin, "build", "-ldflags", tl.ldflags, "-o", tmp, tl.pkg); err != nil {
 		return fmt.Errorf("build %s: %w", tl.pkg, err)
 	}
 	return os.Rename(tmp, out)

@@ -95,13 +95,19 @@ func startCluster(ctx context.Context, t *testing.T, work string, bins *binaries
 // startAPIServer brings up etcd and kube-apiserver only, waits until the API server is ready,
 // and writes the admin kubeconfig: enough for controllers that are all run by the test itself.
 func startAPIServer(ctx context.Context, work, etcdBin, apiserverBin string, ps *procs) (*cluster, error) {
+	return startAPIServerOn(ctx, work, etcdBin, apiserverBin, ps, "127.0.0.1")
+}
+
+// startAPIServerOn is startAPIServer with the API server listening on host (an IPv4 address of
+// this machine) rather than the loopback address: pods reach it there.
+func startAPIServerOn(ctx context.Context, work, etcdBin, apiserverBin string, ps *procs, host string) (*cluster, error) {
 	c := &cluster{work: work, procs: ps}
 	pkiDir := filepath.Join(work, "pki")
 	if err := os.MkdirAll(pkiDir, 0o700); err != nil {
 		return nil, err
 	}
 	var err error
-	if c.pki, err = newPKI(pkiDir); err != nil {
+	if c.pki, err = newPKI(pkiDir, host); err != nil {
 		return nil, err
 	}
 	clientPort, err := freePort()
@@ -135,13 +141,18 @@ func startAPIServer(ctx context.Context, work, etcdBin, apiserverBin string, ps 
 	if err != nil {
 		return nil, err
 	}
-	c.server = "https://127.0.0.1:" + strconv.Itoa(port)
+	c.server = "https://" + host + ":" + strconv.Itoa(port)
 	if _, err := ps.start("kube-apiserver", apiserverBin, []string{
 		"--etcd-servers=" + etcdURL,
-		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port), "--advertise-address=127.0.0.1",
+		"--bind-address=" + host, "--secure-port=" + strconv.Itoa(port), "--advertise-address=" + host,
 		"--tls-cert-file=" + c.pki.serverCert, "--tls-private-key-file=" + c.pki.serverKey,
 		"--client-ca-file=" + c.pki.caCert,
-		"--authorization-mode=RBAC",
+		// For logs and exec through a kubelet (the pods tests): kubelet trusts the same CA.
+		"--kubelet-client-certificate=" + c.pki.adminCert, "--kubelet-client-key=" + c.pki.adminKey,
+		// The node's name resolves nowhere; its InternalIP is the CNI bridge's address.
+		"--kubelet-preferred-address-types=InternalIP",
+		// Node first, as kubeadm sets it: kubelet (TestPods) has a node identity.
+		"--authorization-mode=Node,RBAC",
 		// As every real cluster that runs CSI node plugins (kubeadm sets it too): the
 		// manifests' driver containers are privileged.
 		"--allow-privileged=true",
@@ -186,14 +197,24 @@ func startAPIServer(ctx context.Context, work, etcdBin, apiserverBin string, ps 
 
 // startControllers starts kube-controller-manager and kube-scheduler against the API server.
 func (c *cluster) startControllers() error {
-	ps := c.procs
 	// The controllers the suite needs, and only those: the PV binder, PVC and PV protection,
 	// the garbage collector (capacity objects are owned), namespaces and service accounts.
 	// attachdetach stays off because the suite plays its part by creating VolumeAttachments,
 	// and nodelifecycle because no kubelet heartbeats: it would taint the nodes unreachable.
+	return c.startControllersWith("persistentvolume-binder-controller,persistentvolumeclaim-protection-controller,persistentvolume-protection-controller,garbage-collector-controller,namespace-controller,serviceaccount-controller")
+}
+
+// startControllersWith starts kube-controller-manager with the named controllers (its
+// --controllers list) and kube-scheduler.
+func (c *cluster) startControllersWith(controllers string) error {
+	ps := c.procs
 	if _, err := ps.start("kube-controller-manager", c.bins.controllerManager, []string{
 		"--kubeconfig=" + c.adminKC, "--authentication-kubeconfig=" + c.adminKC, "--authorization-kubeconfig=" + c.adminKC,
-		"--controllers=persistentvolume-binder-controller,persistentvolumeclaim-protection-controller,persistentvolume-protection-controller,garbage-collector-controller,namespace-controller,serviceaccount-controller",
+		"--controllers=" + controllers,
+		// The root-ca-certificate-publisher puts this into every namespace's kube-root-ca.crt,
+		// which pods' service account volumes carry: the in-cluster clients verify the API
+		// server with it.
+		"--root-ca-file=" + c.pki.caCert,
 		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0", "--v=2",
 	}); err != nil {
 		return err

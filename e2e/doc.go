@@ -11,6 +11,15 @@
 // BucketAccess whose Secret's keys a real S3 client uses, to revocation and deletion. It needs
 // no root.
 //
+// TestPods runs a one-node Kubernetes with a kubelet: the same control plane, Debian's containerd
+// (CRI) with runc and the CNI bridge plugin, and kubelet v1.36.1, all started and stopped by the
+// test. It builds the images deploy/kubernetes/hostpath names from binaries on this machine
+// (hostpath static from this checkout, the sidecars from the module proxy, the stand-ins of
+// tools/node for node-driver-registrar and livenessprobe, which the proxy cannot serve), imports
+// them into containerd under those names, applies the manifests unchanged, and has pods use the
+// driver's volumes: each case checks data one pod wrote and another read. It needs root and
+// takes over /var/lib/kubelet; kubelet-cluster.sh runs it, or keeps the cluster up for kubectl.
+//
 // The COSI controller and sidecar are built in tools/cosi. Their reconcile logic is upstream's,
 // imported unchanged from sigs.k8s.io/container-object-storage-interface v0.2.2
 // (controller/pkg/bucketclaim, sidecar/pkg/bucket, sidecar/pkg/bucketaccess,

@@ -27,12 +27,17 @@ type pki struct {
 	caCert, caKey         string
 	serverCert, serverKey string
 	adminCert, adminKey   string
-	saKey, saPub          string
-	caPEM                 []byte
+	// nodeCert is kubelet's client identity on nodeName: the API server's Node authorizer and
+	// NodeRestriction admission hold it to what that node's pods need.
+	nodeCert, nodeKey string
+	saKey, saPub      string
+	caPEM             []byte
 }
 
-// newPKI writes fresh keys and certificates into dir; nothing is reused between runs.
-func newPKI(dir string) (*pki, error) {
+// newPKI writes fresh keys and certificates into dir; nothing is reused between runs. The API
+// server's certificate names the loopback address, the first address of the service range and
+// host, the address it listens on.
+func newPKI(dir, host string) (*pki, error) {
 	p := &pki{dir: dir}
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -73,7 +78,7 @@ func newPKI(dir string) (*pki, error) {
 	if p.serverCert, p.serverKey, err = leaf("apiserver", 2, &x509.Certificate{
 		Subject:     pkix.Name{CommonName: "kube-apiserver"},
 		DNSNames:    []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(10, 0, 0, 1)},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(10, 0, 0, 1), net.ParseIP(host)},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}); err != nil {
 		return nil, err
@@ -82,6 +87,12 @@ func newPKI(dir string) (*pki, error) {
 	// itself use it, the driver's sidecars never do (they get service account tokens).
 	if p.adminCert, p.adminKey, err = leaf("admin", 3, &x509.Certificate{
 		Subject:     pkix.Name{CommonName: "csikit-e2e-admin", Organization: []string{"system:masters"}},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}); err != nil {
+		return nil, err
+	}
+	if p.nodeCert, p.nodeKey, err = leaf("node", 4, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "system:node:" + nodeName, Organization: []string{"system:nodes"}},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}); err != nil {
 		return nil, err
@@ -132,6 +143,15 @@ func (p *pki) writeKubeconfig(path, server, token string) error {
 	if token == "" {
 		auth = &clientcmdapi.AuthInfo{ClientCertificate: p.adminCert, ClientKey: p.adminKey}
 	}
+	return p.writeKubeconfigAuth(path, server, auth)
+}
+
+// writeKubeconfigNode writes a kubeconfig with kubelet's node identity.
+func (p *pki) writeKubeconfigNode(path, server string) error {
+	return p.writeKubeconfigAuth(path, server, &clientcmdapi.AuthInfo{ClientCertificate: p.nodeCert, ClientKey: p.nodeKey})
+}
+
+func (p *pki) writeKubeconfigAuth(path, server string, auth *clientcmdapi.AuthInfo) error {
 	cfg := clientcmdapi.Config{
 		Clusters:       map[string]*clientcmdapi.Cluster{"e2e": {Server: server, CertificateAuthority: p.caCert}},
 		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"e2e": auth},

@@ -17,6 +17,7 @@ import (
 // proc is one program of the test cluster, its output in a log file.
 type proc struct {
 	name string
+	env  []string // what start added to the environment
 	cmd  *exec.Cmd
 	log  string
 	done chan struct{} // closed when the process has exited
@@ -41,7 +42,8 @@ func newProcs(t *testing.T, logDir string) *procs {
 // SIGKILL if the test binary dies first (Pdeathsig), so nothing outlives a crashed run.
 func (ps *procs) start(name, bin string, args []string, env ...string) (*proc, error) {
 	logPath := filepath.Join(ps.logDir, name+".log")
-	f, err := os.Create(logPath)
+	// Appended to: a restarted program (procs.restart) keeps its earlier log above the new one.
+	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("%s: log: %w", name, err)
 	}
@@ -53,7 +55,7 @@ func (ps *procs) start(name, bin string, args []string, env ...string) (*proc, e
 		f.Close()
 		return nil, fmt.Errorf("%s: start %s: %w", name, bin, err)
 	}
-	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	p := &proc{name: name, env: env, cmd: cmd, log: logPath, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		f.Close()
@@ -98,6 +100,21 @@ func (ps *procs) stopAll() {
 	for i := len(list) - 1; i >= 0; i-- {
 		list[i].stop(10 * time.Second)
 	}
+}
+
+// restart stops p (SIGTERM, then SIGKILL after grace) and starts its program again with the
+// same command line, under the same name; checkAlive then watches the new process only.
+func (ps *procs) restart(p *proc, grace time.Duration) (*proc, error) {
+	p.stop(grace)
+	ps.mu.Lock()
+	for i, q := range ps.list {
+		if q == p {
+			ps.list = append(ps.list[:i], ps.list[i+1:]...)
+			break
+		}
+	}
+	ps.mu.Unlock()
+	return ps.start(p.name, p.cmd.Path, p.cmd.Args[1:], p.env...)
 }
 
 // checkAlive fails with the tail of the log of the first program that has exited: a crashed

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# kubelet-cluster.sh: a one-node Kubernetes v1.36.1 with a kubelet on this machine, running the
+# csikit hostpath driver from deploy/kubernetes/hostpath unchanged, as pods. Everything runs as
+# processes of one `go test` (TestPods in this directory) and is removed when it ends.
+#
+#   sudo e2e/kubelet-cluster.sh test [CASE]   run the pods tests (all, or the one named CASE,
+#                                             e.g. block, snapshot-restore, kubelet-restart)
+#   sudo e2e/kubelet-cluster.sh up            bring the cluster up with the driver ready and keep
+#                                             it until Ctrl-C; it prints KUBECONFIG=... for kubectl
+#   sudo e2e/kubelet-cluster.sh clean         remove what a run killed before its clean-up left:
+#                                             pod processes, shims, mounts, network namespaces,
+#                                             loop devices, the bridge and the iptables rule
+#
+# What it needs (Debian 12 package names):
+#   apt-get install containerd runc containernetworking-plugins iptables busybox-static etcd-server
+# and root. It builds kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, the CSI
+# sidecars and the stand-ins of e2e/tools/node from the Go module proxy into
+# /var/cache/csikit-e2e ($CSIKIT_E2E_CACHE) the first time: tens of minutes on two cores, seconds
+# afterwards. No registry is needed: the images are built from those binaries and imported
+# into the run's own containerd under the names the manifests use.
+#
+# It takes over /var/lib/kubelet and /var/lib/csikit-hostpath (emptied at the start), the
+# interface csikite2e0 (10.88.0.1/16, the node IP) and one iptables nat rule; it refuses to start
+# when another kubelet's mounts or the interface exist.
+#
+# Your own csikit driver, with `up`: build its image as an OCI or Docker archive, import it with
+#   ctr --address <the containerd socket printed> --namespace k8s.io images import driver.tar
+# then `kubectl apply` your manifests with the printed KUBECONFIG. CSIKIT_E2E_KEEP=1 keeps the
+# run's directory (logs/*.log of every process) after a successful run too.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+if [ "$(id -u)" != 0 ]; then
+  echo "run as root: kubelet, containerd and the node plugin mount file systems" >&2
+  exit 1
+fi
+
+case "${1:-test}" in
+test)
+  run='^TestPods$'
+  if [ -n "${2:-}" ]; then run="^TestPods\$/^${2}\$"; fi
+  exec go test -count=1 -v -timeout 50m -run "$run" .
+  ;;
+up)
+  # The test holds the cluster until SIGINT or SIGTERM, then tears it down. The test binary
+  # runs by itself (not under go test, which would exit on the same Ctrl-C and leave the
+  # binary's clean-up writing to a closed pipe).
+  bin="$(mktemp -d)/e2e.test"
+  go test -c -o "$bin" .
+  CSIKIT_E2E_HOLD=1 exec "$bin" -test.v -test.count=1 -test.timeout=0 -test.run '^TestPods$'
+  ;;
+clean)
+  # Pod processes: every cgroup kubelet made (cgroupfs driver) is under kubepods.
+  for procs in $(find /sys/fs/cgroup -path '*kubepods*' -name cgroup.procs 2>/dev/null); do
+    while read -r pid; do kill -9 "$pid" 2>/dev/null || true; done <"$procs"
+  done
+  # The shims of the runs' own containerd (its socket lives in the run's directory).
+  for pid in $(pgrep -f 'containerd-shim-runc-v2 .*-address /tmp/csikit-pods-' || true); do kill -9 "$pid" 2>/dev/null || true; done
+  for pid in $(pgrep -f '^containerd --config /tmp/csikit-pods-' || true); do kill -9 "$pid" 2>/dev/null || true; done
+  for pid in $(pgrep -f '^/var/cache/csikit-e2e/.*/kubelet ' || true); do kill -9 "$pid" 2>/dev/null || true; done
+  for dir in /var/lib/kubelet /tmp/csikit-pods-; do
+    grep -o " ${dir}[^ ]*" /proc/self/mountinfo | sort -r | while read -r mp; do umount -l "$mp" 2>/dev/null || true; done
+  done
+  for ns in /run/netns/cni-*; do
+    [ -e "$ns" ] || continue
+    # Only namespaces no process uses any more.
+    if ! ip netns pids "$(basename "$ns")" 2>/dev/null | grep -q .; then umount -l "$ns" 2>/dev/null || true; rm -f "$ns"; fi
+  done
+  # hostpath's images; attached inside the node plugin's container, whose copy of the state
+  # directory the kernel names from its own root once the container is gone (/volumes/...).
+  for dev in $(losetup -nO NAME,BACK-FILE | awk '$2 ~ "^(/var/lib/csikit-hostpath)?/volumes/[0-9a-f][0-9a-f]/vol-[0-9a-f]+[.]img" {print $1}'); do losetup -d "$dev" || true; done
+  umount -l /var/lib/csikit-hostpath 2>/dev/null || true
+  ip link del csikite2e0 2>/dev/null || true
+  iptables -t nat -S PREROUTING | grep -- '--comment "csikit-e2e' | sed 's/^-A/-D/' | while read -r rule; do eval iptables -t nat "$rule"; done
+  echo "cleaned; /var/lib/kubelet, /var/lib/csikit-hostpath and /tmp/csikit-pods-* are left for their logs"
+  ;;
+*)
+  sed -n '2,31p' "$0" >&2
+  exit 2
+  ;;
+esac

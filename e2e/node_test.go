@@ -1,0 +1,516 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The one-node cluster with a kubelet: the control plane of cluster_test.go, plus containerd
+// (Debian's, CRI) with runc, the CNI bridge plugin and kubelet v1.36.1, all as processes of the
+// test. What this machine kind needs (issue 21): cgroup v1, so kubelet runs with failCgroupV1:
+// false and the cgroupfs driver; no CAP_SYS_RESOURCE, so containerd restricts oom_score_adj; no
+// registry, so images are built here and imported (images_test.go); no dummy interface and a
+// loopback node IP refused by kubelet, so the node IP lives on the CNI bridge, which the test
+// creates before kubelet starts.
+const (
+	nodeName   = "e2e-node"
+	nodeBridge = "csikite2e0"   // the CNI bridge; the node IP and the pods' gateway live on it
+	nodeIP     = "10.88.0.1"    // the node's address and the API server's
+	podSubnet  = "10.88.0.0/16" // pod addresses (host-local IPAM)
+	serviceIP  = "10.0.0.1"     // the kubernetes Service: first address of --service-cluster-ip-range
+	kubeletDir = "/var/lib/kubelet"
+	// hostpathStateDir is the state directory deploy/kubernetes/hostpath mounts from the host.
+	hostpathStateDir = "/var/lib/csikit-hostpath"
+	// cniBinDir is where Debian's containernetworking-plugins installs the plugins.
+	cniBinDir = "/usr/lib/cni"
+)
+
+// nodePackages are the Debian packages the kubelet cluster runs on, for the skip message and CI.
+const nodePackages = "containerd runc containernetworking-plugins iptables busybox-static etcd-server"
+
+// phase is one timed step of bringing the cluster up, printed at the end of a run.
+type phase struct {
+	name string
+	took time.Duration
+}
+
+// node is the cluster with kubelet: what the pods tests drive.
+type node struct {
+	*cluster
+	t          *testing.T
+	ctrBin     string
+	containerd string // containerd's socket
+	kubelet    *proc
+	kubeletBin string
+	healthz    string // kubelet's healthz URL
+	phases     []phase
+}
+
+// timed runs fn and records its duration under name.
+func (n *node) timed(name string, fn func() error) error {
+	start := time.Now()
+	err := fn()
+	n.phases = append(n.phases, phase{name, time.Since(start)})
+	n.t.Logf("phase %-28s %s", name, time.Since(start).Round(100*time.Millisecond))
+	return err
+}
+
+// nodePreflight says why the kubelet cluster cannot run here, or nil.
+func nodePreflight() error {
+	if os.Geteuid() != 0 {
+		return errors.New("needs root: kubelet, containerd and the hostpath node plugin mount and attach loop devices")
+	}
+	var missing []string
+	for _, c := range []string{"containerd", "containerd-shim-runc-v2", "runc", "ctr", "iptables", "ip", "etcd", "busybox", "ldd"} {
+		if _, err := exec.LookPath(c); err != nil {
+			missing = append(missing, c)
+		}
+	}
+	for _, p := range []string{"bridge", "host-local", "loopback"} {
+		if _, err := os.Stat(filepath.Join(cniBinDir, p)); err != nil {
+			missing = append(missing, filepath.Join(cniBinDir, p))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("missing %s (Debian: apt-get install %s)", strings.Join(missing, ", "), nodePackages)
+	}
+	if mps := mountsUnder(kubeletDir); len(mps) > 0 {
+		return fmt.Errorf("%s has mounts (another kubelet, or a run that did not clean up): %s", kubeletDir, strings.Join(mps, ", "))
+	}
+	if _, err := os.Stat("/sys/class/net/" + nodeBridge); err == nil {
+		return fmt.Errorf("the interface %s exists: another run is going on, or one did not clean up (ip link del %s)", nodeBridge, nodeBridge)
+	}
+	return nil
+}
+
+// mountsUnder lists the mount points at or under dir, deepest last.
+func mountsUnder(dir string) []string {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
+			out = append(out, f[4])
+		}
+	}
+	return out
+}
+
+// unmountAll lazily unmounts everything at or under dir, deepest first.
+func unmountAll(t *testing.T, dir string) {
+	mps := mountsUnder(dir)
+	for i := len(mps) - 1; i >= 0; i-- {
+		if err := syscall.Unmount(mps[i], syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
+			t.Logf("unmount %s: %v", mps[i], err)
+		}
+	}
+}
+
+// startNode brings up the whole one-node cluster: network, API server and controllers,
+// containerd with the images, kubelet; it returns when the node is Ready and schedulable. Every
+// step is undone by t.Cleanup, in reverse.
+func startNode(ctx context.Context, t *testing.T, work string, ps *procs, images func(tools map[string]string) ([]imageSpec, error)) (*node, error) {
+	n := &node{t: t}
+	var err error
+	if n.ctrBin, err = exec.LookPath("ctr"); err != nil {
+		return nil, err
+	}
+	// Leftovers of an earlier run that ended without cleaning up: nothing is mounted there
+	// (nodePreflight checked), so they are only files.
+	for _, d := range []string{kubeletDir, hostpathStateDir} {
+		if err := os.RemoveAll(d); err != nil {
+			return nil, fmt.Errorf("remove stale %s: %w", d, err)
+		}
+	}
+	var paths map[string]string
+	if err := n.timed("build binaries", func() error {
+		paths, err = buildTools(ctx, t, "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet",
+			"csi-provisioner", "csi-attacher", "csi-resizer", "csi-snapshotter", "snapshot-controller",
+			"registrar", "livenessprobe", "pause")
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("build: %w", err)
+	}
+	n.kubeletBin = paths["kubelet"]
+	if err := n.setupNetwork(t); err != nil {
+		return nil, err
+	}
+	etcdBin, _ := exec.LookPath("etcd")
+	bins := &binaries{apiserver: paths["kube-apiserver"], controllerManager: paths["kube-controller-manager"], scheduler: paths["kube-scheduler"],
+		provisioner: paths["csi-provisioner"], attacher: paths["csi-attacher"], resizer: paths["csi-resizer"],
+		snapshotter: paths["csi-snapshotter"], snapshotController: paths["snapshot-controller"], etcd: etcdBin}
+	if err := n.timed("control plane ready", func() error {
+		c, err := startAPIServerOn(ctx, work, etcdBin, bins.apiserver, ps, nodeIP)
+		if err != nil {
+			return err
+		}
+		n.cluster = c
+		c.bins = bins
+		// What a one-node cluster with kubelet needs of the controller manager: volumes
+		// (binder, expander, attach/detach, protection, generic ephemeral), the workloads of the
+		// manifests (StatefulSet, DaemonSet), node lifecycle (lifts the not-ready taint once
+		// kubelet reports Ready), namespaces, service accounts, kube-root-ca.crt, and the
+		// garbage collector (owned pods and capacity objects).
+		return c.startControllersWith(strings.Join([]string{
+			"persistentvolume-binder-controller", "persistentvolume-expander-controller", "persistentvolume-attach-detach-controller",
+			"persistentvolumeclaim-protection-controller", "persistentvolume-protection-controller", "ephemeral-volume-controller",
+			"statefulset-controller", "daemonset-controller", "node-lifecycle-controller", "namespace-controller",
+			"serviceaccount-controller", "root-ca-certificate-publisher-controller", "garbage-collector-controller",
+			"pod-garbage-collector-controller",
+		}, ","))
+	}); err != nil {
+		return nil, err
+	}
+	if err := n.serviceRoute(t); err != nil {
+		return nil, err
+	}
+	if err := n.timed("start containerd", func() error { return n.startContainerd(ctx, work, ps) }); err != nil {
+		return nil, err
+	}
+	if err := n.timed("images built and imported", func() error {
+		specs, err := images(paths)
+		if err != nil {
+			return err
+		}
+		specs = append(specs, imageSpec{ref: pauseImage, entrypoint: []string{"/pause"}, files: []layerFile{{name: "/pause", src: paths["pause"]}}})
+		return n.importImages(ctx, work, specs)
+	}); err != nil {
+		return nil, err
+	}
+	if err := n.timed("node ready (kubelet)", func() error { return n.startKubelet(ctx, work, ps) }); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// setupNetwork creates the CNI bridge with the node IP (the bridge plugin then uses it as the
+// pods' gateway).
+func (n *node) setupNetwork(t *testing.T) error {
+	for _, args := range [][]string{
+		{"link", "add", nodeBridge, "type", "bridge"},
+		{"addr", "add", nodeIP + "/16", "dev", nodeBridge},
+		{"link", "set", nodeBridge, "up"},
+	} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, out)
+		}
+		if args[1] == "add" && args[0] == "link" {
+			t.Cleanup(func() {
+				if out, err := exec.Command("ip", "link", "del", nodeBridge).CombinedOutput(); err != nil {
+					t.Logf("ip link del %s: %v %s", nodeBridge, err, out)
+				}
+			})
+		}
+	}
+	return nil
+}
+
+// serviceRoute makes the kubernetes Service reach the API server from pods, which is what
+// kube-proxy does for it on a real node: one DNAT rule from the Service's address to the API
+// server's. No other Service is used by the tests, so kube-proxy itself does not run.
+func (n *node) serviceRoute(t *testing.T) error {
+	port := n.server[strings.LastIndex(n.server, ":")+1:]
+	rule := []string{"PREROUTING", "-t", "nat", "-s", podSubnet, "-d", serviceIP + "/32", "-p", "tcp", "--dport", "443",
+		"-m", "comment", "--comment", "csikit-e2e kubernetes Service", "-j", "DNAT", "--to-destination", nodeIP + ":" + port}
+	if out, err := exec.Command("iptables", append([]string{"-A"}, rule...)...).CombinedOutput(); err != nil {
+		return fmt.Errorf("iptables: %w: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("iptables", append([]string{"-D"}, rule...)...).CombinedOutput(); err != nil {
+			t.Logf("iptables -D: %v %s", err, out)
+		}
+	})
+	return nil
+}
+
+// startContainerd writes a containerd configuration of the run's own (its root, state, socket
+// and CNI configuration all under work) and starts containerd with it.
+func (n *node) startContainerd(ctx context.Context, work string, ps *procs) error {
+	dir := filepath.Join(work, "containerd")
+	cniConf := filepath.Join(work, "cni", "net.d")
+	for _, d := range []string{dir, cniConf} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	conflist := fmt.Sprintf(`{
+  "cniVersion": "1.0.0",
+  "name": "csikit-e2e",
+  "plugins": [{
+    "type": "bridge", "bridge": %q, "isGateway": true, "ipMasq": false, "hairpinMode": true,
+    "ipam": {"type": "host-local", "ranges": [[{"subnet": %q, "gateway": %q}]], "routes": [{"dst": "0.0.0.0/0"}], "dataDir": %q}
+  }]
+}
+`, nodeBridge, podSubnet, nodeIP, filepath.Join(work, "cni", "ipam"))
+	if err := os.WriteFile(filepath.Join(cniConf, "10-csikit-e2e.conflist"), []byte(conflist), 0o644); err != nil {
+		return err
+	}
+	n.containerd = filepath.Join(dir, "containerd.sock")
+	config := fmt.Sprintf(`version = 2
+root = %q
+state = %q
+
+[grpc]
+  address = %q
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = %q
+  # No CAP_SYS_RESOURCE on this machine kind: without this runc fails every sandbox, because it
+  # cannot lower the oom_score_adj kubelet asks for below containerd's own.
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        # kubelet's cgroupDriver is cgroupfs: both must agree.
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = %q
+    conf_dir = %q
+`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), n.containerd, pauseImage, cniBinDir, cniConf)
+	cfgPath := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
+		return err
+	}
+	bin, err := exec.LookPath("containerd")
+	if err != nil {
+		return err
+	}
+	if _, err := ps.start("containerd", bin, []string{"--config", cfgPath, "--log-level", "info"}); err != nil {
+		return err
+	}
+	// Registered after ps's cleanup, so it runs before containerd is stopped: the containers
+	// kubelet left (it is stopped first) go away with their shims.
+	netnsBefore, _ := filepath.Glob("/run/netns/cni-*")
+	n.t.Cleanup(func() { n.removeContainers(work, netnsBefore) })
+	return poll(ctx, "containerd", time.Minute, func(ctx context.Context) (bool, error) {
+		if err := ps.checkAlive(); err != nil {
+			return false, err
+		}
+		return true, run(ctx, "/", nil, n.ctrBin, "--address", n.containerd, "version")
+	})
+}
+
+// removeContainers kills and deletes every container of the k8s.io namespace, so that no shim
+// or pod process outlives the test, and undoes the mounts and network namespaces they leave.
+func (n *node) removeContainers(work string, netnsBefore []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ctr := func(args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, n.ctrBin, append([]string{"--address", n.containerd, "--namespace", "k8s.io"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if n.kubelet != nil {
+		n.kubelet.stop(30 * time.Second)
+	}
+	out, err := ctr("tasks", "ls", "-q")
+	if err == nil {
+		for _, id := range strings.Fields(out) {
+			// A sandbox's task may already be gone with its pod: "not found" is done.
+			if o, err := ctr("tasks", "delete", "--force", id); err != nil && !strings.Contains(o, "not found") {
+				n.t.Logf("ctr tasks delete %s: %v %s", id, err, o)
+			}
+		}
+	}
+	out, err = ctr("containers", "ls", "-q")
+	if err == nil {
+		for _, id := range strings.Fields(out) {
+			if o, err := ctr("containers", "delete", id); err != nil {
+				n.t.Logf("ctr containers delete %s: %v %s", id, err, o)
+			}
+		}
+	}
+	// Sandboxes' network namespaces: containerd names them cni-<uuid> under /run/netns and
+	// removes them with the sandbox, which a forced delete skips.
+	after, _ := filepath.Glob("/run/netns/cni-*")
+	for _, ns := range after {
+		if slices.Contains(netnsBefore, ns) {
+			continue
+		}
+		if err := syscall.Unmount(ns, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
+			n.t.Logf("unmount %s: %v", ns, err)
+		}
+		if err := os.Remove(ns); err != nil {
+			n.t.Logf("remove %s: %v", ns, err)
+		}
+	}
+	unmountAll(n.t, kubeletDir)
+	unmountAll(n.t, filepath.Join(work, "containerd"))
+	for _, dev := range append(loopsUnder(hostpathStateDir), detachedHostpathLoops()...) {
+		if o, err := exec.Command("losetup", "-d", dev).CombinedOutput(); err != nil {
+			n.t.Logf("detach %s: %v %s", dev, err, o)
+		}
+	}
+	unmountAll(n.t, hostpathStateDir)
+}
+
+// importImages writes each image as an OCI archive and imports it into containerd.
+func (n *node) importImages(ctx context.Context, work string, specs []imageSpec) error {
+	dir := filepath.Join(work, "images")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for i, img := range specs {
+		archive := filepath.Join(dir, strconv.Itoa(i)+".tar")
+		if err := writeOCIArchive(img, archive); err != nil {
+			return err
+		}
+		if err := importImage(ctx, n.ctrBin, n.containerd, archive); err != nil {
+			return fmt.Errorf("import %s: %w", img.ref, err)
+		}
+		_ = os.Remove(archive)
+	}
+	return nil
+}
+
+// startKubelet configures and starts kubelet and waits until its node is Ready with no taint.
+func (n *node) startKubelet(ctx context.Context, work string, ps *procs) error {
+	// deploy/kubernetes/hostpath mounts /var/lib/csikit-hostpath with Bidirectional
+	// propagation, which containerd allows only on a shared mount. This machine's / is private
+	// (systemd makes it shared on a usual host), so the directory becomes a shared mount of its
+	// own.
+	if err := os.MkdirAll(hostpathStateDir, 0o750); err != nil {
+		return err
+	}
+	for _, args := range [][]string{{"--bind", hostpathStateDir, hostpathStateDir}, {"--make-rshared", hostpathStateDir}} {
+		if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("mount %s: %w: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	kubeletPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	healthzPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(work, "kubelet")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	config := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+# cgroup v1 (hybrid) on this machine kind: kubelet v1.35+ refuses it unless told.
+failCgroupV1: false
+cgroupDriver: cgroupfs
+containerRuntimeEndpoint: unix://%s
+address: %s
+port: %d
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: %d
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: false}
+  x509: {clientCAFile: %q}
+authorization:
+  mode: AlwaysAllow
+failSwapOn: false
+resolvConf: /etc/resolv.conf
+# The imported images are the only ones there are: never collect them.
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard:
+  memory.available: 100Mi
+  nodefs.available: 1%%
+  imagefs.available: 1%%
+  nodefs.inodesFree: 1%%
+`, n.containerd, nodeIP, kubeletPort, healthzPort, n.pki.caCert)
+	cfgPath := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
+		return err
+	}
+	// kubelet is system:node:e2e-node, as on a real node: the Node authorizer and
+	// NodeRestriction let it read only what its pods use, so a volume flow that needs more
+	// fails here as it would in a real cluster.
+	kc := filepath.Join(dir, "kubelet.kubeconfig")
+	if err := n.pki.writeKubeconfigNode(kc, n.server); err != nil {
+		return err
+	}
+	bin := n.kubeletBin
+	args := []string{"--config=" + cfgPath, "--kubeconfig=" + kc, "--hostname-override=" + nodeName,
+		"--node-ip=" + nodeIP, "--root-dir=" + kubeletDir, "--v=2"}
+	if n.kubelet, err = ps.start("kubelet", bin, args); err != nil {
+		return err
+	}
+	n.healthz = "http://127.0.0.1:" + strconv.Itoa(healthzPort) + "/healthz"
+	return n.waitKubelet(ctx)
+}
+
+// waitKubelet waits until kubelet serves its healthz endpoint (it has synced with the runtime
+// and loaded its state) and the node is Ready and untainted.
+func (n *node) waitKubelet(ctx context.Context) error {
+	if err := poll(ctx, "kubelet healthz", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		if err := n.procs.checkAlive(); err != nil {
+			return false, err
+		}
+		return httpOK(ctx, n.healthz)
+	}); err != nil {
+		return err
+	}
+	return n.waitNodeReady(ctx)
+}
+
+// waitNodeReady waits until the node reports Ready and carries no NoSchedule taint.
+func (n *node) waitNodeReady(ctx context.Context) error {
+	return poll(ctx, "node "+nodeName+" Ready and untainted", 3*time.Minute, func(ctx context.Context) (bool, error) {
+		if err := n.procs.checkAlive(); err != nil {
+			return false, err
+		}
+		nd, err := n.kube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		ready := slices.ContainsFunc(nd.Status.Conditions, func(c corev1.NodeCondition) bool {
+			return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+		})
+		if !ready {
+			return false, fmt.Errorf("conditions %v", nd.Status.Conditions)
+		}
+		for _, tn := range nd.Spec.Taints {
+			if tn.Effect == corev1.TaintEffectNoSchedule || tn.Effect == corev1.TaintEffectNoExecute {
+				return false, fmt.Errorf("taint %s", tn.Key)
+			}
+		}
+		return true, nil
+	})
+}
+
+// hostpathImage is the kernel's name of a hostpath image attached inside a node plugin container
+// that is gone: relative to the container's copy of the state directory.
+var hostpathImage = regexp.MustCompile(`^/volumes/[0-9a-f]{2}/vol-[0-9a-f]+\.img( \(deleted\))?$`)
+
+// detachedHostpathLoops lists the loop devices of hostpath images that a dead node plugin
+// container attached (loopsUnder cannot see them under the state directory).
+func detachedHostpathLoops() []string {
+	files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	var out []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err == nil && hostpathImage.MatchString(strings.TrimSpace(string(b))) {
+			out = append(out, "/dev/"+filepath.Base(filepath.Dir(filepath.Dir(f))))
+		}
+	}
+	return out
+}
