@@ -262,3 +262,34 @@ func checkBidirectional(t *testing.T, m manifest, spec *corev1.PodSpec, paths ..
 	}
 	t.Errorf("%s: no hostpath container", m)
 }
+
+// TestManifestsApplyInOrder: `kubectl apply -f DIR` applies a directory's files in name order,
+// so every ServiceAccount, role and binding a workload runs as must come from a file that sorts
+// before the workload's; otherwise the sidecars start without their permissions (csi-provisioner
+// exited on "cannot create resource csistoragecapacities" until rbac.yaml became 01-rbac.yaml).
+func TestManifestsApplyInOrder(t *testing.T) {
+	for _, dir := range []string{hostpathDir, memorys3Dir} {
+		ms, err := loadManifests(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lastAccess, firstWorkload *manifest
+		for i := range ms {
+			switch ms[i].gvk.Kind {
+			case "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding":
+				lastAccess = &ms[i]
+			case "Deployment", "StatefulSet", "DaemonSet":
+				if firstWorkload == nil {
+					firstWorkload = &ms[i]
+				}
+			}
+		}
+		if lastAccess == nil || firstWorkload == nil {
+			t.Errorf("%s: no workload or no access objects", dir)
+			continue
+		}
+		if lastAccess.file >= firstWorkload.file {
+			t.Errorf("%s: %v is applied after %v: name the file so it sorts first", dir, lastAccess, firstWorkload)
+		}
+	}
+}
