@@ -82,6 +82,11 @@ func TestSameBacking(t *testing.T) {
 		{"unlinked file at the image's path", img + deletedSuffix, img, false},
 		{"unlinked image", gone + deletedSuffix, gone, true},
 		{"path only shares a prefix", img + "x", img, false},
+		// A node plugin container that attached the image is gone: the kernel names the file
+		// from that container's mount of the state directory.
+		{"named from a gone container's mount", strings.TrimPrefix(img, filepath.Dir(dir)), img, true},
+		{"a suffix that is not a whole path element", "ol.img", img, false},
+		{"a suffix of another directory", "/other/vol.img", img, false},
 	}
 	for _, tt := range tests {
 		if got := sameBacking(noDevice, tt.attached, tt.backing); got != tt.want {

@@ -89,11 +89,14 @@ func loopBacking(major, minor uint32) (dev, backing string, err error) {
 
 // sameBacking says whether the loop device dev, whose backing file the kernel names attached, is
 // attached to the image at backing. The state directory is canonical, so the kernel's name of an
-// image the driver attached is its canonical path; the inode then confirms it is the same file,
+// image the driver attached is its canonical path, or, when the process that attached it ran in a
+// container that is gone (a node plugin pod restarted), the end of it: the kernel then names the
+// file from that container's mount of the state directory (/volumes/7f/vol-1.img for
+// /var/lib/csikit-hostpath/volumes/7f/vol-1.img). The inode then confirms it is the same file,
 // not another one at that path.
 func sameBacking(dev, attached, backing string) bool {
 	path, deleted := strings.CutSuffix(attached, deletedSuffix)
-	if path != backing {
+	if path != backing && (!strings.HasPrefix(path, "/") || !strings.HasSuffix(backing, path)) {
 		return false
 	}
 	want, err := statID(backing)
