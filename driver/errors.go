@@ -59,7 +59,10 @@ var (
 	// ErrPending: an operation on the resource is still in progress in the backend (a clone
 	// that has not finished). CSI: ABORTED. Every CO retries it with the same request, and the
 	// retry must find the same operation and finish it, never start a second one (see "Slow,
-	// unreachable and asynchronous backends" in the package documentation).
+	// unreachable and asynchronous backends" in the package documentation). A test harness
+	// need not retry (csi-sanity does not): wait a little for the operation, within the call's
+	// deadline, before answering ErrPending, so that a short one completes in one call, as
+	// examples/cephfs does with --clone-wait.
 	ErrPending = errors.New("operation pending")
 	// ErrUnauthenticated: the secrets do not authenticate. CSI: UNAUTHENTICATED.
 	ErrUnauthenticated = errors.New("not authenticated")
