@@ -75,6 +75,40 @@ func BenchmarkCreateDelete(b *testing.B) {
 		must(err)
 		must(fsa.RemoveSubVolumeWithFlags(fs, group, name, admin.SubVolRmFlags{Force: true}))
 	}
+	// bounded runs one Ceph call as the driver does (cephfs.call): in a goroutine of its own,
+	// raced against a timer, so that the hop's cost can be told from csikit's.
+	bounded := func(f func() error) {
+		done := make(chan error, 1)
+		timer := time.NewTimer(time.Minute)
+		defer timer.Stop()
+		go func() { done <- f() }()
+		select {
+		case err := <-done:
+			must(err)
+		case <-timer.C:
+			b.Fatal("a Ceph call took a minute")
+		}
+	}
+	infoErr := func(name string, wantErr bool) func() error {
+		return func() error {
+			_, err := fsa.SubVolumeInfo(fs, group, name)
+			if (err != nil) != wantErr {
+				return fmt.Errorf("subvolume info %s: %v", name, err)
+			}
+			return nil
+		}
+	}
+	sameOpsBounded := func(name string) {
+		bounded(infoErr(name, true))
+		bounded(func() error { return fsa.CreateSubVolume(fs, group, name, opts) })
+		bounded(infoErr(name, false))
+		bounded(func() error {
+			return fsa.SetMetadata(fs, group, name, "csikit.volume", `{"name":"`+name+`","fingerprint":"0123456789abcdefghijkl"}`)
+		})
+		bounded(infoErr(name, false))
+		bounded(func() error { _, err := fsa.ListSubVolumeSnapshots(fs, group, name); return err })
+		bounded(func() error { return fsa.RemoveSubVolumeWithFlags(fs, group, name, admin.SubVolRmFlags{Force: true}) })
+	}
 	cfg, _, err := config(cephfs.Config{Monitors: e.c.MonHost, FSName: fs, Group: group, NodeID: "bench", Timeout: 10 * time.Second}, "controller")
 	if err != nil {
 		b.Fatal(err)
@@ -89,13 +123,13 @@ func BenchmarkCreateDelete(b *testing.B) {
 		_, err = ctrl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: v.Volume.VolumeId, Secrets: e.secrets})
 		must(err)
 	}
-	// The three take turns, in a rotating order, so that the cluster's background work (the
+	// The four take turns, in a rotating order, so that the cluster's background work (the
 	// purge of removed subvolumes) and the machine's load fall on each alike.
 	ways := []struct {
 		name  string
 		cycle func(string)
 		times []time.Duration
-	}{{"direct", direct, nil}, {"direct-same-ops", sameOps, nil}, {"driver", viaDriver, nil}}
+	}{{"direct", direct, nil}, {"direct-same-ops", sameOps, nil}, {"direct-same-ops-bounded", sameOpsBounded, nil}, {"driver", viaDriver, nil}}
 	b.ResetTimer()
 	for i := range b.N {
 		for k := range ways {
@@ -106,8 +140,14 @@ func BenchmarkCreateDelete(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+	p50 := map[string]float64{}
 	for _, w := range ways {
 		slices.Sort(w.times)
-		b.ReportMetric(float64(w.times[len(w.times)/2].Microseconds())/1000, w.name+"-p50-ms")
+		p50[w.name] = float64(w.times[len(w.times)/2].Microseconds()) / 1000
+		b.ReportMetric(p50[w.name], w.name+"-p50-ms")
 	}
+	// The targets' ratios: the driver against the same Ceph calls made directly, and against
+	// the same calls each bounded as the driver bounds them.
+	b.ReportMetric(p50["driver"]/p50["direct-same-ops"], "driver/same-ops")
+	b.ReportMetric(p50["driver"]/p50["direct-same-ops-bounded"], "driver/same-ops-bounded")
 }
