@@ -28,7 +28,7 @@ import (
 // Each iteration runs all three, taking turns; the p50 of each is reported (ns/op is the sum of
 // the three). Run it with
 //
-//	go test -run XXX -bench CreateDelete -benchtime 100x ./examples/cephfs
+//	cd examples/cephfs && go test -run XXX -bench CreateDelete -benchtime 150x -count 2 .
 func BenchmarkCreateDelete(b *testing.B) {
 	e := newEnv(b)
 	ctx := context.Background()

@@ -80,7 +80,7 @@ printf 'userID: csikit-sanity\nuserKey: %s\n' "$key" >"$dir/secrets.yaml"
 printf '%s' "$key" >"$dir/key"
 unset key
 
-go build -o "$dir/cephfs" ./examples/cephfs
+(cd examples/cephfs && go build -o "$dir/cephfs" .) # a workspace of its own (cgo)
 go build -o "$dir/csictl" ./cmd/csictl
 endpoint="unix://$dir/sock/csi.sock"
 "$dir/cephfs" --endpoint "$endpoint" --monitors "$CEPH_MON_HOST" --fs-name "$CEPHFS_NAME" \
