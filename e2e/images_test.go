@@ -15,6 +15,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -304,4 +305,56 @@ func goarchOfHost() string { return runtime.GOARCH }
 // (and so kubelet) looks for images.
 func importImage(ctx context.Context, ctrBin, address, archive string) error {
 	return run(ctx, "/", nil, ctrBin, "--address", address, "--namespace", "k8s.io", "images", "import", archive)
+}
+
+// extraImagesEnv lists more images for the kubelet cluster to build and import, for programs a
+// pod runs besides busybox (the storage suite's agnhost): space-separated REF=BINARY entries, each
+// a static binary on this machine. Each becomes an image with busybox (a shell and its applets, as
+// the upstream images carry) and the binary at /NAME, NAME being its base name, as its entrypoint.
+const extraImagesEnv = "CSIKIT_E2E_EXTRA_IMAGES"
+
+// extraImages parses the value of $CSIKIT_E2E_EXTRA_IMAGES into REF to BINARY, refusing an entry
+// without a tag, without an absolute binary path, or naming one image twice.
+func extraImages(value string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, entry := range strings.Fields(value) {
+		ref, bin, ok := strings.Cut(entry, "=")
+		if !ok || ref == "" || bin == "" {
+			return nil, fmt.Errorf("%s: %q is not REF=BINARY", extraImagesEnv, entry)
+		}
+		if i := strings.LastIndex(ref, ":"); i < 0 || strings.Contains(ref[i:], "/") || i == len(ref)-1 {
+			return nil, fmt.Errorf("%s: image %q has no tag", extraImagesEnv, ref)
+		}
+		if !filepath.IsAbs(bin) || path.Base(bin) == "/" {
+			return nil, fmt.Errorf("%s: binary %q of %s is not an absolute file path", extraImagesEnv, bin, ref)
+		}
+		if _, dup := out[ref]; dup {
+			return nil, fmt.Errorf("%s: image %q named twice", extraImagesEnv, ref)
+		}
+		out[ref] = bin
+	}
+	return out, nil
+}
+
+// extraImageSpecs builds the images $CSIKIT_E2E_EXTRA_IMAGES asks for.
+func extraImageSpecs(value string) ([]imageSpec, error) {
+	refs, err := extraImages(value)
+	if err != nil || len(refs) == 0 {
+		return nil, err
+	}
+	bb, err := busyboxFiles()
+	if err != nil {
+		return nil, err
+	}
+	var specs []imageSpec
+	for ref, bin := range refs {
+		if _, err := os.Stat(bin); err != nil {
+			return nil, fmt.Errorf("%s: image %s: %w", extraImagesEnv, ref, err)
+		}
+		name := "/" + filepath.Base(bin)
+		files := append(slices.Clone(bb), layerFile{name: name, src: bin})
+		specs = append(specs, imageSpec{ref: ref, entrypoint: []string{name}, files: files})
+	}
+	sort.Slice(specs, func(i, j int) bool { return specs[i].ref < specs[j].ref })
+	return specs, nil
 }

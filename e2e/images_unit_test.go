@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -169,4 +170,55 @@ func unmarshal(t *testing.T, data []byte, v any) {
 	if err := json.Unmarshal(data, v); err != nil {
 		t.Fatalf("%v: %s", err, data)
 	}
+}
+
+func TestExtraImages(t *testing.T) {
+	for _, tc := range []struct {
+		name, value string
+		want        map[string]string
+		wantErr     string
+	}{
+		{"empty", "  ", map[string]string{}, ""},
+		{"two", "registry.k8s.io/e2e-test-images/agnhost:2.63.0=/cache/agnhost  reg:5000/x:v1=/bin/x",
+			map[string]string{"registry.k8s.io/e2e-test-images/agnhost:2.63.0": "/cache/agnhost", "reg:5000/x:v1": "/bin/x"}, ""},
+		{"no equals", "registry.k8s.io/a:1", nil, "not REF=BINARY"},
+		{"no ref", "=/bin/x", nil, "not REF=BINARY"},
+		{"no tag", "registry.k8s.io/a=/bin/x", nil, "has no tag"},
+		{"port is no tag", "reg:5000/a=/bin/x", nil, "has no tag"},
+		{"empty tag", "reg/a:=/bin/x", nil, "has no tag"},
+		{"relative binary", "reg/a:1=bin/x", nil, "not an absolute file path"},
+		{"root as binary", "reg/a:1=/", nil, "not an absolute file path"},
+		{"twice", "reg/a:1=/bin/x reg/a:1=/bin/y", nil, "named twice"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := extraImages(tc.value)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("extraImages(%q) = %v, %v; want an error with %q", tc.value, got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || !maps.Equal(got, tc.want) {
+				t.Errorf("extraImages(%q) = %v, %v; want %v", tc.value, got, err, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzExtraImages: whatever the variable holds, an accepted entry has a tagged name and an
+// absolute binary path.
+func FuzzExtraImages(f *testing.F) {
+	f.Add("registry.k8s.io/e2e-test-images/agnhost:2.63.0=/cache/agnhost")
+	f.Add("a:1=/x b=c ==")
+	f.Fuzz(func(t *testing.T, value string) {
+		got, err := extraImages(value)
+		if err != nil {
+			return
+		}
+		for ref, bin := range got {
+			if !strings.Contains(ref, ":") || !filepath.IsAbs(bin) {
+				t.Errorf("accepted %q=%q", ref, bin)
+			}
+		}
+	})
 }

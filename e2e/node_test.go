@@ -190,6 +190,11 @@ func startNode(ctx context.Context, t *testing.T, work string, ps *procs, images
 			return err
 		}
 		specs = append(specs, imageSpec{ref: pauseImage, entrypoint: []string{"/pause"}, files: []layerFile{{name: "/pause", src: paths["pause"]}}})
+		extra, err := extraImageSpecs(os.Getenv(extraImagesEnv))
+		if err != nil {
+			return err
+		}
+		specs = append(specs, extra...)
 		return n.importImages(ctx, work, specs)
 	}); err != nil {
 		return nil, err

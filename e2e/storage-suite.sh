@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# storage-suite.sh: Kubernetes v1.36.1's storage e2e suite for external drivers (e2e.test,
+# focus External.Storage) against csikit hostpath, deployed as pods from deploy/kubernetes/hostpath
+# unchanged on the one-node kubelet cluster of kubelet-cluster.sh. One command, end to end:
+#
+#   sudo e2e/storage-suite.sh [OUT]
+#
+# 1. builds e2e.test and agnhost from k8s.io/kubernetes v1.36.1 (the module e2e/tools/kube) and
+#    the ginkgo CLI (same module) into /var/cache/csikit-e2e/kubernetes-v1.36.1
+#    ($CSIKIT_E2E_CACHE moves it), once: about 2 min each on a warm Go module cache;
+# 2. brings the cluster up (kubelet-cluster.sh up) with agnhost and an nginx stand-in next to
+#    busybox, under the names e2e.test v1.36.1 asks for (test/utils/image/manifest.go), through
+#    $CSIKIT_E2E_EXTRA_IMAGES;
+# 3. writes the test-driver definition with `csictl kubernetes-testdriver` from what the running
+#    driver advertises (OUT/driver/testdriver.json), plus the flags CSI cannot tell (below);
+# 4. runs the suite (ginkgo with $STORAGE_PROCS processes, or e2e.test alone, serially, with 1),
+#    report in OUT/report (junit_*.xml), log in OUT/suite.log, then prints
+#    passed / failed / skipped and each failure's spec and first error line;
+# 5. stops the cluster (SIGTERM to kubelet-cluster.sh up, which removes what it made).
+#
+# OUT defaults to /tmp/csikit-storage-suite-<time>. Environment:
+#   STORAGE_FOCUS    ginkgo focus               (default External.Storage)
+#   STORAGE_SKIP     ginkgo skip                (default Disruptive|Serial|Feature:SELinux|Windows|\[Slow\])
+#   STORAGE_PROCS    parallel ginkgo processes  (default 4; 1 runs e2e.test alone, serially)
+#   STORAGE_TIMEOUT  whole-suite timeout        (default 40m)
+#   TESTDRIVER_FLAGS replaces the csictl flags below for another driver's definition
+#
+# Needs what kubelet-cluster.sh needs (Debian: containerd runc containernetworking-plugins
+# iptables busybox-static etcd-server), Go, and root. Exit status: the suite's.
+#
+# hostpath's flags: --block (it serves raw block volumes), --single-node (a volume lives on one
+# node), --fs-resize-from-source-not-supported (directory volumes report the host's file system,
+# so a restore or clone into a larger claim cannot show the larger size), --fs-type '' (the
+# default StorageClass makes directory volumes; ext4 image files are another class), --fs-group
+# (CSIDriver fsGroupPolicy: File), --inline-volume '' (CSIDriver lists Ephemeral),
+# --capability snapshotMetadata=false (deploy/kubernetes runs no external-snapshot-metadata
+# sidecar, and e2e.test v1.36.1's snapshotmetadata specs dereference a driver namespace an
+# external driver definition does not have: nil pointer at snapshot-metadata.go:312).
+set -euo pipefail
+cd "$(dirname "$0")"
+e2e_dir=$PWD
+repo=$(cd .. && pwd)
+
+if [ "$(id -u)" != 0 ]; then
+  echo "run as root: the kubelet cluster mounts file systems" >&2
+  exit 1
+fi
+
+out=${1:-/tmp/csikit-storage-suite-$(date -u +%Y%m%dT%H%M%S)}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+focus=${STORAGE_FOCUS:-External.Storage}
+skip=${STORAGE_SKIP:-'Disruptive|Serial|Feature:SELinux|Windows|\[Slow\]'}
+procs=${STORAGE_PROCS:-4}
+timeout=${STORAGE_TIMEOUT:-40m}
+cache=${CSIKIT_E2E_CACHE:-/var/cache/csikit-e2e}/kubernetes-v1.36.1
+driver=hostpath.csikit.dev
+# The names e2e.test v1.36.1 uses (k8s.io/kubernetes/test/utils/image/manifest.go). The storage
+# specs run agnhost (subPath's mounttest) and, in "should allow exec of files on the volume",
+# nginx only for its /bin/sh: busybox stands in for it.
+agnhost_image=registry.k8s.io/e2e-test-images/agnhost:2.63.0
+nginx_image=registry.k8s.io/e2e-test-images/nginx:1.15-4
+busybox=$(command -v busybox) || { echo "busybox (Debian: apt-get install busybox-static)" >&2; exit 1; }
+mkdir -p "$cache"
+
+stamp() { echo "== $(date -u +%H:%M:%S) $*"; }
+
+# build NAME CMD...: runs CMD in e2e/tools/kube unless $cache/NAME exists, and says how long it took.
+build() {
+  local name=$1
+  shift
+  if [ -x "$cache/$name" ]; then
+    stamp "$name: cached ($cache/$name)"
+    return
+  fi
+  local start=$SECONDS
+  (cd "$e2e_dir/tools/kube" && GOWORK=off GOFLAGS=-mod=readonly "$@")
+  stamp "$name: built in $((SECONDS - start)) s"
+}
+
+ld="-s -w"
+for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ld="$ld -X $p.gitVersion=v1.36.1 -X $p.gitMajor=1 -X $p.gitMinor=36 -X $p.gitTreeState=clean"
+done
+build e2e.test go test -c -ldflags "$ld" -o "$cache/e2e.test" k8s.io/kubernetes/test/e2e
+build agnhost env CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$cache/agnhost" k8s.io/kubernetes/test/images/agnhost
+if [ "$procs" -gt 1 ]; then
+  build ginkgo go build -o "$cache/ginkgo" github.com/onsi/ginkgo/v2/ginkgo
+fi
+
+stamp "cluster: starting (log $out/cluster.log)"
+CSIKIT_E2E_EXTRA_IMAGES="$agnhost_image=$cache/agnhost $nginx_image=$busybox" CSIKIT_E2E_KEEP="${CSIKIT_E2E_KEEP:-}" \
+  ./kubelet-cluster.sh up >"$out/cluster.log" 2>&1 &
+cluster=$!
+stop_cluster() {
+  if kill -0 "$cluster" 2>/dev/null; then
+    stamp "cluster: stopping"
+    kill -TERM "$cluster" 2>/dev/null || true
+    wait "$cluster" || true
+  fi
+}
+trap stop_cluster EXIT
+
+start=$SECONDS
+until grep -q '^KUBECONFIG=' "$out/cluster.log"; do
+  if ! kill -0 "$cluster" 2>/dev/null; then
+    echo "the cluster did not come up; the end of $out/cluster.log:" >&2
+    tail -n 30 "$out/cluster.log" >&2
+    exit 1
+  fi
+  if [ $((SECONDS - start)) -gt 1800 ]; then
+    echo "the cluster was not up after 30 min; see $out/cluster.log" >&2
+    exit 1
+  fi
+  sleep 2
+done
+export KUBECONFIG
+KUBECONFIG=$(sed -n 's/^KUBECONFIG=//p' "$out/cluster.log" | head -n 1)
+stamp "cluster: up in $((SECONDS - start)) s (KUBECONFIG=$KUBECONFIG)"
+
+socket=/var/lib/kubelet/plugins/$driver/csi.sock
+if [ -n "${TESTDRIVER_FLAGS:-}" ]; then
+  read -r -a flags <<<"$TESTDRIVER_FLAGS"
+else
+  flags=(--block --single-node --fs-resize-from-source-not-supported --fs-type '' --fs-group --inline-volume ''
+    --capability snapshotMetadata=false)
+fi
+describe() { (cd "$repo" && go run ./cmd/csictl --endpoint "unix://$1" kubernetes-testdriver "$out/driver" "${flags[@]}"); }
+if ! describe "$socket" >"$out/testdriver.txt" 2>&1; then
+  # deploy/kubernetes/hostpath runs the node service alone on the node (--mode=node) and the
+  # controller service alone in the StatefulSet, while the suite's definition needs both
+  # answers. The same binary with the controller's flags, serving both on a socket of its
+  # own with an empty state directory, advertises what the pair does.
+  stamp "testdriver: the node plugin alone cannot describe the driver ($(tail -n 2 "$out/testdriver.txt" | head -n 1)); asking hostpath --mode=both with the controller's flags"
+  mkdir -p "$out/describe/state"
+  (cd "$repo" && CGO_ENABLED=0 go build -o "$out/describe/hostpath" ./examples/hostpath)
+  node=$(sed -n 's/.*cluster up: .*(node \([^,]*\),.*/\1/p' "$out/cluster.log" | head -n 1)
+  "$out/describe/hostpath" --mode=both --endpoint "unix://$out/describe/csi.sock" --nodeid="$node" \
+    --state-dir="$out/describe/state" --capacity=100Gi --mutable-parameters=iops,throughput >"$out/describe/hostpath.log" 2>&1 &
+  describer=$!
+  for _ in $(seq 50); do [ -S "$out/describe/csi.sock" ] && break; sleep 0.2; done
+  rc=0
+  describe "$out/describe/csi.sock" >"$out/testdriver.txt" 2>&1 || rc=$?
+  kill -TERM "$describer"
+  wait "$describer" || true
+  if [ "$rc" != 0 ]; then
+    cat "$out/testdriver.txt" >&2
+    exit "$rc"
+  fi
+fi
+cat "$out/testdriver.txt"
+
+args=(-kubeconfig "$KUBECONFIG" -storage.testdriver="$out/driver/testdriver.json" -provider local -report-dir "$out/report")
+stamp "suite: focus '$focus' skip '$skip', $procs process(es), timeout $timeout (log $out/suite.log)"
+start=$SECONDS
+rc=0
+if [ "$procs" -gt 1 ]; then
+  "$cache/ginkgo" --procs="$procs" --focus="$focus" --skip="$skip" --timeout="$timeout" -v --no-color \
+    "$cache/e2e.test" -- "${args[@]}" >"$out/suite.log" 2>&1 || rc=$?
+else
+  "$cache/e2e.test" "${args[@]}" -ginkgo.focus="$focus" -ginkgo.skip="$skip" -ginkgo.timeout="$timeout" -ginkgo.v \
+    -ginkgo.no-color >"$out/suite.log" 2>&1 || rc=$?
+fi
+stamp "suite: ended in $((SECONDS - start)) s, status $rc"
+
+# The counts, each failure with its first line and each run-time skip reason, from the junit
+# report e2e.test writes (ginkgo merges the processes' results into junit_01.xml). Specs the
+# focus and skip expressions leave out are listed there as skipped with no reason: they are
+# counted apart ("not selected").
+python3 - "$out/report" <<'EOF' | tee "$out/summary.txt"
+import collections, glob, sys, xml.etree.ElementTree as ET
+passed, failed, skipped, unselected = 0, [], collections.Counter(), 0
+for f in sorted(glob.glob(sys.argv[1] + "/junit*.xml")):
+    for tc in ET.parse(f).getroot().iter("testcase"):
+        name = tc.get("name", "")
+        fail = tc.find("failure")
+        if fail is None:
+            fail = tc.find("error")
+        skip = tc.find("skipped")
+        if not name.startswith("[It] "):
+            # Suite-level nodes ([SynchronizedBeforeSuite], [ReportAfterSuite] ...): only their failures.
+            if fail is not None:
+                failed.append((name, (fail.text or "").strip().splitlines()[0] if (fail.text or "").strip() else ""))
+            continue
+        name = name.removeprefix("[It] ")
+        if fail is not None:
+            text = [l for l in (fail.get("message") or fail.text or "").splitlines() if l.strip()]
+            failed.append((name, text[0].strip() if text else ""))
+        elif skip is not None:
+            msg = skip.get("message", "")
+            if msg == "skipped":
+                unselected += 1
+            else:
+                skipped[msg.removeprefix("skipped - ")] += 1
+        else:
+            passed += 1
+print(f"passed {passed}, failed {len(failed)}, skipped {sum(skipped.values())} (not selected: {unselected})")
+for name, line in failed:
+    print(f"FAIL {name}\n     {line}")
+for reason, n in skipped.most_common():
+    print(f"SKIP {n:3d} {reason}")
+EOF
+exit "$rc"
