@@ -88,6 +88,8 @@ Flags add what CSI cannot tell: block volumes, fs types, sizes, class parameters
 		},
 	}
 	f := c.Flags()
+	f.BoolVar(&o.ImmediateBinding, "immediate-binding", false,
+		"keep the suite's StorageClass at Immediate binding (default for a plugin with topology or capacity: WaitForFirstConsumer)")
 	f.BoolVar(&o.Block, "block", false, "the plugin serves raw block volumes (volumeMode: Block)")
 	f.StringArrayVar(&o.FSTypes, "fs-type", nil, `fs type a StorageClass may name (repeatable; "" is the default; none: "" only)`)
 	f.StringVar(&o.MinSize, "min-size", "", "smallest size the suite asks for, a size the plugin provisions exactly (default 1Mi)")

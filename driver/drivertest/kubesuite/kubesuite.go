@@ -29,6 +29,12 @@ type Options struct {
 	// StorageClassParameters are the parameters of the StorageClass the suite provisions with;
 	// none: the suite makes a class of no parameters itself.
 	StorageClassParameters map[string]string
+	// ImmediateBinding keeps the suite's StorageClass at Immediate volume binding. By default a
+	// driver with topology or capacity gets WaitForFirstConsumer, as such a driver is deployed:
+	// csi-provisioner publishes capacity only for such classes (unless it runs with
+	// --capacity-for-immediate-binding), and an Immediate class cannot place a volume where
+	// the pod will run.
+	ImmediateBinding bool
 	// SnapshotClassParameters likewise for the VolumeSnapshotClass.
 	SnapshotClassParameters map[string]string
 	// ModifyParameters are a VolumeAttributesClass's parameters that ControllerModifyVolume
@@ -275,11 +281,16 @@ func Describe(ctx context.Context, conn grpc.ClientConnInterface, o Options) (*D
 		}
 	}
 
-	d.StorageClass = d.class("StorageClass", len(o.StorageClassParameters) > 0, map[string]any{
+	waitForConsumer := !o.ImmediateBinding && (topology || caps["capacity"])
+	sc := map[string]any{
 		"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
 		"metadata":    map[string]any{"name": "csikit-e2e"},
 		"provisioner": name, "parameters": o.StorageClassParameters,
-	})
+	}
+	if waitForConsumer {
+		sc["volumeBindingMode"] = "WaitForFirstConsumer"
+	}
+	d.StorageClass = d.class("StorageClass", len(o.StorageClassParameters) > 0 || waitForConsumer, sc)
 	if snapshots {
 		d.SnapshotClass = d.class("SnapshotClass", len(o.SnapshotClassParameters) > 0, map[string]any{
 			"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotClass",

@@ -116,6 +116,11 @@ func TestKubernetesDefinitionFollowsTheDriver(t *testing.T) {
 			if strings.Join(d.DriverInfo.TopologyKeys, ",") != strings.Join(tc.topology, ",") {
 				t.Errorf("topology keys %v, want %v", d.DriverInfo.TopologyKeys, tc.topology)
 			}
+			// A driver with topology or capacity is tested as it is deployed: WaitForFirstConsumer.
+			wantFile := tc.want["topology"] || tc.want["capacity"]
+			if got := d.StorageClass.FromFile != ""; got != wantFile || d.StorageClass.FromName == wantFile {
+				t.Errorf("storage class %+v, want from a file (WaitForFirstConsumer): %v", d.StorageClass, wantFile)
+			}
 			if d.DriverInfo.Name != tc.cfg.Name {
 				t.Errorf("name %q, want %q", d.DriverInfo.Name, tc.cfg.Name)
 			}
@@ -177,6 +182,9 @@ func TestKubernetesDefinitionFiles(t *testing.T) {
 		if obj["kind"] != c.kind || obj[c.name] != "mem.csikit.dev" || obj["parameters"] == nil {
 			t.Errorf("%s: %v", c.kind, obj)
 		}
+		if c.kind == "StorageClass" && obj["volumeBindingMode"] != "WaitForFirstConsumer" {
+			t.Errorf("StorageClass of a driver with topology: %v, want WaitForFirstConsumer", obj)
+		}
 	}
 }
 
@@ -225,4 +233,17 @@ func fullConfig(backend *memdriver.Driver) plugin.Config {
 
 func newMem() *memdriver.Driver {
 	return memdriver.New(memdriver.Options{MutableParameters: []string{"iops"}, Topology: driver.Topology{"topology.mem.csikit.dev/zone": "zone-1"}})
+}
+
+// TestImmediateBindingKeepsTheSuitesClass: with ImmediateBinding, a driver with topology is
+// tested with the class the suite makes itself (Immediate).
+func TestImmediateBindingKeepsTheSuitesClass(t *testing.T) {
+	srv := drivertest.NewServer(t, fullConfig(newMem()))
+	d, err := kubesuite.Describe(context.Background(), srv.Conn, kubesuite.Options{ImmediateBinding: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.StorageClass.FromName || d.StorageClass.FromFile != "" {
+		t.Errorf("storage class %+v, want FromName", d.StorageClass)
+	}
 }
