@@ -38,18 +38,7 @@ func sleeper(name, data string, vol corev1.Volume) *corev1.Pod {
 func (pc *podCase) startPod(pod *corev1.Pod) *corev1.Pod {
 	pc.t.Helper()
 	start := time.Now()
-	kube := pc.n.kube
-	if _, err := kube.CoreV1().Pods(testNS).Create(pc.ctx, pod, metav1.CreateOptions{}); err != nil {
-		pc.t.Fatalf("create pod %s: %v", pod.Name, err)
-	}
-	pc.pods = append(pc.pods, pod.Name)
-	var got *corev1.Pod
-	if err := poll(pc.ctx, "pod "+pod.Name+" ready", 4*time.Minute, func(ctx context.Context) (bool, error) {
-		p, err := kube.CoreV1().Pods(testNS).Get(ctx, pod.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		got = p
+	got := pc.createAndWait(pod, "ready", func(p *corev1.Pod) (bool, error) {
 		if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
 			return false, fmt.Errorf("ended: %s", describePod(p))
 		}
@@ -57,9 +46,7 @@ func (pc *podCase) startPod(pod *corev1.Pod) *corev1.Pod {
 			return false, fmt.Errorf("%s", describePod(p))
 		}
 		return true, nil
-	}); err != nil {
-		pc.t.Fatalf("%v\nevents: %s", err, pc.events(pod.Name))
-	}
+	})
 	pc.n.phases = append(pc.n.phases, phase{"pod " + pod.Name + " running", time.Since(start)})
 	return got
 }

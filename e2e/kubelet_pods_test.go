@@ -404,25 +404,12 @@ func shellPod(name, script string, vol corev1.Volume, block bool) *corev1.Pod {
 func (pc *podCase) runPod(pod *corev1.Pod) string {
 	pc.t.Helper()
 	start := time.Now()
-	kube := pc.n.kube
-	if _, err := kube.CoreV1().Pods(testNS).Create(pc.ctx, pod, metav1.CreateOptions{}); err != nil {
-		pc.t.Fatalf("create pod %s: %v", pod.Name, err)
-	}
-	pc.pods = append(pc.pods, pod.Name)
-	var final *corev1.Pod
-	if err := poll(pc.ctx, "pod "+pod.Name+" ended", 4*time.Minute, func(ctx context.Context) (bool, error) {
-		p, err := kube.CoreV1().Pods(testNS).Get(ctx, pod.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		final = p
+	final := pc.createAndWait(pod, "ended", func(p *corev1.Pod) (bool, error) {
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			return true, nil
 		}
 		return false, fmt.Errorf("%s", describePod(p))
-	}); err != nil {
-		pc.t.Fatalf("%v\nevents: %s", err, pc.events(pod.Name))
-	}
+	})
 	logs := pc.logs(pod.Name, pod.Spec.Containers[0].Name)
 	if final.Status.Phase != corev1.PodSucceeded {
 		pc.t.Fatalf("pod %s %s: %s\nlog:\n%s\nevents: %s", pod.Name, final.Status.Phase, describePod(final), logs, pc.events(pod.Name))
@@ -430,6 +417,30 @@ func (pc *podCase) runPod(pod *corev1.Pod) string {
 	pc.t.Logf("pod %s succeeded in %s", pod.Name, time.Since(start).Round(100*time.Millisecond))
 	pc.n.phases = append(pc.n.phases, phase{"pod " + pod.Name, time.Since(start)})
 	return logs
+}
+
+// createAndWait creates pod, registers it for deletion when the case ends, and polls it for up
+// to 4 minutes until done says so; it returns the pod as last seen. A failed wait fails the test
+// with done's last error and the pod's events.
+func (pc *podCase) createAndWait(pod *corev1.Pod, what string, done func(*corev1.Pod) (bool, error)) *corev1.Pod {
+	pc.t.Helper()
+	kube := pc.n.kube
+	if _, err := kube.CoreV1().Pods(testNS).Create(pc.ctx, pod, metav1.CreateOptions{}); err != nil {
+		pc.t.Fatalf("create pod %s: %v", pod.Name, err)
+	}
+	pc.pods = append(pc.pods, pod.Name)
+	var last *corev1.Pod
+	if err := poll(pc.ctx, "pod "+pod.Name+" "+what, 4*time.Minute, func(ctx context.Context) (bool, error) {
+		p, err := kube.CoreV1().Pods(testNS).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		last = p
+		return done(p)
+	}); err != nil {
+		pc.t.Fatalf("%v\nevents: %s", err, pc.events(pod.Name))
+	}
+	return last
 }
 
 // logs is a container's log through the API server and kubelet.
