@@ -306,7 +306,9 @@ type SnapshotMetadata interface {
 // or the network error itself, counts the same: not ready, not an error code); return another
 // error (e.g. wrapping ErrFailedPrecondition) when unhealthy. With several backends, the plugin
 // is ready when all of them are. The plugin probes on its own too, so its readiness (/readyz)
-// follows the storage down and back up without a restart.
+// follows the storage down and back up without a restart. In Kubernetes, give such a plugin a
+// kubelet livenessProbe on /livez (plugin.Config.HTTPEndpoint) rather than the livenessprobe
+// sidecar, which fails on "not ready" and would restart it while the storage is away.
 type Prober interface {
 	// Probe is called often (a liveness probe), so it should be cheap: check a cached
 	// connection, not a full round trip to the array on every call. The plugin waits for it at

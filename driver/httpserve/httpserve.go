@@ -1,12 +1,21 @@
 // Package httpserve is a plugin's diagnostics endpoint: one HTTP server answering
 //
 //	/metrics   the Prometheus registry (the path is configurable, as the sidecars' --metrics-path)
-//	/healthz   liveness, from the plugin's Probe, as the livenessprobe sidecar answers it
+//	/healthz   the plugin's Probe, as the livenessprobe sidecar answers it
+//	/livez     liveness that does not follow the storage: 500 only when the Probe fails
 //	/readyz    readiness: 200 only while the plugin is serving
 //
 // It is what the CSI sidecars' --http-endpoint flag serves, so a plugin can be probed and scraped
 // without a livenessprobe sidecar. /healthz calls the probe with a time bound and answers 200
-// "ok", or 500 and a one-line reason when the probe fails or says not ready. /readyz answers
+// "ok", or 500 and a one-line reason when the probe fails or says not ready.
+//
+// /livez is for a kubelet livenessProbe on a plugin whose storage is on the network. There,
+// "not ready" means the storage is unreachable, and a liveness check that fails on it restarts
+// the plugin in a loop while the storage is away (the livenessprobe sidecar and /healthz both
+// do), which cures nothing, delays recovery by the restart back-off, and on a node plugin
+// kills the FUSE daemons of every mounted volume. /livez calls the same probe but answers 200
+// whether it says ready or not, and 500 only when it returns an error: the plugin reports
+// itself broken, which a restart may mend. /readyz answers
 // from a [Readiness] that the plugin flips: not ready while starting, ready once it serves, not
 // ready again as soon as SIGTERM arrives, so Kubernetes stops routing to it before the gRPC
 // server drains.
@@ -32,6 +41,7 @@ import (
 // Paths served besides the metrics path.
 const (
 	HealthzPath = "/healthz"
+	LivezPath   = "/livez"
 	ReadyzPath  = "/readyz"
 	// DefaultMetricsPath is the sidecars' --metrics-path default.
 	DefaultMetricsPath = "/metrics"
@@ -84,9 +94,9 @@ type Server struct {
 	// registered with. Nil serves no metrics.
 	Gatherer prometheus.Gatherer
 	// MetricsPath is where metrics are served; empty means "/metrics". It must start with "/"
-	// and must not be /healthz or /readyz.
+	// and must not be a probe's path.
 	MetricsPath string
-	// Probe answers /healthz. Nil answers 200 whenever the process answers HTTP.
+	// Probe answers /healthz and /livez. Nil answers 200 whenever the process answers HTTP.
 	Probe ProbeFunc
 	// ProbeTimeout bounds one Probe call; zero means DefaultProbeTimeout.
 	ProbeTimeout time.Duration
@@ -101,6 +111,7 @@ type Server struct {
 func (s *Server) Handler() (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+HealthzPath, s.healthz)
+	mux.HandleFunc("GET "+LivezPath, s.livez)
 	if s.Readiness != nil {
 		mux.Handle("GET "+ReadyzPath, s.Readiness)
 	} else {
@@ -129,7 +140,7 @@ func checkMetricsPath(path string) error {
 		return fmt.Errorf("metrics path %q: must start with /", path)
 	case strings.ContainsAny(path, "{} \t\r\n"):
 		return fmt.Errorf("metrics path %q: braces and white space are not allowed", path)
-	case path == HealthzPath || path == ReadyzPath:
+	case path == HealthzPath || path == LivezPath || path == ReadyzPath:
 		return fmt.Errorf("metrics path %q: taken by a probe", path)
 	}
 	return nil
@@ -142,13 +153,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 		writeOK(w)
 		return
 	}
-	timeout := s.ProbeTimeout
-	if timeout <= 0 {
-		timeout = DefaultProbeTimeout
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
-	ready, err := s.Probe(ctx)
+	ready, err := s.probe(r.Context())
 	switch {
 	case err != nil:
 		writeText(w, http.StatusInternalServerError, "probe failed: "+reason(err))
@@ -157,6 +162,31 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeOK(w)
 	}
+}
+
+// livez answers 200 "ok" whenever the probe returns without an error, ready or not, and 500
+// with the reason when it returns one.
+func (s *Server) livez(w http.ResponseWriter, r *http.Request) {
+	if s.Probe == nil {
+		writeOK(w)
+		return
+	}
+	if _, err := s.probe(r.Context()); err != nil {
+		writeText(w, http.StatusInternalServerError, "probe failed: "+reason(err))
+		return
+	}
+	writeOK(w)
+}
+
+// probe calls Probe bounded by ProbeTimeout.
+func (s *Server) probe(ctx context.Context) (bool, error) {
+	timeout := s.ProbeTimeout
+	if timeout <= 0 {
+		timeout = DefaultProbeTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return s.Probe(ctx)
 }
 
 // reason is err as one short line: a gRPC status shows its code and message only (never its

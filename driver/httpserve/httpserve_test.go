@@ -105,6 +105,37 @@ func TestHealthzAnswersFromTheProbe(t *testing.T) {
 	}
 }
 
+// TestLivezFailsOnlyOnAProbeError: /livez is 200 whether the probe says ready or not, so a
+// liveness check on it survives a storage outage, and 500 with the reason when the probe fails.
+func TestLivezFailsOnlyOnAProbeError(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		probe    httpserve.ProbeFunc
+		wantCode int
+		wantBody string // substring
+	}{
+		{"no probe: alive while HTTP answers", nil, http.StatusOK, "ok"},
+		{"ready", func(context.Context) (bool, error) { return true, nil }, http.StatusOK, "ok"},
+		{"not ready: the storage is away, the process is alive", func(context.Context) (bool, error) { return false, nil }, http.StatusOK, "ok"},
+		{"an error: the plugin says it is broken",
+			func(context.Context) (bool, error) {
+				return false, status.Error(codes.FailedPrecondition, "plugin not healthy")
+			},
+			http.StatusInternalServerError, "probe failed: FailedPrecondition: plugin not healthy"},
+		{"a probe that outlives its bound",
+			func(ctx context.Context) (bool, error) { <-ctx.Done(); return false, ctx.Err() },
+			http.StatusInternalServerError, "deadline exceeded"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := serve(t, &httpserve.Server{Probe: tc.probe, ProbeTimeout: 50 * time.Millisecond})
+			code, body := get(t, base+httpserve.LivezPath)
+			if code != tc.wantCode || !strings.Contains(body, tc.wantBody) {
+				t.Errorf("GET /livez = %d %q, want %d containing %q", code, body, tc.wantCode, tc.wantBody)
+			}
+		})
+	}
+}
+
 func TestReadyzFollowsReadiness(t *testing.T) {
 	var r httpserve.Readiness
 	base := serve(t, &httpserve.Server{Readiness: &r})
@@ -180,7 +211,7 @@ func TestMetricsAreScraped(t *testing.T) {
 }
 
 func TestBadMetricsPathIsRefused(t *testing.T) {
-	for _, path := range []string{"metrics", "/healthz", "/readyz", "/{x}", "/a b"} {
+	for _, path := range []string{"metrics", "/healthz", "/livez", "/readyz", "/{x}", "/a b"} {
 		t.Run(path, func(t *testing.T) {
 			s := &httpserve.Server{Gatherer: prometheus.NewRegistry(), MetricsPath: path}
 			if _, err := s.Handler(); err == nil {

@@ -341,7 +341,8 @@ func (s *switchProber) Probe(ctx context.Context) (bool, error) {
 }
 
 // TestReadinessFollowsTheBackend: while the backend's storage is unreachable, Probe answers
-// ready=false (not an error code), /healthz fails and /readyz is 503; once it is back, all three
+// ready=false (not an error code), /healthz fails and /readyz is 503 while /livez stays 200 (a
+// kubelet liveness check on it does not restart the plugin for an outage); once it is back, all
 // are ready again, with no restart.
 func TestReadinessFollowsTheBackend(t *testing.T) {
 	pr := &switchProber{}
@@ -361,6 +362,9 @@ func TestReadinessFollowsTheBackend(t *testing.T) {
 			}
 			healthz, _ := get(t, "http://"+cfg.HTTPEndpoint+"/healthz")
 			readyz, _ := get(t, "http://"+cfg.HTTPEndpoint+"/readyz")
+			if livez, body := get(t, "http://"+cfg.HTTPEndpoint+"/livez"); livez != 200 {
+				t.Fatalf("storage up=%v: /livez %d %q, want 200 either way", want, livez, body)
+			}
 			if healthz == wantHTTP && readyz == wantReadyz {
 				return
 			}

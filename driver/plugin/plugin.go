@@ -141,9 +141,11 @@ type Config struct {
 	// cosi_plugin_operations_seconds for COSI calls, in-flight gauges, lock conflicts by resource
 	// kind, and the process and Go collectors. Nil records nothing and adds nothing to a call.
 	Metrics prometheus.Registerer
-	// HTTPEndpoint, when set, makes Run serve /healthz (the backends' Probe), /readyz (ready
-	// while serving and the backends' Probe passes; not while starting, while the storage is
-	// unreachable, or while draining) and, when Metrics is also a
+	// HTTPEndpoint, when set, makes Run serve /healthz (the backends' Probe, as the
+	// livenessprobe sidecar answers), /livez (200 unless the backends' Probe reports them
+	// broken: the liveness check for storage on the network, which an outage must not turn
+	// into restarts), /readyz (ready while serving and the backends' Probe passes; not while
+	// starting, while the storage is unreachable, or while draining) and, when Metrics is also a
 	// prometheus.Gatherer such as *prometheus.Registry, MetricsPath on this TCP address (e.g.
 	// ":8080"), as the sidecars' --http-endpoint does. Empty serves no HTTP.
 	HTTPEndpoint string
