@@ -5,7 +5,7 @@
 //     where the plugin listens;
 //   - --log-level, default $LOG_LEVEL, else info: what is logged (debug: redacted payloads);
 //   - --http-endpoint (and its deprecated spelling --metrics-address) and --metrics-path: the
-//     diagnostics HTTP server (/metrics, /healthz, /readyz), off by default;
+//     diagnostics HTTP server (/metrics, /healthz, /livez, /readyz), off by default;
 //   - the standard OTEL_* variables: OpenTelemetry tracing, off unless they name an exporter.
 //
 // Register adds the flags; after parsing, Settings.Apply puts all of it into a plugin.Config in
@@ -48,7 +48,7 @@ type Settings struct {
 	Endpoint string
 	// LogLevel is the minimum level logged; debug shows redacted request and response payloads.
 	LogLevel string
-	// HTTPEndpoint is the TCP address of the diagnostics server (/metrics, /healthz, /readyz);
+	// HTTPEndpoint is the TCP address of the diagnostics server (/metrics, /healthz, /livez, /readyz);
 	// empty serves none. The flag has the Kubernetes CSI sidecars' name and meaning.
 	HTTPEndpoint string
 	// MetricsAddress is the sidecars' deprecated spelling of HTTPEndpoint, accepted so that
@@ -66,7 +66,7 @@ type Settings struct {
 //   - --log-level: debug, info, warn or error; debug logs redacted request and response payloads.
 //     Default: $LOG_LEVEL, else d.LogLevel, else info.
 //   - --http-endpoint: the TCP address (":8080") of the diagnostics HTTP server, which serves
-//     /metrics, /healthz and /readyz, as the CSI sidecars' flag of that name does. Default: none,
+//     /metrics, /healthz, /livez and /readyz, as the CSI sidecars' flag of that name does. Default: none,
 //     no HTTP server.
 //   - --metrics-address: the sidecars' deprecated spelling of --http-endpoint, accepted so that
 //     manifests written for them work; Apply and Diagnostics refuse both at once.
@@ -99,7 +99,7 @@ func Register(fs *flag.FlagSet, d Defaults) *Settings {
 	fs.Lookup("endpoint").DefValue = ""
 	fs.Lookup("log-level").DefValue = ""
 	fs.StringVar(&s.HTTPEndpoint, "http-endpoint", "",
-		"TCP address (e.g. :8080) of the HTTP server for /metrics, /healthz and /readyz (default none: no HTTP server)")
+		"TCP address (e.g. :8080) of the HTTP server for /metrics, /healthz, /livez and /readyz (default none: no HTTP server)")
 	fs.StringVar(&s.MetricsAddress, "metrics-address", "",
 		"deprecated spelling of --http-endpoint; setting both is an error")
 	fs.StringVar(&s.MetricsPath, "metrics-path", "/metrics", "HTTP path of the Prometheus metrics")

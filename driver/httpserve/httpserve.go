@@ -88,7 +88,7 @@ func (r *Readiness) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 }
 
 // Server serves the diagnostics endpoint. Set its fields before calling Handler or Serve and do
-// not change them afterwards; the zero value serves /healthz and /readyz answering 200.
+// not change them afterwards; the zero value serves /healthz, /livez and /readyz answering 200.
 type Server struct {
 	// Gatherer is served at MetricsPath, usually the prometheus.Registry the metrics middleware
 	// registered with. Nil serves no metrics.

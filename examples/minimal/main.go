@@ -202,7 +202,7 @@ func main() {
 
 func run(ctx context.Context, settings *cmdline.Settings, root string) error {
 	cfg := config(root)
-	// --endpoint, --log-level, --http-endpoint (/metrics, /healthz, /readyz) and the OTEL_*
+	// --endpoint, --log-level, --http-endpoint (/metrics, /healthz, /livez, /readyz) and the OTEL_*
 	// variables (OTEL_TRACES_EXPORTER=otlp or console: spans leave), all into cfg.
 	flush, err := settings.Apply(ctx, &cfg)
 	if err != nil {
