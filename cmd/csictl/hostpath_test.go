@@ -186,7 +186,8 @@ func TestKubernetesTestDriverForHostpath(t *testing.T) {
 	p, dir := startHostpath(t)
 	out := filepath.Join(dir, "e2e")
 	stdout := p.ok("kubernetes-testdriver", out, "--block", "--single-node", "--fs-resize-from-source-not-supported",
-		"--fs-type", "", "--fs-type", "ext4", "--storage-class-param", "kind=dir", "--capability", "capacity=false")
+		"--fs-type", "", "--fs-type", "ext4", "--storage-class-param", "kind=dir", "--capability", "capacity=false",
+		"--max-file-size", "100Mi", "--stress-pods", "2", "--stress-restarts", "3", "--stress-snapshots", "4")
 	if !strings.Contains(stdout, "e2e.test -storage.testdriver="+filepath.Join(out, "testdriver.json")) {
 		t.Errorf("output does not give the e2e.test command:\n%s", stdout)
 	}
@@ -197,6 +198,9 @@ func TestKubernetesTestDriverForHostpath(t *testing.T) {
 			SupportedFsType map[string]struct{}
 			Capabilities    map[string]bool
 			TopologyKeys    []string
+			MaxFileSize     int64
+			StressTestOptions,
+			VolumeSnapshotStressTestOptions struct{ NumPods, NumRestarts, NumSnapshots int }
 		}
 	}
 	b, err := os.ReadFile(filepath.Join(out, "testdriver.json"))
@@ -220,6 +224,10 @@ func TestKubernetesTestDriverForHostpath(t *testing.T) {
 	if _, ok := def.DriverInfo.SupportedFsType["ext4"]; !ok || len(def.DriverInfo.SupportedFsType) != 2 {
 		t.Errorf("fs types %v", def.DriverInfo.SupportedFsType)
 	}
+	if di := def.DriverInfo; di.MaxFileSize != 100<<20 || di.StressTestOptions.NumPods != 2 || di.StressTestOptions.NumRestarts != 3 ||
+		di.VolumeSnapshotStressTestOptions.NumPods != 2 || di.VolumeSnapshotStressTestOptions.NumSnapshots != 4 {
+		t.Errorf("file size and stress scale: %+v", di)
+	}
 	if len(def.DriverInfo.TopologyKeys) == 0 || def.DriverInfo.Name == "" || def.StorageClass.FromFile == "" {
 		t.Errorf("definition %+v", def)
 	}
@@ -232,6 +240,8 @@ func TestKubernetesTestDriverForHostpath(t *testing.T) {
 		{[]string{"--capability", "Capacity=false"}, `capability "Capacity": the suite has no such capability`},
 		{[]string{"--min-size", "1MB"}, `MinSize "1MB": not a Kubernetes quantity`},
 		{[]string{"--min-size", "2Gi", "--max-size", "1Gi"}, "MinSize 2Gi is larger than MaxSize 1Gi"},
+		{[]string{"--max-file-size", "1.5Ki5"}, `MaxFileSize "1.5Ki5"`},
+		{[]string{"--stress-pods", "3"}, "needs Restarts"},
 	} {
 		if r := p.run(append([]string{"kubernetes-testdriver", out}, tc.args...)...); r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {
 			t.Errorf("%v: exit %d, stderr %s; want %d and %s", tc.args, r.code, r.stderr, exitUsage, tc.want)

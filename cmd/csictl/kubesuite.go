@@ -117,6 +117,11 @@ cannot tell: block volumes, fs types, sizes, class parameters.`,
 	f.StringArrayVar(&o.FSTypes, "fs-type", nil, `fs type a StorageClass may name (repeatable; "" is the default; none: "" only)`)
 	f.StringVar(&o.MinSize, "min-size", "", "smallest size the suite asks for, a size the plugin provisions exactly (default 1Mi)")
 	f.StringVar(&o.MaxSize, "max-size", "", "largest size the suite asks for (default the suite's own)")
+	f.StringVar(&o.MaxFileSize, "max-file-size", "",
+		"largest file the volumeIO test writes, of 1Mi, 100Mi, 1Gi (default none: that test writes no file)")
+	f.IntVar(&o.Stress.Pods, "stress-pods", 0, "pods (volumes) of each [Slow] stress test; 0 leaves them skipped")
+	f.IntVar(&o.Stress.Restarts, "stress-restarts", 0, "restarts of each pod in volume-stress (needed with --stress-pods)")
+	f.IntVar(&o.Stress.Snapshots, "stress-snapshots", 0, "snapshots per volume in the snapshot stress tests (needed with --stress-pods for a plugin that snapshots)")
 	f.StringArrayVar(&scParams, "storage-class-param", nil, "StorageClass parameter key=value (repeatable)")
 	f.StringArrayVar(&snapParams, "snapshot-class-param", nil, "VolumeSnapshotClass parameter key=value (repeatable)")
 	f.StringArrayVar(&modParams, "modify-param", nil, "VolumeAttributesClass parameter key=value ControllerModifyVolume accepts (repeatable)")

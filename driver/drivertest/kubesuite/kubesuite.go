@@ -50,6 +50,13 @@ type Options struct {
 	// MinSize must be a size the driver provisions exactly (drivers that round up name the
 	// rounded size). Defaults: 1Mi and the suite's own maximum.
 	MinSize, MaxSize string
+	// MaxFileSize is the largest file the volumeIO suite writes into a volume, a Kubernetes
+	// quantity of whole bytes: it writes 1Mi, 100Mi and 1Gi files up to it. None: the suite's
+	// default, 0, with which "should write files of various sizes" writes no file at all.
+	MaxFileSize string
+	// Stress enables the [Slow] stress suites at this scale; the zero value leaves them
+	// skipped, as the suite does for a definition without them.
+	Stress Stress
 	// Block: volumes can be raw block devices (volumeMode: Block). CSI has no capability for it.
 	Block bool
 	// FSGroup: the volume's files can be given the pod's fsGroup (kubelet changes ownership, or
@@ -75,6 +82,20 @@ type Options struct {
 	Capabilities map[string]bool
 	// Timeouts override the suite's timeouts by name, each a Go duration ("PodStart": "10m").
 	Timeouts map[string]string
+}
+
+// Stress is the scale of the suite's stress tests (volume-stress, snapshottable-stress,
+// volume-modify-stress, volumegroupsnapshottable-stress), all [Slow] and some [Serial]. Pods
+// enables them; each that runs needs the count it uses to be positive (Snapshots only for a
+// driver that snapshots), as the suite fails a test whose count is not.
+type Stress struct {
+	// Pods is how many pods (and volumes) each stress test creates.
+	Pods int
+	// Restarts is how many times volume-stress restarts each pod.
+	Restarts int
+	// Snapshots is how many snapshots snapshottable-stress takes of each volume, and how
+	// many group snapshots volumegroupsnapshottable-stress takes.
+	Snapshots int
 }
 
 // InlineVolume is one CSI ephemeral inline volume of Options.
@@ -135,6 +156,35 @@ type DriverInfo struct {
 	// TopologyKeys are the keys of the node's accessible topology, when the driver advertises
 	// VOLUME_ACCESSIBILITY_CONSTRAINTS.
 	TopologyKeys []string `json:"TopologyKeys,omitempty"`
+	// MaxFileSize is Options.MaxFileSize in bytes.
+	MaxFileSize int64 `json:"MaxFileSize,omitempty"`
+	// StressTestOptions scale volume-stress (Options.Stress).
+	StressTestOptions *StressTestOptions `json:"StressTestOptions,omitempty"`
+	// VolumeSnapshotStressTestOptions scale snapshottable-stress, for a driver that snapshots.
+	VolumeSnapshotStressTestOptions *SnapshotStressTestOptions `json:"VolumeSnapshotStressTestOptions,omitempty"`
+	// VolumeModifyStressTestOptions scale volume-modify-stress, with a VolumeAttributesClass.
+	VolumeModifyStressTestOptions *ModifyStressTestOptions `json:"VolumeModifyStressTestOptions,omitempty"`
+	// VolumeGroupSnapshotStressTestOptions scale volumegroupsnapshottable-stress, for a driver
+	// with group snapshots.
+	VolumeGroupSnapshotStressTestOptions *SnapshotStressTestOptions `json:"VolumeGroupSnapshotStressTestOptions,omitempty"`
+}
+
+// StressTestOptions is the suite's StressTestOptions: pods created, restarts of each.
+type StressTestOptions struct {
+	NumPods     int `json:"NumPods"`
+	NumRestarts int `json:"NumRestarts"`
+}
+
+// SnapshotStressTestOptions is the suite's VolumeSnapshotStressTestOptions and
+// VolumeGroupSnapshotStressTestOptions: pods (volumes) created, snapshots taken.
+type SnapshotStressTestOptions struct {
+	NumPods      int `json:"NumPods"`
+	NumSnapshots int `json:"NumSnapshots"`
+}
+
+// ModifyStressTestOptions is the suite's VolumeModifyStressTestOptions: pods created.
+type ModifyStressTestOptions struct {
+	NumPods int `json:"NumPods"`
 }
 
 // SizeRange is a size range as Kubernetes quantities ("1Mi").
@@ -356,6 +406,27 @@ func describe(ctx context.Context, ctrlConn, nodeConn grpc.ClientConnInterface, 
 			"metadata":   map[string]any{"name": "csikit-e2e-modify"},
 			"driverName": name, "parameters": o.ModifyParameters,
 		})
+	}
+	if o.MaxFileSize != "" {
+		q, _ := parseQuantity(o.MaxFileSize) // Validate accepted it: whole bytes within int64
+		d.DriverInfo.MaxFileSize = q.Num().Int64()
+	}
+	if st := o.Stress; st.Pods > 0 {
+		if (snapshots || group) && st.Snapshots == 0 {
+			// The suite fails (not skips) a snapshot stress test of no snapshots.
+			return nil, fmt.Errorf("Stress %+v: the driver snapshots, so the snapshot stress tests need Snapshots too", st)
+		}
+		di := &d.DriverInfo
+		di.StressTestOptions = &StressTestOptions{NumPods: st.Pods, NumRestarts: st.Restarts}
+		if snapshots {
+			di.VolumeSnapshotStressTestOptions = &SnapshotStressTestOptions{NumPods: st.Pods, NumSnapshots: st.Snapshots}
+		}
+		if d.VolumeAttributesClass.FromFile != "" {
+			di.VolumeModifyStressTestOptions = &ModifyStressTestOptions{NumPods: st.Pods}
+		}
+		if group {
+			di.VolumeGroupSnapshotStressTestOptions = &SnapshotStressTestOptions{NumPods: st.Pods, NumSnapshots: st.Snapshots}
+		}
 	}
 	return d, nil
 }

@@ -363,6 +363,14 @@ func TestOptionsValidate(t *testing.T) {
 		{"size zero", kubesuite.Options{MaxSize: "0"}, `MaxSize "0": a size must be positive`},
 		{"min above max", kubesuite.Options{MinSize: "2Gi", MaxSize: "1Gi"}, "MinSize 2Gi is larger than MaxSize 1Gi"},
 		{"nameless modify parameter", kubesuite.Options{ModifyParameters: map[string]string{"": "1"}}, "needs a name"},
+		{"file size", kubesuite.Options{MaxFileSize: "100Mi", Stress: kubesuite.Stress{Pods: 1, Restarts: 1}}, ""},
+		{"fractional file size", kubesuite.Options{MaxFileSize: "1.5"}, `MaxFileSize "1.5": a file size must be a positive whole number of bytes`},
+		{"zero file size", kubesuite.Options{MaxFileSize: "0"}, `MaxFileSize "0"`},
+		{"file size not a quantity", kubesuite.Options{MaxFileSize: "1GB"}, `MaxFileSize "1GB": not a Kubernetes quantity`},
+		{"file size beyond int64", kubesuite.Options{MaxFileSize: "16Ei"}, `MaxFileSize "16Ei"`},
+		{"negative stress", kubesuite.Options{Stress: kubesuite.Stress{Pods: -1}}, "cannot be negative"},
+		{"stress counts without pods", kubesuite.Options{Stress: kubesuite.Stress{Snapshots: 2}}, "need Pods"},
+		{"stress pods without restarts", kubesuite.Options{Stress: kubesuite.Stress{Pods: 2, Snapshots: 2}}, "needs Restarts"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.o.Validate()

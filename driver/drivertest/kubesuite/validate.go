@@ -33,7 +33,8 @@ var (
 
 // Validate refuses options the suite would misread or ignore: capability and timeout names it
 // does not have, timeouts that are no positive duration, sizes that are no positive Kubernetes
-// quantity or a MinSize above MaxSize, a VolumeAttributesClass parameter without a name. The
+// quantity or a MinSize above MaxSize, a MaxFileSize that is no whole number of bytes, stress
+// counts that are negative or incomplete, a VolumeAttributesClass parameter without a name. The
 // suite reads the definition only once a run has started, and then a misspelt capability is
 // silently off, a bad timeout silently resets every timeout to its default, and a bad size fails
 // every spec. Describe calls it first; a tool can call it before it connects to the driver.
@@ -72,6 +73,24 @@ func (o Options) Validate() error {
 	}
 	if minSize != nil && maxSize != nil && minSize.Cmp(maxSize) > 0 {
 		errs = append(errs, fmt.Errorf("MinSize %s is larger than MaxSize %s", o.MinSize, o.MaxSize))
+	}
+	if o.MaxFileSize != "" {
+		q, err := parseQuantity(o.MaxFileSize)
+		if err == nil && (!q.IsInt() || q.Sign() <= 0 || !q.Num().IsInt64()) {
+			err = errors.New("a file size must be a positive whole number of bytes")
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("MaxFileSize %q: %w", o.MaxFileSize, err))
+		}
+	}
+	switch st := o.Stress; {
+	case st.Pods < 0 || st.Restarts < 0 || st.Snapshots < 0:
+		errs = append(errs, fmt.Errorf("Stress %+v: counts cannot be negative", st))
+	case st.Pods == 0 && (st.Restarts > 0 || st.Snapshots > 0):
+		errs = append(errs, fmt.Errorf("Stress %+v: restarts and snapshots need Pods, which enables the stress tests", st))
+	case st.Pods > 0 && st.Restarts == 0:
+		// The suite fails (not skips) a stress test whose count is not positive.
+		errs = append(errs, fmt.Errorf("Stress %+v: volume-stress needs Restarts too", st))
 	}
 	for k := range o.ModifyParameters {
 		if k == "" {
