@@ -171,19 +171,24 @@ type DriverInfo struct {
 
 // StressTestOptions is the suite's StressTestOptions: pods created, restarts of each.
 type StressTestOptions struct {
-	NumPods     int `json:"NumPods"`
+	// NumPods is how many pods, each with a volume of its own, volume-stress runs at once.
+	NumPods int `json:"NumPods"`
+	// NumRestarts is how many times volume-stress restarts each pod on its volume.
 	NumRestarts int `json:"NumRestarts"`
 }
 
 // SnapshotStressTestOptions is the suite's VolumeSnapshotStressTestOptions and
 // VolumeGroupSnapshotStressTestOptions: pods (volumes) created, snapshots taken.
 type SnapshotStressTestOptions struct {
-	NumPods      int `json:"NumPods"`
+	// NumPods is how many pods, each with a volume of its own, the test creates.
+	NumPods int `json:"NumPods"`
+	// NumSnapshots is how many snapshots of each volume (or group snapshots) it takes.
 	NumSnapshots int `json:"NumSnapshots"`
 }
 
 // ModifyStressTestOptions is the suite's VolumeModifyStressTestOptions: pods created.
 type ModifyStressTestOptions struct {
+	// NumPods is how many pods, each with a volume of the VolumeAttributesClass, it creates.
 	NumPods int `json:"NumPods"`
 }
 
