@@ -8,7 +8,6 @@ package kubesuite
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -381,7 +380,7 @@ func describe(ctx context.Context, ctrlConn, nodeConn grpc.ClientConnInterface, 
 		}
 		sort.Strings(d.DriverInfo.TopologyKeys)
 		if len(d.DriverInfo.TopologyKeys) == 0 {
-			return nil, errors.New("the driver advertises VOLUME_ACCESSIBILITY_CONSTRAINTS but NodeGetInfo reports no accessible topology: the suite needs the topology keys")
+			return nil, fmt.Errorf("%sthe driver advertises VOLUME_ACCESSIBILITY_CONSTRAINTS but NodeGetInfo reports no accessible topology: the suite needs the topology keys", nodeName)
 		}
 	}
 
