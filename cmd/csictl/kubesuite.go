@@ -124,7 +124,7 @@ cannot tell: block volumes, fs types, sizes, class parameters.`,
 	f.IntVar(&o.Stress.Snapshots, "stress-snapshots", 0, "snapshots per volume in the snapshot stress tests (needed with --stress-pods for a plugin that snapshots)")
 	f.StringArrayVar(&scParams, "storage-class-param", nil, "StorageClass parameter key=value (repeatable)")
 	f.StringArrayVar(&snapParams, "snapshot-class-param", nil, "VolumeSnapshotClass parameter key=value (repeatable)")
-	f.StringArrayVar(&modParams, "modify-param", nil, "VolumeAttributesClass parameter key=value ControllerModifyVolume accepts (repeatable)")
+	f.StringArrayVar(&modParams, "modify-param", nil, "VolumeAttributesClass parameter key=value that CreateVolume and ControllerModifyVolume accept; enables the volume-modify tests (repeatable)")
 	f.BoolVar(&o.FSGroup, "fs-group", false, "a pod's fsGroup can own the volume's files")
 	f.BoolVar(&o.NoExec, "no-exec", false, "files in the volume cannot be executed")
 	f.BoolVar(&o.MultiNode, "multi-node", false, "ReadWriteMany volumes, usable from several nodes at once")
