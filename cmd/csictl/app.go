@@ -219,6 +219,16 @@ func (a *app) conn(envVar string) (*grpc.ClientConn, error) {
 		}
 		return nil, fmt.Errorf("no endpoint: set --endpoint or %s to the plugin socket, e.g. %s", envVar, example)
 	}
+	c, err := dial(raw, from)
+	if err != nil {
+		return nil, err
+	}
+	a.conns[envVar] = c
+	return c, nil
+}
+
+// dial makes a client of the endpoint raw, which the flag or variable from gave.
+func dial(raw, from string) (*grpc.ClientConn, error) {
 	// TCP is a debugging extension a plugin must opt into; a client may dial it when told to.
 	ep, err := endpoint.Parse(raw, endpoint.ParseOptions{AllowTCP: true})
 	if err != nil {
@@ -233,7 +243,6 @@ func (a *app) conn(envVar string) (*grpc.ClientConn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s %q: %w", from, raw, err)
 	}
-	a.conns[envVar] = c
 	return c, nil
 }
 

@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -20,6 +22,14 @@ import (
 // returns a plugin whose run/ok drive csictl against it.
 func startHostpath(t *testing.T) (p *testPlugin, dir string) {
 	t.Helper()
+	return startHostpathMode(t, hostpath.ModeBoth)
+}
+
+// startHostpathMode is startHostpath serving one mode: hostpath.ModeController or ModeNode as
+// deploy/kubernetes/hostpath runs them apart, or ModeBoth. The mutable parameters are the
+// deployed default (--mutable-parameters=iops,throughput).
+func startHostpathMode(t *testing.T, mode string) (p *testPlugin, dir string) {
+	t.Helper()
 	// A short directory keeps the paths the tests derive from it short.
 	dir, err := os.MkdirTemp("", "csictl-hp")
 	if err != nil {
@@ -27,7 +37,8 @@ func startHostpath(t *testing.T) (p *testPlugin, dir string) {
 	}
 	hp, err := hostpath.Open(hostpath.Config{
 		StateDir: filepath.Join(dir, "state"), NodeID: "node-1", CapacityBytes: 8 << 30, MaxVolumesPerNode: 8,
-	}, hostpath.ModeBoth)
+		MutableParameters: []string{"iops", "throughput"},
+	}, mode)
 	if err != nil {
 		t.Fatalf("hostpath.Open: %v", err)
 	}
@@ -175,7 +186,8 @@ func TestKubernetesTestDriverForHostpath(t *testing.T) {
 	p, dir := startHostpath(t)
 	out := filepath.Join(dir, "e2e")
 	stdout := p.ok("kubernetes-testdriver", out, "--block", "--single-node", "--fs-resize-from-source-not-supported",
-		"--fs-type", "", "--fs-type", "ext4", "--storage-class-param", "kind=dir", "--capability", "capacity=false")
+		"--fs-type", "", "--fs-type", "ext4", "--storage-class-param", "kind=dir", "--capability", "capacity=false",
+		"--max-file-size", "100Mi", "--stress-pods", "2", "--stress-restarts", "3", "--stress-snapshots", "4")
 	if !strings.Contains(stdout, "e2e.test -storage.testdriver="+filepath.Join(out, "testdriver.json")) {
 		t.Errorf("output does not give the e2e.test command:\n%s", stdout)
 	}
@@ -186,6 +198,9 @@ func TestKubernetesTestDriverForHostpath(t *testing.T) {
 			SupportedFsType map[string]struct{}
 			Capabilities    map[string]bool
 			TopologyKeys    []string
+			MaxFileSize     int64
+			StressTestOptions,
+			VolumeSnapshotStressTestOptions struct{ NumPods, NumRestarts, NumSnapshots int }
 		}
 	}
 	b, err := os.ReadFile(filepath.Join(out, "testdriver.json"))
@@ -209,10 +224,130 @@ func TestKubernetesTestDriverForHostpath(t *testing.T) {
 	if _, ok := def.DriverInfo.SupportedFsType["ext4"]; !ok || len(def.DriverInfo.SupportedFsType) != 2 {
 		t.Errorf("fs types %v", def.DriverInfo.SupportedFsType)
 	}
+	if di := def.DriverInfo; di.MaxFileSize != 100<<20 || di.StressTestOptions.NumPods != 2 || di.StressTestOptions.NumRestarts != 3 ||
+		di.VolumeSnapshotStressTestOptions.NumPods != 2 || di.VolumeSnapshotStressTestOptions.NumSnapshots != 4 {
+		t.Errorf("file size and stress scale: %+v", di)
+	}
 	if len(def.DriverInfo.TopologyKeys) == 0 || def.DriverInfo.Name == "" || def.StorageClass.FromFile == "" {
 		t.Errorf("definition %+v", def)
 	}
-	if r := p.run("kubernetes-testdriver", out, "--capability", "capacity=maybe"); r.code != exitUsage || !strings.Contains(r.stderr, "true or false") {
-		t.Errorf("bad --capability: exit %d, stderr %s", r.code, r.stderr)
+	// Flags the suite would misread are usage errors, found before any call.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--capability", "capacity=maybe"}, "true or false"},
+		{[]string{"--capability", "Capacity=false"}, `capability "Capacity": the suite has no such capability`},
+		{[]string{"--min-size", "1MB"}, `MinSize "1MB": not a Kubernetes quantity`},
+		{[]string{"--min-size", "2Gi", "--max-size", "1Gi"}, "MinSize 2Gi is larger than MaxSize 1Gi"},
+		{[]string{"--max-file-size", "1.5Ki5"}, `MaxFileSize "1.5Ki5"`},
+		{[]string{"--stress-pods", "3"}, "needs Restarts"},
+	} {
+		if r := p.run(append([]string{"kubernetes-testdriver", out}, tc.args...)...); r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %s; want %d and %s", tc.args, r.code, r.stderr, exitUsage, tc.want)
+		}
+	}
+}
+
+// TestKubernetesTestDriverForSplitHostpath describes hostpath deployed as deploy/kubernetes
+// runs it, a controller-only and a node-only process, through --controller-endpoint: the
+// definition is the one of a process serving both, and its VolumeAttributesClass (from
+// --modify-param) holds parameters hostpath accepts at CreateVolume and ControllerModifyVolume,
+// while it refuses the suite's invalid class with INVALID_ARGUMENT. Endpoints of two drivers
+// are refused.
+func TestKubernetesTestDriverForSplitHostpath(t *testing.T) {
+	flags := []string{"--block", "--single-node", "--fs-resize-from-source-not-supported", "--fs-type", "", "--fs-group",
+		"--inline-volume", "", "--modify-param", "iops=3000", "--modify-param", "throughput=125"}
+	both, bothDir := startHostpathMode(t, hostpath.ModeBoth)
+	ctrl, _ := startHostpathMode(t, hostpath.ModeController)
+	node, nodeDir := startHostpathMode(t, hostpath.ModeNode)
+
+	// definition reads the definition csictl wrote into out, its class files by their kind.
+	type classRef struct {
+		FromName bool
+		FromFile string
+	}
+	type definition struct {
+		StorageClass, SnapshotClass, GroupSnapshotClass, VolumeAttributesClass classRef
+		InlineVolumes                                                          []map[string]any
+		DriverInfo                                                             map[string]any
+	}
+	read := func(out string) (definition, map[string]map[string]any) {
+		t.Helper()
+		var def definition
+		readFile := func(path string, v any) {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(b, v); err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+		}
+		readFile(filepath.Join(out, "testdriver.json"), &def)
+		classes := map[string]map[string]any{}
+		for _, ref := range []classRef{def.StorageClass, def.SnapshotClass, def.GroupSnapshotClass, def.VolumeAttributesClass} {
+			if ref.FromFile != "" {
+				var obj map[string]any
+				readFile(ref.FromFile, &obj)
+				classes[obj["kind"].(string)] = obj
+			}
+		}
+		return def, classes
+	}
+
+	bothOut := filepath.Join(bothDir, "e2e")
+	both.ok(append([]string{"kubernetes-testdriver", bothOut}, flags...)...)
+	wantDef, wantClasses := read(bothOut)
+
+	out := filepath.Join(nodeDir, "e2e")
+	stdout := node.ok(append([]string{"kubernetes-testdriver", out, "--controller-endpoint", "unix://" + ctrl.sock}, flags...)...)
+	if !strings.Contains(stdout, filepath.Join(out, "testdriver.json")) {
+		t.Errorf("output does not name the definition:\n%s", stdout)
+	}
+	def, classes := read(out)
+	if !reflect.DeepEqual(def.DriverInfo, wantDef.DriverInfo) || !reflect.DeepEqual(classes, wantClasses) ||
+		!reflect.DeepEqual(def.InlineVolumes, wantDef.InlineVolumes) {
+		t.Errorf("split hostpath described as\n%+v\n%v\nwant as one process:\n%+v\n%v", def, classes, wantDef, wantClasses)
+	}
+	vac := classes["VolumeAttributesClass"]
+	if def.VolumeAttributesClass.FromFile == "" || vac["apiVersion"] != "storage.k8s.io/v1" || vac["driverName"] != hostpath.Name ||
+		!reflect.DeepEqual(vac["parameters"], map[string]any{"iops": "3000", "throughput": "125"}) {
+		t.Fatalf("VolumeAttributesClass %+v: %v, want storage.k8s.io/v1 for %s with iops 3000 and throughput 125",
+			def.VolumeAttributesClass, vac, hostpath.Name)
+	}
+
+	// What the volume-modify specs do with that class, against the controller: create with it
+	// (csi-provisioner passes it as mutable_parameters), modify to it, and to the suite's
+	// invalid class (MakeInvalidVAC), which must fail as an infeasible request.
+	var mutable []string
+	params := vac["parameters"].(map[string]any)
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		mutable = append(mutable, "--mutable", k+"="+params[k].(string))
+	}
+	vol := field(t, ctrl.ok(append([]string{"volume", "create", "pvc-vac", "--cap", "mount,single-node-writer", "--size", "1Gi", "-o", "json"},
+		mutable...)...), "volume", "volume_id")
+	plain := field(t, ctrl.ok("volume", "create", "pvc-plain", "--cap", "mount,single-node-writer", "--size", "1Gi", "-o", "json"),
+		"volume", "volume_id")
+	ctrl.ok(append([]string{"volume", "modify", plain}, mutable...)...)
+	ctrl.ok(append([]string{"volume", "modify", vol}, mutable...)...)
+	if r := ctrl.run("volume", "modify", plain, "--mutable", "xxInvalidParameterKey=xxInvalidParameterValue"); r.code != exitFail ||
+		!strings.HasPrefix(r.stderr, "Error: INVALID_ARGUMENT: ") {
+		t.Errorf("modify to the suite's invalid class: exit %d, stderr %q; want 1 and INVALID_ARGUMENT", r.code, r.stderr)
+	}
+
+	// A controller endpoint of another driver (the in-memory one) is refused, naming both.
+	other := startPlugin(t)
+	r := node.run(append([]string{"kubernetes-testdriver", filepath.Join(nodeDir, "e2e-other"), "--controller-endpoint", "unix://" + other.sock},
+		flags...)...)
+	if r.code != exitFail || !strings.Contains(r.stderr, `"mem.csikit.dev"`) || !strings.Contains(r.stderr, `"`+hostpath.Name+`"`) {
+		t.Errorf("endpoints of two drivers: exit %d, stderr %q; want 1 and both names", r.code, r.stderr)
+	}
+	// The node endpoint alone still cannot describe the driver, and says how to.
+	if r := node.run("kubernetes-testdriver", filepath.Join(nodeDir, "e2e-node")); r.code != exitFail || !strings.Contains(r.stderr, "ControllerGetCapabilities") {
+		t.Errorf("node endpoint alone: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := node.run("kubernetes-testdriver", out, "--controller-endpoint", "tcp://"); r.code != exitUsage {
+		t.Errorf("bad --controller-endpoint: exit %d, stderr %q; want a usage error", r.code, r.stderr)
 	}
 }

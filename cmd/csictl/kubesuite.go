@@ -14,20 +14,28 @@ import (
 )
 
 // newKubernetesTestDriverCmd builds "csictl kubernetes-testdriver DIR": the definition file of
-// Kubernetes' storage e2e suite for the plugin at --endpoint, from what it advertises.
+// Kubernetes' storage e2e suite for the plugin at --endpoint (and --controller-endpoint, when
+// its controller runs apart), from what it advertises.
 func newKubernetesTestDriverCmd(a *app) *cobra.Command {
 	var (
 		o                               kubesuite.Options
 		scParams, snapParams, modParams []string
 		capabilities, inline            []string
+		controllerEndpoint              string
 	)
 	c := &cobra.Command{
 		Use:   "kubernetes-testdriver DIR",
 		Short: "Write the Kubernetes storage e2e suite's test-driver definition for the plugin (e2e.test -storage.testdriver)",
-		Long: `Asks the plugin (controller and node served at --endpoint) what it advertises and writes
-DIR/testdriver.json, and a file per class with parameters, for
+		Long: `Asks the plugin what it advertises and writes DIR/testdriver.json, and a file per class
+with parameters, for
   e2e.test -storage.testdriver=DIR/testdriver.json -ginkgo.focus='External.Storage'
-Flags add what CSI cannot tell: block volumes, fs types, sizes, class parameters.`,
+--endpoint serves the controller and the node together, or, with --controller-endpoint, the
+node alone (a node DaemonSet's socket beside a controller StatefulSet's). Flags add what CSI
+cannot tell: block volumes, fs types, sizes, class parameters.`,
+		Example: `  csictl --endpoint /run/csi/csi.sock kubernetes-testdriver /tmp/e2e --block --fs-type ext4
+  csictl --endpoint /var/lib/kubelet/plugins/hostpath.csikit.dev/csi.sock \
+    --controller-endpoint /run/hostpath-controller/csi.sock kubernetes-testdriver /tmp/e2e \
+    --modify-param iops=3000 --modify-param throughput=125`,
 		Args: args("DIR"),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			var err error
@@ -64,13 +72,26 @@ Flags add what CSI cannot tell: block volumes, fs types, sizes, class parameters
 				}
 				o.InlineVolumes = append(o.InlineVolumes, kubesuite.InlineVolume{Attributes: attrs})
 			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
 			conn, err := a.conn(envEndpoint)
 			if err != nil {
 				return err
 			}
 			ctx, cancel := a.callContext(cmd)
 			defer cancel()
-			def, err := kubesuite.Describe(ctx, conn, o)
+			var def *kubesuite.Definition
+			if controllerEndpoint == "" {
+				def, err = kubesuite.Describe(ctx, conn, o)
+			} else {
+				ctrl, dialErr := dial(controllerEndpoint, "--controller-endpoint")
+				if dialErr != nil {
+					return dialErr
+				}
+				defer ctrl.Close()
+				def, err = kubesuite.DescribeSplit(ctx, ctrl, conn, o)
+			}
 			if err != nil {
 				return callError{err}
 			}
@@ -88,15 +109,22 @@ Flags add what CSI cannot tell: block volumes, fs types, sizes, class parameters
 		},
 	}
 	f := c.Flags()
+	f.StringVar(&controllerEndpoint, "controller-endpoint", "",
+		"the controller service's endpoint when it runs apart from the node's; --endpoint is then the node's")
 	f.BoolVar(&o.ImmediateBinding, "immediate-binding", false,
 		"keep the suite's StorageClass at Immediate binding (default for a plugin with topology or capacity: WaitForFirstConsumer)")
 	f.BoolVar(&o.Block, "block", false, "the plugin serves raw block volumes (volumeMode: Block)")
 	f.StringArrayVar(&o.FSTypes, "fs-type", nil, `fs type a StorageClass may name (repeatable; "" is the default; none: "" only)`)
 	f.StringVar(&o.MinSize, "min-size", "", "smallest size the suite asks for, a size the plugin provisions exactly (default 1Mi)")
 	f.StringVar(&o.MaxSize, "max-size", "", "largest size the suite asks for (default the suite's own)")
+	f.StringVar(&o.MaxFileSize, "max-file-size", "",
+		"largest file the volumeIO test writes, of 1Mi, 100Mi, 1Gi (default none: that test writes no file)")
+	f.IntVar(&o.Stress.Pods, "stress-pods", 0, "pods (volumes) of each [Slow] stress test; 0 leaves them skipped")
+	f.IntVar(&o.Stress.Restarts, "stress-restarts", 0, "restarts of each pod in volume-stress (needed with --stress-pods)")
+	f.IntVar(&o.Stress.Snapshots, "stress-snapshots", 0, "snapshots per volume in the snapshot stress tests (needed with --stress-pods for a plugin that snapshots)")
 	f.StringArrayVar(&scParams, "storage-class-param", nil, "StorageClass parameter key=value (repeatable)")
 	f.StringArrayVar(&snapParams, "snapshot-class-param", nil, "VolumeSnapshotClass parameter key=value (repeatable)")
-	f.StringArrayVar(&modParams, "modify-param", nil, "VolumeAttributesClass parameter key=value ControllerModifyVolume accepts (repeatable)")
+	f.StringArrayVar(&modParams, "modify-param", nil, "VolumeAttributesClass parameter key=value that CreateVolume and ControllerModifyVolume accept; enables the volume-modify tests (repeatable)")
 	f.BoolVar(&o.FSGroup, "fs-group", false, "a pod's fsGroup can own the volume's files")
 	f.BoolVar(&o.NoExec, "no-exec", false, "files in the volume cannot be executed")
 	f.BoolVar(&o.MultiNode, "multi-node", false, "ReadWriteMany volumes, usable from several nodes at once")

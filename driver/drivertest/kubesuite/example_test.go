@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"google.golang.org/grpc"
+
 	"github.com/csikit/csikit/driver/drivertest"
 	"github.com/csikit/csikit/driver/drivertest/kubesuite"
 	"github.com/csikit/csikit/driver/memdriver"
@@ -35,4 +37,21 @@ func ExampleDescribe() {
 		t.Logf("run: e2e.test -storage.testdriver=%s -ginkgo.focus='External.Storage'", path)
 	}
 	_ = TestWriteKubernetesDefinition
+}
+
+// A driver deployed as Kubernetes deploys most, its controller in a StatefulSet and its node
+// plugin in a DaemonSet, is described from both sockets: the controller's answers for what the
+// sidecars read, the node's for what kubelet reads.
+func ExampleDescribeSplit() {
+	describe := func(ctx context.Context, controller, node grpc.ClientConnInterface) (string, error) {
+		def, err := kubesuite.DescribeSplit(ctx, controller, node, kubesuite.Options{
+			// A VolumeAttributesClass the driver accepts turns on the volume-modify specs.
+			ModifyParameters: map[string]string{"iops": "3000"},
+		})
+		if err != nil {
+			return "", err
+		}
+		return def.WriteFiles("/tmp/e2e-split")
+	}
+	_ = describe
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -78,7 +79,9 @@ func TestKubernetesDefinitionFollowsTheDriver(t *testing.T) {
 				cfg.Features.VolumeMountGroup = true
 				return cfg
 			}(),
-			want: caps("fsGroup", "volumeMountGroup", "snapshotDataSource", "pvcDataSource", "groupSnapshot", "snapshotMetadata",
+			// snapshotMetadata stays off though the driver serves it: e2e.test v1.36.1 cannot test
+			// it with an external definition.
+			want: caps("fsGroup", "volumeMountGroup", "snapshotDataSource", "pvcDataSource", "groupSnapshot",
 				"controllerExpansion", "nodeExpansion", "onlineExpansion", "offlineExpansion", "volumeLimits", "topology",
 				"capacity", "readWriteOncePod"),
 			topology: []string{"topology.mem.csikit.dev/rack", "topology.mem.csikit.dev/zone"},
@@ -91,7 +94,7 @@ func TestKubernetesDefinitionFollowsTheDriver(t *testing.T) {
 				return cfg
 			}(),
 			opts: kubesuite.Options{Capabilities: map[string]bool{"capacity": false}},
-			want: caps("snapshotDataSource", "pvcDataSource", "groupSnapshot", "snapshotMetadata",
+			want: caps("snapshotDataSource", "pvcDataSource", "groupSnapshot",
 				"controllerExpansion", "nodeExpansion", "offlineExpansion", "topology", "readWriteOncePod"),
 			topology: []string{"k"},
 		},
@@ -245,5 +248,142 @@ func TestImmediateBindingKeepsTheSuitesClass(t *testing.T) {
 	}
 	if !d.StorageClass.FromName || d.StorageClass.FromFile != "" {
 		t.Errorf("storage class %+v, want FromName", d.StorageClass)
+	}
+}
+
+// splitConfigs are fullConfig's driver as two processes: the controller services alone and the
+// node service alone, each as a plugin.Config serves it (the node process makes no controller
+// promises).
+func splitConfigs(name string, backend *memdriver.Driver) (controller, node plugin.Config) {
+	controller = fullConfig(backend)
+	controller.Name, controller.Node = name, nil
+	node = plugin.Config{Name: name, VendorVersion: "1.0.0", Node: backend,
+		Features: driver.Features{VolumeAccessibilityConstraints: true, SingleNodeMultiWriter: true}}
+	return controller, node
+}
+
+// TestDescribeSplitDeployment: a driver whose controller and node run apart is described from
+// the two endpoints exactly as from one process serving both; endpoints of two different drivers,
+// or swapped, are refused with an error naming the endpoint at fault.
+func TestDescribeSplitDeployment(t *testing.T) {
+	opts := kubesuite.Options{Block: true, ModifyParameters: map[string]string{"iops": "3000"}}
+	backend := func() *memdriver.Driver {
+		return memdriver.New(memdriver.Options{MaxVolumesPerNode: 4, MutableParameters: []string{"iops"},
+			Topology: driver.Topology{"topology.mem.csikit.dev/zone": "zone-1"}})
+	}
+	together, err := kubesuite.Describe(context.Background(), drivertest.NewServer(t, fullConfig(backend())).Conn, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrlCfg, nodeCfg := splitConfigs("mem.csikit.dev", backend())
+	ctrl, node := drivertest.NewServer(t, ctrlCfg), drivertest.NewServer(t, nodeCfg)
+	_, otherCfg := splitConfigs("other.csikit.dev", backend())
+	other := drivertest.NewServer(t, otherCfg)
+
+	split, err := kubesuite.DescribeSplit(context.Background(), ctrl.Conn, node.Conn, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(split, together) {
+		t.Errorf("split deployment described as\n%+v\nwant as one process:\n%+v", split, together)
+	}
+	// The node's own answers are in it (not only the controller's): limit and topology keys.
+	if !split.DriverInfo.Capabilities["volumeLimits"] || !split.DriverInfo.Capabilities["nodeExpansion"] ||
+		strings.Join(split.DriverInfo.TopologyKeys, ",") != "topology.mem.csikit.dev/zone" {
+		t.Errorf("split definition lacks the node's answers: %+v", split.DriverInfo)
+	}
+
+	for _, tc := range []struct {
+		name             string
+		controller, node *drivertest.Server
+		want             []string
+	}{
+		{"two drivers", ctrl, other, []string{`"mem.csikit.dev"`, `"other.csikit.dev"`, "not one driver"}},
+		{"node endpoint as the controller's", node, node, []string{"the controller endpoint", "CREATE_DELETE_VOLUME"}},
+		{"controller endpoint as the node's", ctrl, ctrl, []string{"the node endpoint", "NodeGetCapabilities"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := kubesuite.DescribeSplit(context.Background(), tc.controller.Conn, tc.node.Conn, opts)
+			if err == nil {
+				t.Fatal("described, want an error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %s", err, w)
+				}
+			}
+		})
+	}
+
+	// One endpoint serving the controller alone: the error points at the split form.
+	if _, err := kubesuite.Describe(context.Background(), ctrl.Conn, opts); err == nil || !strings.Contains(err.Error(), "DescribeSplit") {
+		t.Errorf("Describe of a controller alone: %v, want an error naming DescribeSplit", err)
+	}
+}
+
+// TestModifyParametersNeedModifyVolume: a VolumeAttributesClass for a driver that does not
+// advertise MODIFY_VOLUME is refused, not written for every volume-modify spec to fail on.
+func TestModifyParametersNeedModifyVolume(t *testing.T) {
+	cfg := fullConfig(newMem())
+	cfg.Overrides.Controller = []csi.ControllerServiceCapability_RPC_Type{csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME}
+	srv := drivertest.NewServer(t, cfg)
+	_, err := kubesuite.Describe(context.Background(), srv.Conn, kubesuite.Options{ModifyParameters: map[string]string{"iops": "1"}})
+	if err == nil || !strings.Contains(err.Error(), "MODIFY_VOLUME") {
+		t.Fatalf("got %v, want a refusal naming MODIFY_VOLUME", err)
+	}
+	// Without parameters the same driver is described, without a class.
+	d, err := kubesuite.Describe(context.Background(), srv.Conn, kubesuite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.VolumeAttributesClass != (kubesuite.ClassRef{}) {
+		t.Errorf("VolumeAttributesClass %+v, want none", d.VolumeAttributesClass)
+	}
+}
+
+// TestOptionsValidate: what the suite would ignore or misread is refused before any call, each
+// mistake named; sound options pass.
+func TestOptionsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    kubesuite.Options
+		want string // "" = valid
+	}{
+		{"zero", kubesuite.Options{}, ""},
+		{"everything sound", kubesuite.Options{Capabilities: map[string]bool{"capacity": false, "snapshotMetadata": true},
+			Timeouts: map[string]string{"PodStart": "10m", "ClaimProvision": "90s"}, MinSize: "1Mi", MaxSize: "10Gi",
+			ModifyParameters: map[string]string{"iops": "3000"}}, ""},
+		{"equal sizes", kubesuite.Options{MinSize: "1Gi", MaxSize: "1024Mi"}, ""},
+		{"decimal and exponent sizes", kubesuite.Options{MinSize: "1e6", MaxSize: "1.5G"}, ""},
+		{"misspelt capability", kubesuite.Options{Capabilities: map[string]bool{"Capacity": false}}, `capability "Capacity"`},
+		{"unknown timeout", kubesuite.Options{Timeouts: map[string]string{"PodStartup": "1m"}}, `timeout "PodStartup"`},
+		{"timeout not a duration", kubesuite.Options{Timeouts: map[string]string{"PodStart": "10"}}, `timeout PodStart="10"`},
+		{"negative timeout", kubesuite.Options{Timeouts: map[string]string{"PodStart": "-1m"}}, `timeout PodStart="-1m"`},
+		{"size not a quantity", kubesuite.Options{MinSize: "1MB"}, `MinSize "1MB"`},
+		{"size zero", kubesuite.Options{MaxSize: "0"}, `MaxSize "0": a size must be positive`},
+		{"min above max", kubesuite.Options{MinSize: "2Gi", MaxSize: "1Gi"}, "MinSize 2Gi is larger than MaxSize 1Gi"},
+		{"nameless modify parameter", kubesuite.Options{ModifyParameters: map[string]string{"": "1"}}, "needs a name"},
+		{"file size", kubesuite.Options{MaxFileSize: "100Mi", Stress: kubesuite.Stress{Pods: 1, Restarts: 1}}, ""},
+		{"fractional file size", kubesuite.Options{MaxFileSize: "1.5"}, `MaxFileSize "1.5": a file size must be a positive whole number of bytes`},
+		{"zero file size", kubesuite.Options{MaxFileSize: "0"}, `MaxFileSize "0"`},
+		{"file size not a quantity", kubesuite.Options{MaxFileSize: "1GB"}, `MaxFileSize "1GB": not a Kubernetes quantity`},
+		{"file size beyond int64", kubesuite.Options{MaxFileSize: "16Ei"}, `MaxFileSize "16Ei"`},
+		{"negative stress", kubesuite.Options{Stress: kubesuite.Stress{Pods: -1}}, "cannot be negative"},
+		{"stress counts without pods", kubesuite.Options{Stress: kubesuite.Stress{Snapshots: 2}}, "need Pods"},
+		{"stress pods without restarts", kubesuite.Options{Stress: kubesuite.Stress{Pods: 2, Snapshots: 2}}, "needs Restarts"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.o.Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("got %v, want an error containing %s", err, tc.want)
+			}
+		})
+	}
+	// Describe validates before it calls the driver: a nil connection is never used.
+	if _, err := kubesuite.Describe(context.Background(), nil, kubesuite.Options{MinSize: "x"}); err == nil {
+		t.Error("Describe accepted an invalid MinSize")
 	}
 }
