@@ -19,6 +19,9 @@
 # 5. stops the cluster (SIGTERM to kubelet-cluster.sh up, which removes what it made).
 #
 # OUT defaults to /tmp/csikit-storage-suite-<time>. Environment:
+#   STORAGE_SET      all (default): STORAGE_FOCUS and STORAGE_SKIP below;
+#                    ci: the named specs of e2e/storage-suite-ci.txt, one or two per test suite
+#                    of External.Storage for a filesystem and a block pattern (what CI runs)
 #   STORAGE_FOCUS    ginkgo focus               (default External.Storage)
 #   STORAGE_SKIP     ginkgo skip                (default Disruptive|Serial|Feature:SELinux|Windows|\[Slow\]
 #                                               and the two specs named below)
@@ -29,14 +32,19 @@
 # Needs what kubelet-cluster.sh needs (Debian: containerd runc containernetworking-plugins
 # iptables busybox-static etcd-server), Go, and root. Exit status: the suite's.
 #
-# hostpath's flags: --block (it serves raw block volumes), --single-node (a volume lives on one
-# node), --fs-resize-from-source-not-supported (directory volumes report the host's file system,
-# so a restore or clone into a larger claim cannot show the larger size), --fs-type '' (the
-# default StorageClass makes directory volumes; ext4 image files are another class), --fs-group
+# The definition is written from the two sockets of the split deployment: the node plugin's
+# (kubelet's plugins directory) and the controller's (its pod's socket-dir emptyDir, reached
+# through a short symlink: the path is longer than a unix socket address may be). hostpath's
+# flags: --block (it serves raw block volumes), --single-node (a volume lives on one node),
+# --fs-resize-from-source-not-supported (directory volumes report the host's file system, so a
+# restore or clone into a larger claim cannot show the larger size), --fs-type '' (the default
+# StorageClass makes directory volumes) and --fs-type xfs (an XFS image file; not ext4, whose
+# online growth needs CAP_SYS_RESOURCE, which this VM withholds even from root), --fs-group
 # (CSIDriver fsGroupPolicy: File), --inline-volume '' (CSIDriver lists Ephemeral),
-# --capability snapshotMetadata=false (deploy/kubernetes runs no external-snapshot-metadata
-# sidecar, and e2e.test v1.36.1's snapshotmetadata specs dereference a driver namespace an
-# external driver definition does not have: nil pointer at snapshot-metadata.go:312).
+# --modify-param iops=3000 --modify-param throughput=125 (hostpath's default mutable
+# parameters: a VolumeAttributesClass for the volume-modify specs), --max-file-size 100Mi
+# (volumeIO's file sizes), and --stress-* (small [Slow] stress tests: 3 pods, 2 restarts,
+# 2 snapshots each).
 set -euo pipefail
 cd "$(dirname "$0")"
 e2e_dir=$PWD
@@ -50,6 +58,7 @@ fi
 out=${1:-/tmp/csikit-storage-suite-$(date -u +%Y%m%dT%H%M%S)}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
+set_name=${STORAGE_SET:-all}
 focus=${STORAGE_FOCUS:-External.Storage}
 # "should not mount / map unused volumes in a pod" (volumeMode, filesystem and block) runs nsenter
 # into the mount namespace of the host's PID 1 from a privileged pod, which a VM that confines
@@ -127,43 +136,66 @@ socket=/var/lib/kubelet/plugins/$driver/csi.sock
 if [ -n "${TESTDRIVER_FLAGS:-}" ]; then
   read -r -a flags <<<"$TESTDRIVER_FLAGS"
 else
-  flags=(--block --single-node --fs-resize-from-source-not-supported --fs-type '' --fs-group --inline-volume ''
-    --capability snapshotMetadata=false)
+  flags=(--block --single-node --fs-resize-from-source-not-supported --fs-type '' --fs-type xfs --fs-group --inline-volume ''
+    --modify-param iops=3000 --modify-param throughput=125 --max-file-size 100Mi
+    --stress-pods 3 --stress-restarts 2 --stress-snapshots 2)
 fi
-describe() { (cd "$repo" && go run ./cmd/csictl --endpoint "unix://$1" kubernetes-testdriver "$out/driver" "${flags[@]}"); }
-if ! describe "$socket" >"$out/testdriver.txt" 2>&1; then
-  # deploy/kubernetes/hostpath runs the node service alone on the node (--mode=node) and the
-  # controller service alone in the StatefulSet, while the suite's definition needs both
-  # answers. The same binary with the controller's flags, serving both on a socket of its
-  # own with an empty state directory, advertises what the pair does.
-  stamp "testdriver: the node plugin alone cannot describe the driver ($(tail -n 2 "$out/testdriver.txt" | head -n 1)); asking hostpath --mode=both with the controller's flags"
-  mkdir -p "$out/describe/state"
-  (cd "$repo" && CGO_ENABLED=0 go build -o "$out/describe/hostpath" ./examples/hostpath)
-  node=$(sed -n 's/.*cluster up: .*(node \([^,]*\),.*/\1/p' "$out/cluster.log" | head -n 1)
-  "$out/describe/hostpath" --mode=both --endpoint "unix://$out/describe/csi.sock" --nodeid="$node" \
-    --state-dir="$out/describe/state" --capacity=100Gi --mutable-parameters=iops,throughput >"$out/describe/hostpath.log" 2>&1 &
-  describer=$!
-  for _ in $(seq 50); do [ -S "$out/describe/csi.sock" ] && break; sleep 0.2; done
-  rc=0
-  describe "$out/describe/csi.sock" >"$out/testdriver.txt" 2>&1 || rc=$?
-  kill -TERM "$describer"
-  wait "$describer" || true
-  if [ "$rc" != 0 ]; then
-    cat "$out/testdriver.txt" >&2
-    exit "$rc"
-  fi
+# The controller pod's socket: the pod directory that runs csi-provisioner has it in its
+# socket-dir emptyDir (deploy/kubernetes/hostpath/controller.yaml).
+controller_socket=""
+for _ in $(seq 150); do
+  for sock in /var/lib/kubelet/pods/*/volumes/kubernetes.io~empty-dir/socket-dir/csi.sock; do
+    pod=${sock%%/volumes/*}
+    if [ -S "$sock" ] && [ -d "$pod/containers/csi-provisioner" ]; then controller_socket=$sock; fi
+  done
+  [ -n "$controller_socket" ] && break
+  sleep 2
+done
+if [ -z "$controller_socket" ]; then
+  echo "the controller pod's socket did not appear under /var/lib/kubelet/pods in 5 minutes" >&2
+  exit 1
 fi
+link=$(mktemp -d /tmp/csikit-ctl.XXXXXX)
+ln -s "$(dirname "$controller_socket")" "$link/c"
+if ! (cd "$repo" && go run ./cmd/csictl --endpoint "unix://$socket" kubernetes-testdriver "$out/driver" \
+  --controller-endpoint "unix://$link/c/csi.sock" "${flags[@]}") >"$out/testdriver.txt" 2>&1; then
+  cat "$out/testdriver.txt" >&2
+  rm -rf "$link"
+  exit 1
+fi
+rm -rf "$link"
 cat "$out/testdriver.txt"
 
 args=(-kubeconfig "$KUBECONFIG" -storage.testdriver="$out/driver/testdriver.json" -provider local -report-dir "$out/report")
-stamp "suite: focus '$focus' skip '$skip', $procs process(es), timeout $timeout (log $out/suite.log)"
+# The specs: one focus (and the skip) for "all", or every line of storage-suite-ci.txt as a
+# focus of its own (a spec runs when it matches any) for "ci".
+focuses=()
+case "$set_name" in
+all) focuses=("$focus") ;;
+ci)
+  while IFS= read -r line; do
+    case "$line" in '' | '#'*) continue ;; esac
+    focuses+=("$line")
+  done <"$e2e_dir/storage-suite-ci.txt"
+  ;;
+*)
+  echo "STORAGE_SET=$set_name: want all or ci" >&2
+  exit 2
+  ;;
+esac
+ginkgo_focus=() e2e_focus=()
+for f in "${focuses[@]}"; do
+  ginkgo_focus+=(--focus="$f")
+  e2e_focus+=(-ginkgo.focus="$f")
+done
+stamp "suite: set $set_name (${#focuses[@]} focus expression(s)), skip '$skip', $procs process(es), timeout $timeout (log $out/suite.log)"
 start=$SECONDS
 rc=0
 if [ "$procs" -gt 1 ]; then
-  "$cache/ginkgo" --procs="$procs" --focus="$focus" --skip="$skip" --timeout="$timeout" -v --no-color \
+  "$cache/ginkgo" --procs="$procs" "${ginkgo_focus[@]}" --skip="$skip" --timeout="$timeout" -v --no-color \
     "$cache/e2e.test" -- "${args[@]}" >"$out/suite.log" 2>&1 || rc=$?
 else
-  "$cache/e2e.test" "${args[@]}" -ginkgo.focus="$focus" -ginkgo.skip="$skip" -ginkgo.timeout="$timeout" -ginkgo.v \
+  "$cache/e2e.test" "${args[@]}" "${e2e_focus[@]}" -ginkgo.skip="$skip" -ginkgo.timeout="$timeout" -ginkgo.v \
     -ginkgo.no-color >"$out/suite.log" 2>&1 || rc=$?
 fi
 stamp "suite: ended in $((SECONDS - start)) s, status $rc"
