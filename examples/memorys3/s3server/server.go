@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	bolt "go.etcd.io/bbolt"
 	"go.uber.org/zap"
 
@@ -56,7 +55,7 @@ type Config struct {
 // manage its buckets and grants. Its methods are safe for concurrent use.
 type Server struct {
 	cfg      Config
-	backend  gofakes3.Backend // the objects: gofakes3's in-memory backend, or boltStore
+	backend  gofakes3.Backend // the objects: memStore, or boltStore in a state directory
 	uploads  *uploadStore     // the multipart uploads in progress
 	store    http.Handler     // gofakes3's handler: routing, S3 semantics
 	verifier *sigv4.Verifier
@@ -142,7 +141,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	ts := timeSource{cfg.Now}
 	if cfg.StateDir == "" {
-		s.backend = s3mem.New(s3mem.WithTimeSource(ts))
+		s.backend = newMemStore(ts.Now)
 		s.state = memoryState{}
 	} else {
 		if err := s.openState(cfg.StateDir, ts); err != nil {
