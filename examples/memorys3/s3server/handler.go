@@ -180,9 +180,10 @@ func (s *Server) perform(w http.ResponseWriter, r *http.Request, id requestID, o
 		if !ok {
 			return
 		}
-		// The body streams into the store, which buffers it (storeBackend.PutObject) while
-		// gofakes3 hashes it as it arrives; the grant is checked again when it has arrived
-		// whole and verified (commitAtEOF), and the store commits under the commit lock.
+		// The body streams into the store (objectStore.putObject), which hashes it as it
+		// arrives and buffers it (storeBackend.PutObject); the grant is checked again when it
+		// has arrived whole and verified (commitAtEOF), and the store commits under the
+		// commit lock.
 		eb := &commitAtEOF{ReadCloser: body, c: &c}
 		defer eb.release()
 		setBody(r, eb, size)
@@ -427,7 +428,8 @@ func setBody(r *http.Request, body io.ReadCloser, n int64) {
 }
 
 // requestID numbers the requests of a Server; it is formatted only when an answer or a log
-// line names it, which successful requests (answered by the store) never do.
+// line names it: a refusal, a failure, or a PutObject (answered by memorys3 itself; gofakes3
+// answers the other operations with IDs of its own).
 type requestID uint64
 
 // String is the ID as S3 clients show it: 16 upper-case hex digits.

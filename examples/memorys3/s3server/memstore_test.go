@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/md5"
+	"encoding/base64"
 	"hash"
 	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 )
@@ -165,5 +170,89 @@ func TestMemStoreReadsSurviveAnOverwrite(t *testing.T) {
 	}
 	if got := readObject(t, obj); got != "first" {
 		t.Fatalf("a GET begun before an overwrite read %q", got)
+	}
+}
+
+// TestPutObjectAnswersAsGofakes3 is a differential test of the PutObject memorys3 performs
+// itself (objectStore) against gofakes3's: the same PUTs, in the same order, to gofakes3 alone
+// on its in-memory backend and (signed) to the server, get the same status, S3 code and ETag,
+// and leave the same bytes and metadata: metadata headers, Content-MD5 right, wrong,
+// malformed and empty, conditions, metadata past the limit, a key past the limit, an empty
+// body, and a bucket the store does not have.
+func TestPutObjectAnswersAsGofakes3(t *testing.T) {
+	f := newFixture(t, false, Config{})
+	c := f.bucketWithAccount("bkt", "rw", ReadWrite)
+	ctx := context.Background()
+	if err := f.srv.CreateBucket(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	acc, err := f.srv.GrantAccess(ctx, "gone", map[string]Mode{"gone": ReadWrite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.srv.backend.ForceDeleteBucket("gone"); err != nil { // behind the server's back
+		t.Fatal(err)
+	}
+	mem := s3mem.New()
+	if err := mem.CreateBucket("bkt"); err != nil {
+		t.Fatal(err)
+	}
+	alone := httptest.NewServer(gofakes3.New(mem).Server())
+	defer alone.Close()
+
+	b64 := func(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+	body := []byte("the object's bytes")
+	sum := md5.Sum(body)
+	for _, tc := range []struct {
+		name, path string
+		body       []byte
+		hdr        http.Header
+		creds      Credentials
+	}{
+		{"metadata headers", "/bkt/k", body, http.Header{"X-Amz-Meta-Color": {"blue"}, "Content-Type": {"text/plain"},
+			"Content-Disposition": {"inline"}, "Content-Encoding": {"identity"}, "Cache-Control": {"no-cache"}}, c},
+		{"a replacement keeps the metadata it does not set", "/bkt/k", []byte("v2"), http.Header{"X-Amz-Meta-Size": {"2"}}, c},
+		{"Content-MD5 right", "/bkt/md5", body, http.Header{"Content-Md5": {b64(sum[:])}}, c},
+		{"Content-MD5 wrong", "/bkt/md5", []byte("other bytes"), http.Header{"Content-Md5": {b64(sum[:])}}, c},
+		{"Content-MD5 malformed", "/bkt/md5", body, http.Header{"Content-Md5": {"!!"}}, c},
+		{"Content-MD5 too short", "/bkt/md5", body, http.Header{"Content-Md5": {b64(sum[:8])}}, c},
+		{"Content-MD5 empty", "/bkt/md5", body, http.Header{"Content-Md5": {""}}, c},
+		{"If-None-Match * on an object", "/bkt/k", body, http.Header{"If-None-Match": {"*"}}, c},
+		{"If-None-Match * on no object", "/bkt/new", body, http.Header{"If-None-Match": {"*"}}, c},
+		{"If-Match another ETag", "/bkt/k", body, http.Header{"If-Match": {`"0123"`}}, c},
+		{"If-Match its ETag", "/bkt/md5", []byte("third"), http.Header{"If-Match": {gofakes3.FormatETag(sum[:])}}, c},
+		{"metadata past the limit", "/bkt/big", body, http.Header{"X-Amz-Meta-Big": {strings.Repeat("m", gofakes3.DefaultMetadataSizeLimit)}}, c},
+		{"a key past the limit", "/bkt/" + strings.Repeat("k", gofakes3.KeySizeLimit+1), body, nil, c},
+		{"an empty body", "/bkt/empty", nil, nil, c},
+		{"a bucket the store does not have", "/gone/k", body, nil, acc.Credentials},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ours := do(t, signedRequest(t, f, tc.creds, http.MethodPut, tc.path, tc.body, "", time.Now(), tc.hdr.Clone()))
+			req, err := http.NewRequest(http.MethodPut, alone.URL+tc.path, bytes.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			maps.Copy(req.Header, tc.hdr)
+			theirs := do(t, req)
+			if ours.StatusCode != theirs.StatusCode || s3Code([]byte(ours.body)) != s3Code([]byte(theirs.body)) ||
+				ours.header.Get("ETag") != theirs.header.Get("ETag") {
+				t.Fatalf("memorys3 answered %d %s ETag %s; gofakes3 %d %s ETag %s", ours.StatusCode, s3Code([]byte(ours.body)), ours.header.Get("ETag"),
+					theirs.StatusCode, s3Code([]byte(theirs.body)), theirs.header.Get("ETag"))
+			}
+			bucket, key, _ := strings.Cut(strings.TrimPrefix(tc.path, "/"), "/")
+			ourObj, ourErr := f.srv.backend.GetObject(bucket, key, nil)
+			theirObj, theirErr := mem.GetObject(bucket, key, nil)
+			if (ourErr == nil) != (theirErr == nil) {
+				t.Fatalf("stored: memorys3 %v, gofakes3 %v", ourErr, theirErr)
+			}
+			if ourErr != nil {
+				return
+			}
+			delete(ourObj.Metadata, "Last-Modified")
+			delete(theirObj.Metadata, "Last-Modified")
+			if got, want := readObject(t, ourObj), readObject(t, theirObj); got != want || !maps.Equal(ourObj.Metadata, theirObj.Metadata) {
+				t.Fatalf("memorys3 stored %q %v; gofakes3 %q %v", got, ourObj.Metadata, want, theirObj.Metadata)
+			}
+		})
 	}
 }
