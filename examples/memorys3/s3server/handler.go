@@ -29,11 +29,12 @@ const maxRequestDocument = 8 << 20
 // that changes the store is authorised again when the store commits it (see commit).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := requestID(s.reqID.Add(1))
-	d := deadlines{rc: http.NewResponseController(w), idle: s.limits.IdleTimeout, bodyEnd: s.bodyDeadline(r, time.Now())}
-	d.read()
-	d.write()
-	defer d.write() // the answer's last bytes leave after the handler returns
-	iw := &idleWriter{ResponseWriter: w, d: d}
+	now := time.Now()
+	iw := &idleWriter{ResponseWriter: w, d: deadlines{rc: http.NewResponseController(w), idle: s.limits.IdleTimeout, bodyEnd: s.bodyDeadline(r, now)}}
+	d := &iw.d
+	d.read(now)
+	d.write(now)
+	defer d.writeNow() // the answer's last bytes leave after the handler returns
 	w = iw
 	// The store gets a request rebuilt from the decision; the one net/http made stays as it
 	// is, because after the answer net/http looks at its body to decide whether to drain it or
