@@ -404,11 +404,10 @@ func (b *boltStore) PutObject(bucket, key string, meta map[string]string, input 
 	if size > bolt.MaxValueSize {
 		return gofakes3.PutObjectResult{}, gofakes3.ErrorMessagef(codeEntityTooLarge, "the object store keeps objects of at most %d bytes", bolt.MaxValueSize)
 	}
-	body, err := gofakes3.ReadAll(input, size)
+	body, sum, err := storedBytes(input, size)
 	if err != nil {
 		return gofakes3.PutObjectResult{}, err
 	}
-	sum := bodyMD5(input, body)
 	modified := b.now()
 	err = b.db.Update(func(tx *bolt.Tx) error {
 		bk := b.bucket(tx, bucket)

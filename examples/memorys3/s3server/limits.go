@@ -698,36 +698,13 @@ func (s *spool) reader() io.Reader {
 	return io.MultiReader(rs...)
 }
 
-// drain reads the spooled bytes back, giving each chunk back (to its pool and to the budget)
-// once it has been read: the store's copy of the body grows as the spool shrinks. Release the
-// spool after, for whatever was not read.
-func (s *spool) drain() io.Reader { return &drainer{s: s} }
-
-type drainer struct {
-	s   *spool
-	off int // in s.chunks[0]
-}
-
-func (d *drainer) Read(p []byte) (int, error) {
-	s := d.s
-	for len(s.chunks) > 0 {
-		c := s.chunks[0]
-		held := min(s.n, int64(len(c))) // the bytes of the first chunk
-		if int64(d.off) < held {
-			n := copy(p, c[d.off:held])
-			d.off += n
-			return n, nil
-		}
-		s.chunks = s.chunks[1:]
-		s.n -= held
-		d.off = 0
-		putChunk(c)
-		if s.budget != nil {
-			s.budget.give(int64(len(c)))
-			s.charged -= int64(len(c))
-		}
+// copyTo copies the spooled bytes to dst, which holds at least s.n bytes.
+func (s *spool) copyTo(dst []byte) {
+	rest := s.n
+	for _, c := range s.chunks {
+		n := copy(dst, c[:min(rest, int64(len(c)))])
+		dst, rest = dst[n:], rest-int64(n)
 	}
-	return 0, io.EOF
 }
 
 // release returns the chunks to their pools and their bytes to the budget; the spool is empty

@@ -22,8 +22,8 @@ import (
 //
 // It replaces gofakes3's in-memory backend, which hashes every object it stores with MD5
 // although gofakes3 has already hashed it (for the ETag) as it arrived: MD5 is most of what a
-// PUT costs the server. memStore takes that sum when the body comes with it (summedBody,
-// from storeBackend.PutObject) and hashes only bodies that do not.
+// PUT costs the server. memStore takes that sum, and the bytes, when the body comes with them
+// (summedBody, from storeBackend.PutObject) and hashes only bodies that do not.
 //
 // An object's bytes are never written after they are stored: a GET reads them without a copy
 // (an answer in progress keeps the slice of the object it began with, whatever replaces it),
@@ -57,21 +57,27 @@ func newMemStore(now func() time.Time) *memStore {
 	return &memStore{now: now, buckets: map[string]*memBucket{}}
 }
 
-// summedBody is an object's body with the MD5 of its bytes, computed as they arrived: a
-// store given one does not hash the bytes again. Only storeBackend.PutObject makes one, from
-// the sum of the very reader its bytes were read through.
+// summedBody is an object's body whole, with the MD5 of its bytes: a store given one takes
+// the bytes without copying them again and the sum without hashing them again. Only
+// storeBackend.PutObject makes one, from the bytes it read and the sum of the very reader
+// they were read through (or its own).
 type summedBody struct {
-	io.Reader
-	sum [md5.Size]byte
+	*bytes.Reader
+	whole []byte
+	sum   [md5.Size]byte
 }
 
-// bodyMD5 is the MD5 of body, which was read whole from input: the sum input carries when it
-// is a summedBody, or computed.
-func bodyMD5(input io.Reader, body []byte) [md5.Size]byte {
-	if s, ok := input.(*summedBody); ok {
-		return s.sum
+// storedBytes is input's body of size bytes, read whole, and its MD5: a summedBody's own, or
+// read and computed.
+func storedBytes(input io.Reader, size int64) ([]byte, [md5.Size]byte, error) {
+	if s, ok := input.(*summedBody); ok && int64(len(s.whole)) == size {
+		return s.whole, s.sum, nil
 	}
-	return md5.Sum(body)
+	body, err := gofakes3.ReadAll(input, size)
+	if err != nil {
+		return nil, [md5.Size]byte{}, err
+	}
+	return body, md5.Sum(body), nil
 }
 
 // ListBuckets implements gofakes3.Backend.
@@ -221,13 +227,13 @@ func (m *memStore) HeadObject(bucket, key string) (*gofakes3.Object, error) {
 }
 
 // PutObject implements gofakes3.Backend. The body is read whole (its size is the caller's:
-// storeBackend has bounded it and holds the bytes already) before the lock is taken.
+// storeBackend has bounded it and holds the bytes already, and hands them over as they are)
+// before the lock is taken.
 func (m *memStore) PutObject(bucket, key string, meta map[string]string, input io.Reader, size int64, cond *gofakes3.PutConditions) (gofakes3.PutObjectResult, error) {
-	body, err := gofakes3.ReadAll(input, size)
+	body, sum, err := storedBytes(input, size)
 	if err != nil {
 		return gofakes3.PutObjectResult{}, err
 	}
-	sum := bodyMD5(input, body)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return gofakes3.PutObjectResult{}, m.put(bucket, key, meta, body, sum, cond)

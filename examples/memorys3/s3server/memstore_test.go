@@ -130,7 +130,7 @@ type hashed struct {
 func (r hashed) Sum(b []byte) []byte { return r.h.Sum(b) }
 
 // TestReaderMD5TakesOnlyAnMD5: the store takes a sum only from a reader that keeps one of an
-// MD5's length; otherwise it hashes the bytes itself (bodyMD5 of a plain reader).
+// MD5's length; otherwise it hashes the bytes itself (storedBytes of a plain reader).
 func TestReaderMD5TakesOnlyAnMD5(t *testing.T) {
 	if _, ok := readerMD5(strings.NewReader("x")); ok {
 		t.Fatal("a reader without Sum gave a sum")
@@ -144,8 +144,11 @@ func TestReaderMD5TakesOnlyAnMD5(t *testing.T) {
 		t.Fatalf("readerMD5 of an MD5 hasher: %x %v", sum, ok)
 	}
 	body := []byte("plain")
-	if got := bodyMD5(bytes.NewReader(body), body); got != md5.Sum(body) {
-		t.Fatalf("bodyMD5 of a plain reader: %x", got)
+	if got, sum, err := storedBytes(bytes.NewReader(body), int64(len(body))); err != nil || !bytes.Equal(got, body) || sum != md5.Sum(body) {
+		t.Fatalf("storedBytes of a plain reader: %q %x %v", got, sum, err)
+	}
+	if _, _, err := storedBytes(bytes.NewReader(body), int64(len(body))+1); code(err) != gofakes3.ErrIncompleteBody {
+		t.Fatalf("storedBytes of a reader shorter than its size: %v", err)
 	}
 }
 

@@ -27,10 +27,11 @@ type storeBackend struct {
 // three bytes would otherwise allocate terabytes. An error of the body (a failed signature,
 // a grant gone by its end) stores nothing.
 //
-// The store then copies the body whole (gofakes3.ReadAll: memStore keeps that copy,
-// boltStore writes it): the copy is charged to the budget before it is made, and the spool's
-// chunks are given back as the copy takes their bytes. The body goes with the MD5 gofakes3
-// computed as it arrived, when input keeps it (readerMD5): the store does not hash it again.
+// It then copies the body whole, for the store (memStore keeps that copy, boltStore writes
+// it): the copy is charged to the budget before it is made, and the spool is given back once
+// the store has returned. The copy goes with the MD5 of the bytes computed as they arrived,
+// when input keeps it (readerMD5), so the store neither copies nor hashes them again
+// (summedBody).
 func (b *storeBackend) PutObject(bucket, key string, meta map[string]string, input io.Reader, size int64, cond *gofakes3.PutConditions) (gofakes3.PutObjectResult, error) {
 	if size < 0 || size > b.maxObjectSize {
 		// The handler refuses these before the body is read; this is the second line.
@@ -54,11 +55,13 @@ func (b *storeBackend) PutObject(bucket, key string, meta map[string]string, inp
 		return gofakes3.PutObjectResult{}, errSlowDown("the server is holding as many request bodies as it may; retry later")
 	}
 	defer b.bodies.give(size)
-	body := sp.drain()
-	if sum, ok := readerMD5(input); ok {
-		body = &summedBody{Reader: body, sum: sum}
+	whole := make([]byte, size)
+	sp.copyTo(whole)
+	sum, ok := readerMD5(input)
+	if !ok {
+		sum = md5.Sum(whole)
 	}
-	return b.Backend.PutObject(bucket, key, meta, body, size, cond)
+	return b.Backend.PutObject(bucket, key, meta, &summedBody{Reader: bytes.NewReader(whole), whole: whole, sum: sum}, size, cond)
 }
 
 // readerMD5 is the MD5 of the bytes read through r, read to its end, when r keeps one:
