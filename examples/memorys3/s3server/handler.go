@@ -187,7 +187,10 @@ func (s *Server) perform(w http.ResponseWriter, r *http.Request, id requestID, o
 		// commit lock.
 		eb := &commitAtEOF{ReadCloser: body, c: &c}
 		defer eb.release()
-		setBody(r, eb, size)
+		// objectStore.putObject reads the length from r.ContentLength alone; a client's
+		// Content-Length header (the encoded length, for aws-chunked) goes.
+		r.Body, r.ContentLength, r.TransferEncoding = eb, size, nil
+		r.Header.Del("Content-Length")
 		ans := storeAnswer{header: w.Header()}
 		s.store.ServeHTTP(&ans, r)
 		eb.release()

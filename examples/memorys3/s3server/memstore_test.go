@@ -259,3 +259,15 @@ func TestPutObjectAnswersAsGofakes3(t *testing.T) {
 		})
 	}
 }
+
+// TestHeaderTimeFormatsAsGofakes3: Last-Modified as gofakes3 writes it, whichever second
+// was formatted last (it is kept for the next PUT of the same second).
+func TestHeaderTimeFormatsAsGofakes3(t *testing.T) {
+	gmt := time.FixedZone("GMT", 0)
+	base := time.Date(2026, 11, 26, 21, 4, 5, 0, time.UTC)
+	for _, at := range []time.Time{base, base.Add(900 * time.Millisecond), base.Add(time.Second), base.In(gmt), base.Add(-time.Hour), base} {
+		if got, want := headerTime(at), at.UTC().Format("Mon, 02 Jan 2006 15:04:05")+" GMT"; got != want {
+			t.Fatalf("headerTime(%v) = %q, want %q", at, got, want)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/johannesboyne/gofakes3"
@@ -124,7 +125,7 @@ func objectMetadata(header http.Header, now time.Time) (map[string]string, error
 			size += len(k) + len(v[0])
 		}
 	}
-	lm := now.UTC().Format("Mon, 02 Jan 2006 15:04:05") + " GMT"
+	lm := headerTime(now)
 	meta["Last-Modified"] = lm
 	if size += len("Last-Modified") + len(lm); size > gofakes3.DefaultMetadataSizeLimit {
 		return nil, gofakes3.ErrMetadataTooLarge
@@ -132,17 +133,36 @@ func objectMetadata(header http.Header, now time.Time) (map[string]string, error
 	return meta, nil
 }
 
+// headerTime is now as gofakes3 writes Last-Modified, formatted once a second.
+func headerTime(now time.Time) string {
+	sec := now.Unix()
+	if t := lastHeaderTime.Load(); t != nil && t.sec == sec {
+		return t.text
+	}
+	t := &formattedTime{sec: sec, text: now.UTC().Format("Mon, 02 Jan 2006 15:04:05") + " GMT"}
+	lastHeaderTime.Store(t)
+	return t.text
+}
+
+type formattedTime struct {
+	sec  int64
+	text string
+}
+
+var lastHeaderTime atomic.Pointer[formattedTime]
+
 // putConditions are a PUT's If-Match and If-None-Match, as gofakes3 reads them; nil: none.
 func putConditions(header http.Header) *gofakes3.PutConditions {
-	var cond *gofakes3.PutConditions
-	if v := header.Get("If-Match"); v != "" {
-		cond = &gofakes3.PutConditions{IfMatch: &v}
+	ifMatch, ifNoneMatch := header.Get("If-Match"), header.Get("If-None-Match")
+	if ifMatch == "" && ifNoneMatch == "" {
+		return nil
 	}
-	if v := header.Get("If-None-Match"); v != "" {
-		if cond == nil {
-			cond = &gofakes3.PutConditions{}
-		}
-		cond.IfNoneMatch = &v
+	cond := &gofakes3.PutConditions{}
+	if ifMatch != "" {
+		cond.IfMatch = &ifMatch
+	}
+	if ifNoneMatch != "" {
+		cond.IfNoneMatch = &ifNoneMatch
 	}
 	return cond
 }
@@ -154,15 +174,17 @@ type md5Body struct {
 	r    io.Reader
 	h    hash.Hash
 	want []byte // nil: no Content-MD5
-	sum  []byte // the whole body's, once read to its end
+	sum  [md5.Size]byte
+	done bool // read to its end: sum is the whole body's
 }
 
 func (b *md5Body) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	b.h.Write(p[:n])
-	if errors.Is(err, io.EOF) {
-		b.sum = b.h.Sum(nil)
-		if b.want != nil && !bytes.Equal(b.sum, b.want) {
+	if errors.Is(err, io.EOF) && !b.done {
+		b.h.Sum(b.sum[:0])
+		b.done = true
+		if b.want != nil && !bytes.Equal(b.sum[:], b.want) {
 			return n, gofakes3.ErrBadDigest
 		}
 	}
@@ -171,8 +193,8 @@ func (b *md5Body) Read(p []byte) (int, error) {
 
 // Sum is the MD5 of what was read so far: of the whole body once it has been read to its end.
 func (b *md5Body) Sum(in []byte) []byte {
-	if b.sum != nil {
-		return append(in, b.sum...)
+	if b.done {
+		return append(in, b.sum[:]...)
 	}
 	return b.h.Sum(in)
 }
