@@ -21,9 +21,9 @@ import (
 // are clamped to the object.
 //
 // It replaces gofakes3's in-memory backend, which hashes every object it stores with MD5
-// although gofakes3 has already hashed it (for the ETag) as it arrived: MD5 is most of what a
-// PUT costs the server. memStore takes that sum, and the bytes, when the body comes with them
-// (summedBody, from storeBackend.PutObject) and hashes only bodies that do not.
+// although the PUT's body was already hashed (for the ETag) as it arrived: MD5 is most of
+// what a PUT costs the server. memStore takes that sum, and the bytes, when the body comes
+// with them (summedBody, from storeBackend.PutObject) and hashes only bodies that do not.
 //
 // An object's bytes are never written after they are stored: a GET reads them without a copy
 // (an answer in progress keeps the slice of the object it began with, whatever replaces it),

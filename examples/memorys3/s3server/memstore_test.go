@@ -40,9 +40,9 @@ func (p sumProbe) PutObject(bucket, key string, meta map[string]string, input io
 	return p.Backend.PutObject(bucket, key, meta, input, size, cond)
 }
 
-// TestAPutIsHashedOnceWithTheRightSum: gofakes3 hashes a PUT's body with MD5 as it arrives
-// (for the ETag); the store takes that sum instead of hashing the bytes a second time, which
-// was most of what a PUT cost the server. The sum the store keeps is the MD5 of the bytes it
+// TestAPutIsHashedOnceWithTheRightSum: a PUT's body is hashed with MD5 as it arrives (for the
+// ETag); the store takes that sum instead of hashing the bytes a second time, which was most
+// of what a PUT cost the server. The sum the store keeps is the MD5 of the bytes it
 // keeps, for a signed PUT, an aws-chunked one, and a completed multipart upload (whose body
 // the store hashes itself); an object written over keeps no trace of the old sum.
 func TestAPutIsHashedOnceWithTheRightSum(t *testing.T) {

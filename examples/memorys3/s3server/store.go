@@ -64,10 +64,11 @@ func (b *storeBackend) PutObject(bucket, key string, meta map[string]string, inp
 	return b.Backend.PutObject(bucket, key, meta, &summedBody{Reader: bytes.NewReader(whole), whole: whole, sum: sum}, size, cond)
 }
 
-// readerMD5 is the MD5 of the bytes read through r, read to its end, when r keeps one:
-// gofakes3 hands a PUT's body to its backend through a reader that hashes it as it arrives
-// (for the ETag, with the exported method Sum), and the store need not hash it again. A
-// reader without it, or with a sum of another length, is hashed by the store.
+// readerMD5 is the MD5 of the bytes read through r, read to its end, when r keeps one: a
+// PUT's body reaches the backend through a reader that hashes it as it arrives, for the ETag
+// (objectStore's md5Body; gofakes3's own reader has the same exported method Sum), and the
+// store need not hash it again. A reader without it, or with a sum of another length, is
+// hashed by the store.
 func readerMD5(r io.Reader) (sum [md5.Size]byte, ok bool) {
 	h, ok := r.(interface{ Sum([]byte) []byte })
 	if !ok {
