@@ -34,12 +34,13 @@ import (
 //	  <bucket>/meta/<key>   the object's record, JSON: {"size", "md5" (hex), "modified", "metadata"}
 //	  <bucket>/data/<key>   the object's bytes
 //
-// Records and bytes are apart so that listing and HEAD read no object bytes. Semantics follow
-// gofakes3's in-memory backend, which memorys3 uses without a state directory, so that a
+// Records and bytes are apart so that listing and HEAD read no object bytes. Semantics are
+// memStore's (without a state directory), which follow gofakes3's in-memory backend, so that a
 // client sees the same server either way: a PUT keeps the metadata of the object it replaces
 // under the names it does not set (gofakes3.MergeMetadata), listing pages end after the last
-// key rolled into a common prefix (the in-memory backend lists such a prefix again on the next
-// page), and ranges are clamped to the object.
+// key rolled into a common prefix (gofakes3's in-memory backend lists such a prefix again on
+// the next page), and ranges are clamped to the object. A body that comes with its MD5
+// (summedBody) is not hashed again.
 //
 // The copies a read makes are charged to the server's budget of buffered bytes (bodies) until
 // the answer has been sent, as request bodies are: concurrent GETs of large objects by a
@@ -403,11 +404,10 @@ func (b *boltStore) PutObject(bucket, key string, meta map[string]string, input 
 	if size > bolt.MaxValueSize {
 		return gofakes3.PutObjectResult{}, gofakes3.ErrorMessagef(codeEntityTooLarge, "the object store keeps objects of at most %d bytes", bolt.MaxValueSize)
 	}
-	body, err := gofakes3.ReadAll(input, size)
+	body, sum, err := storedBytes(input, size)
 	if err != nil {
 		return gofakes3.PutObjectResult{}, err
 	}
-	sum := md5.Sum(body)
 	modified := b.now()
 	err = b.db.Update(func(tx *bolt.Tx) error {
 		bk := b.bucket(tx, bucket)

@@ -1,6 +1,7 @@
 // Package s3server is the S3 half of the memorys3 example: an S3 endpoint whose object store
-// is gofakes3 (its in-memory backend, or boltStore, this package's bbolt backend, in a state
-// directory; multipart uploads in this package's upload store either way) behind this
+// is gofakes3 (on this package's backends: memStore in memory, or boltStore on bbolt in a state
+// directory; multipart uploads in this package's upload store either way; PutObject performed
+// by this package with gofakes3's checks and answers, hashing each body once) behind this
 // example's own authentication (package sigv4: AWS Signature Version 4 recomputed by the
 // rules of aws-sdk-go-v2's signer) and per-key, per-bucket authorisation, plus the Go API the
 // COSI driver calls.

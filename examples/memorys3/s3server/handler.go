@@ -29,11 +29,12 @@ const maxRequestDocument = 8 << 20
 // that changes the store is authorised again when the store commits it (see commit).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := requestID(s.reqID.Add(1))
-	d := deadlines{rc: http.NewResponseController(w), idle: s.limits.IdleTimeout, bodyEnd: s.bodyDeadline(r, time.Now())}
-	d.read()
-	d.write()
-	defer d.write() // the answer's last bytes leave after the handler returns
-	iw := &idleWriter{ResponseWriter: w, d: d}
+	now := time.Now()
+	iw := &idleWriter{ResponseWriter: w, d: deadlines{rc: http.NewResponseController(w), idle: s.limits.IdleTimeout, bodyEnd: s.bodyDeadline(r, now)}}
+	d := &iw.d
+	d.read(now)
+	d.write(now)
+	defer d.writeNow() // the answer's last bytes leave after the handler returns
 	w = iw
 	// The store gets a request rebuilt from the decision; the one net/http made stays as it
 	// is, because after the answer net/http looks at its body to decide whether to drain it or
@@ -180,12 +181,16 @@ func (s *Server) perform(w http.ResponseWriter, r *http.Request, id requestID, o
 		if !ok {
 			return
 		}
-		// The body streams into the store, which buffers it (storeBackend.PutObject) while
-		// gofakes3 hashes it as it arrives; the grant is checked again when it has arrived
-		// whole and verified (commitAtEOF), and the store commits under the commit lock.
+		// The body streams into the store (objectStore.putObject), which hashes it as it
+		// arrives and buffers it (storeBackend.PutObject); the grant is checked again when it
+		// has arrived whole and verified (commitAtEOF), and the store commits under the
+		// commit lock.
 		eb := &commitAtEOF{ReadCloser: body, c: &c}
 		defer eb.release()
-		setBody(r, eb, size)
+		// objectStore.putObject reads the length from r.ContentLength alone; a client's
+		// Content-Length header (the encoded length, for aws-chunked) goes.
+		r.Body, r.ContentLength, r.TransferEncoding = eb, size, nil
+		r.Header.Del("Content-Length")
 		ans := storeAnswer{header: w.Header()}
 		s.store.ServeHTTP(&ans, r)
 		eb.release()
@@ -427,7 +432,8 @@ func setBody(r *http.Request, body io.ReadCloser, n int64) {
 }
 
 // requestID numbers the requests of a Server; it is formatted only when an answer or a log
-// line names it, which successful requests (answered by the store) never do.
+// line names it: a refusal, a failure, or a PutObject (answered by memorys3 itself; gofakes3
+// answers the other operations with IDs of its own).
 type requestID uint64
 
 // String is the ID as S3 clients show it: 16 upper-case hex digits.

@@ -384,21 +384,51 @@ func (c *limitedConn) Close() error {
 // (bodyEnd): a body that trickles in more slowly than MinBodyRate loses its connection then,
 // however steadily it trickles. Where the connection does not support deadlines (a handler
 // called in process), it does nothing.
+//
+// Moving a deadline costs a runtime timer update, which a small PUT paid five times (about a
+// point of its latency). So a deadline is moved at most once per slack (an eighth of the idle
+// timeout), each time to the idle timeout plus the slack ahead: a connection still has at
+// least the idle timeout after its last progress, and loses it at most an eighth later.
+// A read deadline at bodyEnd is final. One request's deadlines are used by its handler's
+// goroutine only.
 type deadlines struct {
 	rc      *http.ResponseController
 	idle    time.Duration
 	bodyEnd time.Time // zero: none
+
+	readAt, writeAt time.Time // when each deadline was last moved; zero: not yet
+	readFinal       bool      // the read deadline is bodyEnd
 }
 
-func (d deadlines) read() {
-	t := time.Now().Add(d.idle)
-	if !d.bodyEnd.IsZero() && d.bodyEnd.Before(t) {
-		t = d.bodyEnd
+// writeNow is write at the present time.
+func (d *deadlines) writeNow() { d.write(time.Now()) }
+
+func (d *deadlines) slack() time.Duration { return d.idle / 8 }
+
+// recent says whether a deadline moved at at is still at least the idle timeout ahead of now.
+func (d *deadlines) recent(at, now time.Time) bool { return !at.IsZero() && now.Sub(at) < d.slack() }
+
+// read moves the read deadline, at now, before a read.
+func (d *deadlines) read(now time.Time) {
+	if d.readFinal || d.recent(d.readAt, now) {
+		return
 	}
+	t := now.Add(d.idle + d.slack())
+	if !d.bodyEnd.IsZero() && !d.bodyEnd.After(t) {
+		t, d.readFinal = d.bodyEnd, true
+	}
+	d.readAt = now
 	_ = d.rc.SetReadDeadline(t)
 }
 
-func (d deadlines) write() { _ = d.rc.SetWriteDeadline(time.Now().Add(d.idle)) }
+// write moves the write deadline, at now, before a write.
+func (d *deadlines) write(now time.Time) {
+	if d.recent(d.writeAt, now) {
+		return
+	}
+	d.writeAt = now
+	_ = d.rc.SetWriteDeadline(now.Add(d.idle + d.slack()))
+}
 
 // bodyDeadline is when r's body must have arrived whole, measured from start: the idle
 // timeout, and its declared length (decoded, for aws-chunked) at MinBodyRate. A body of
@@ -409,8 +439,10 @@ func (s *Server) bodyDeadline(r *http.Request, start time.Time) time.Time {
 	}
 	longest := max(s.limits.MaxObjectSize, maxRequestDocument)
 	n := r.ContentLength
-	if d, err := strconv.ParseInt(r.Header.Get("X-Amz-Decoded-Content-Length"), 10, 64); err == nil && d >= 0 {
-		n = d
+	if v := r.Header.Get("X-Amz-Decoded-Content-Length"); v != "" {
+		if d, err := strconv.ParseInt(v, 10, 64); err == nil && d >= 0 {
+			n = d
+		}
 	}
 	if n < 0 || n > longest {
 		n = longest
@@ -430,7 +462,7 @@ var errBodyTimeout = s3err.ErrRequestTimeout.With("the body did not arrive in ti
 // much of the body is still on its way (see linger).
 type idleReader struct {
 	io.ReadCloser
-	d deadlines
+	d *deadlines
 	// length is the declared Content-Length (-1: chunked); expectContinue: the client
 	// waits for 100 Continue before it sends the body, which a first Read asks for.
 	length         int64
@@ -439,7 +471,7 @@ type idleReader struct {
 }
 
 func (r *idleReader) Read(p []byte) (int, error) {
-	r.d.read()
+	r.d.read(time.Now())
 	n, err := r.ReadCloser.Read(p)
 	r.n += int64(n)
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
@@ -507,7 +539,7 @@ func (w *idleWriter) WriteHeader(code int) {
 
 func (w *idleWriter) Write(p []byte) (int, error) {
 	w.wrote = true
-	w.d.write()
+	w.d.write(time.Now())
 	return w.ResponseWriter.Write(p)
 }
 
@@ -666,36 +698,13 @@ func (s *spool) reader() io.Reader {
 	return io.MultiReader(rs...)
 }
 
-// drain reads the spooled bytes back, giving each chunk back (to its pool and to the budget)
-// once it has been read: the store's copy of the body grows as the spool shrinks. Release the
-// spool after, for whatever was not read.
-func (s *spool) drain() io.Reader { return &drainer{s: s} }
-
-type drainer struct {
-	s   *spool
-	off int // in s.chunks[0]
-}
-
-func (d *drainer) Read(p []byte) (int, error) {
-	s := d.s
-	for len(s.chunks) > 0 {
-		c := s.chunks[0]
-		held := min(s.n, int64(len(c))) // the bytes of the first chunk
-		if int64(d.off) < held {
-			n := copy(p, c[d.off:held])
-			d.off += n
-			return n, nil
-		}
-		s.chunks = s.chunks[1:]
-		s.n -= held
-		d.off = 0
-		putChunk(c)
-		if s.budget != nil {
-			s.budget.give(int64(len(c)))
-			s.charged -= int64(len(c))
-		}
+// copyTo copies the spooled bytes to dst, which holds at least s.n bytes.
+func (s *spool) copyTo(dst []byte) {
+	rest := s.n
+	for _, c := range s.chunks {
+		n := copy(dst, c[:min(rest, int64(len(c)))])
+		dst, rest = dst[n:], rest-int64(n)
 	}
-	return 0, io.EOF
 }
 
 // release returns the chunks to their pools and their bytes to the budget; the spool is empty

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	bolt "go.etcd.io/bbolt"
 	"go.uber.org/zap"
 
@@ -55,18 +54,22 @@ type Config struct {
 // and per-key, per-bucket authorisation in front of it, and the Go API a COSI driver uses to
 // manage its buckets and grants. Its methods are safe for concurrent use.
 type Server struct {
-	cfg      Config
-	backend  gofakes3.Backend // the objects: gofakes3's in-memory backend, or boltStore
-	uploads  *uploadStore     // the multipart uploads in progress
-	store    http.Handler     // gofakes3's handler: routing, S3 semantics
-	verifier *sigv4.Verifier
-	log      *zap.Logger
-	closers  []func() error
-	reqID    atomic.Uint64
-	limits   Limits
-	budget   budget // bytes buffered in request bodies and held in parts
-	http     *http.Server
-	conns    *connLimiter
+	cfg     Config
+	backend gofakes3.Backend // the objects: memStore, or boltStore in a state directory
+	uploads *uploadStore     // the multipart uploads in progress
+	store   http.Handler     // the store's handler (objectStore): gofakes3's routing and S3 semantics
+	objects *storeBackend    // the backend the store works on
+	// storeLog and storeTime are the store's log and clock, which gofakes3 is given too.
+	storeLog  storeLog
+	storeTime timeSource
+	verifier  *sigv4.Verifier
+	log       *zap.Logger
+	closers   []func() error
+	reqID     atomic.Uint64
+	limits    Limits
+	budget    budget // bytes buffered in request bodies and held in parts
+	http      *http.Server
+	conns     *connLimiter
 
 	// commitMu orders the store's commits against changes of the grants in force: a request
 	// that changes the store holds it shared while it checks its grant again and commits
@@ -142,7 +145,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	ts := timeSource{cfg.Now}
 	if cfg.StateDir == "" {
-		s.backend = s3mem.New(s3mem.WithTimeSource(ts))
+		s.backend = newMemStore(ts.Now)
 		s.state = memoryState{}
 	} else {
 		if err := s.openState(cfg.StateDir, ts); err != nil {
@@ -169,8 +172,10 @@ func New(cfg Config) (*Server, error) {
 		inner = cfg.instrument(inner)
 	}
 	s.uploads = newUploadStore(s.limits, &s.budget, inner, ts.Now)
-	s.store = gofakes3.New(&storeBackend{Backend: inner, uploadStore: s.uploads, maxObjectSize: s.limits.MaxObjectSize, bodies: &s.budget},
-		gofakes3.WithTimeSource(ts), gofakes3.WithTimeSkewLimit(0), gofakes3.WithLogger(storeLog{log: s.log, events: cfg.storeEvents})).Server()
+	s.objects = &storeBackend{Backend: inner, uploadStore: s.uploads, maxObjectSize: s.limits.MaxObjectSize, bodies: &s.budget}
+	s.storeLog, s.storeTime = storeLog{log: s.log, events: cfg.storeEvents}, ts
+	s.store = objectStore{s: s, gofakes3: gofakes3.New(s.objects,
+		gofakes3.WithTimeSource(ts), gofakes3.WithTimeSkewLimit(0), gofakes3.WithLogger(s.storeLog)).Server()}
 	s.conns = newConnLimiter(s.limits.MaxConnections)
 	s.http = s.newHTTPServer()
 	s.verifier = &sigv4.Verifier{

@@ -2,6 +2,7 @@ package s3server
 
 import (
 	"bytes"
+	"crypto/md5"
 	"errors"
 	"io"
 	"net/http"
@@ -26,9 +27,11 @@ type storeBackend struct {
 // three bytes would otherwise allocate terabytes. An error of the body (a failed signature,
 // a grant gone by its end) stores nothing.
 //
-// The store then copies the body whole (gofakes3.ReadAll: the in-memory store keeps that
-// copy, boltStore writes it): the copy is charged to the budget before it is made, and the
-// spool's chunks are given back as the copy takes their bytes.
+// It then copies the body whole, for the store (memStore keeps that copy, boltStore writes
+// it): the copy is charged to the budget before it is made, and the spool is given back once
+// the store has returned. The copy goes with the MD5 of the bytes computed as they arrived,
+// when input keeps it (readerMD5), so the store neither copies nor hashes them again
+// (summedBody).
 func (b *storeBackend) PutObject(bucket, key string, meta map[string]string, input io.Reader, size int64, cond *gofakes3.PutConditions) (gofakes3.PutObjectResult, error) {
 	if size < 0 || size > b.maxObjectSize {
 		// The handler refuses these before the body is read; this is the second line.
@@ -52,7 +55,31 @@ func (b *storeBackend) PutObject(bucket, key string, meta map[string]string, inp
 		return gofakes3.PutObjectResult{}, errSlowDown("the server is holding as many request bodies as it may; retry later")
 	}
 	defer b.bodies.give(size)
-	return b.Backend.PutObject(bucket, key, meta, sp.drain(), size, cond)
+	whole := make([]byte, size)
+	sp.copyTo(whole)
+	sum, ok := readerMD5(input)
+	if !ok {
+		sum = md5.Sum(whole)
+	}
+	return b.Backend.PutObject(bucket, key, meta, &summedBody{Reader: bytes.NewReader(whole), whole: whole, sum: sum}, size, cond)
+}
+
+// readerMD5 is the MD5 of the bytes read through r, read to its end, when r keeps one: a
+// PUT's body reaches the backend through a reader that hashes it as it arrives, for the ETag
+// (objectStore's md5Body; gofakes3's own reader has the same exported method Sum), and the
+// store need not hash it again. A reader without it, or with a sum of another length, is
+// hashed by the store.
+func readerMD5(r io.Reader) (sum [md5.Size]byte, ok bool) {
+	h, ok := r.(interface{ Sum([]byte) []byte })
+	if !ok {
+		return sum, false
+	}
+	b := h.Sum(nil)
+	if len(b) != md5.Size {
+		return sum, false
+	}
+	copy(sum[:], b)
+	return sum, true
 }
 
 // listing collects one page of a listing in key order: the items that prefix matches, each
