@@ -22,6 +22,11 @@ import (
 // imageGranularity aligns image sizes to the block size filesystems and loop devices use.
 const imageGranularity = 4096
 
+// minFilesystemSize is the smallest image each file system is made on. mkfs.xfs refuses less
+// than 300 MiB since xfsprogs 5.19 ("Filesystem must be larger than 300MB"); ext4 and ext3 fit
+// in a few hundred KiB.
+var minFilesystemSize = map[string]int64{"xfs": 300 << 20}
+
 // failpoint lets tests inject a failure between the steps of an operation, to prove that a failed
 // operation leaves nothing half-done. It is nil outside tests.
 var failpoint func(name string) error
@@ -267,6 +272,14 @@ func (c *Controller) CreateVolume(ctx context.Context, req *driver.CreateVolumeR
 	size, err := req.Capacity.Resolve(c.cfg.DefaultVolumeSize, granularity)
 	if err != nil {
 		return nil, err
+	}
+	if least := minFilesystemSize[fsType]; kind == kindFile && size < least {
+		// CSI lets a plugin grant more than required; a volume too small to format would
+		// only fail later, at NodeStageVolume, where nothing can be done about it.
+		if req.Capacity.LimitBytes != 0 && req.Capacity.LimitBytes < least {
+			return nil, fmt.Errorf("an %s file system needs at least %d bytes, more than the limit of %d: %w", fsType, least, req.Capacity.LimitBytes, driver.ErrOutOfRange)
+		}
+		size = least
 	}
 
 	// A source decides the backing: a restore or clone keeps the format of its origin.

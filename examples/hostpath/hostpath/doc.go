@@ -10,7 +10,8 @@
 // the difference:
 //
 //   - Image volumes (kind "file": raw block, or ext4, ext3 or xfs on the image) are sparse files
-//     of the size granted, rounded up to 4 KiB. A pod sees that size: the device's for block,
+//     of the size granted, rounded up to 4 KiB; an xfs volume is at least 300 MiB, the least
+//     mkfs.xfs formats (OUT_OF_RANGE when the request's limit is below it). A pod sees that size: the device's for block,
 //     the file system's (less mkfs's own overhead) for a mounted one, and NodeGetVolumeStats
 //     reports the same. ControllerExpandVolume grows the file and asks for node expansion;
 //     NodeExpandVolume grows the file system online. Growing a mounted ext file system needs

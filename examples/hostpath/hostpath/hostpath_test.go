@@ -15,6 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/csikit/csikit/internal/testenv"
 )
 
 func TestIDsNeverBecomePaths(t *testing.T) {
@@ -445,6 +447,51 @@ func TestDirectoryVolumeSizes(t *testing.T) {
 			t.Errorf("writing past the granted size: %v (the documentation says nothing enforces it)", err)
 		}
 	})
+}
+
+// TestSmallXFSVolumesAreGrantedWhatMkfsNeeds: the storage e2e suite asks for 1 MiB xfs volumes;
+// mkfs.xfs refuses anything under 300 MiB, so the volume is granted that much (a pod can use it)
+// unless the request's limit is lower (OUT_OF_RANGE at once, not an INTERNAL at NodeStage).
+func TestSmallXFSVolumesAreGrantedWhatMkfsNeeds(t *testing.T) {
+	needRoot(t)
+	testenv.Tool(t, "mkfs.xfs", "xfsprogs")
+	e := newEnv(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name     string
+		fsType   string
+		required int64
+		limit    int64
+		want     int64
+		code     codes.Code
+	}{
+		{"xfs, 1 MiB asked", "xfs", 1 << 20, 0, 300 << 20, codes.OK},
+		{"xfs, limit below the least", "xfs", 1 << 20, 100 << 20, 0, codes.OutOfRange},
+		{"xfs, more than the least", "xfs", 400 << 20, 0, 400 << 20, codes.OK},
+		{"ext4 keeps a small size", "ext4", 1 << 20, 0, 1 << 20, codes.OK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := e.controller.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "small-" + strings.ReplaceAll(tc.name, " ", "-"),
+				VolumeCapabilities: []*csi.VolumeCapability{mountCap(tc.fsType)},
+				CapacityRange:      &csi.CapacityRange{RequiredBytes: tc.required, LimitBytes: tc.limit}})
+			if status.Code(err) != tc.code {
+				t.Fatalf("CreateVolume: %v, want %s", err, tc.code)
+			}
+			if err != nil {
+				return
+			}
+			vol := resp.GetVolume()
+			if vol.GetCapacityBytes() != tc.want {
+				t.Fatalf("capacity %d, want %d", vol.GetCapacityBytes(), tc.want)
+			}
+			// The node formats and mounts it: the point of the size.
+			e.lifecycle(t, vol, mountCap(tc.fsType), false, func(target string) {
+				if err := os.WriteFile(filepath.Join(target, "f"), []byte("data"), 0o600); err != nil {
+					t.Errorf("writing to the mounted %s volume: %v", tc.fsType, err)
+				}
+			})
+		})
+	}
 }
 
 func TestSnapshotMetadataOfBlockVolumes(t *testing.T) {
