@@ -151,15 +151,19 @@ func TestMaxFiles(t *testing.T) {
 
 	// Raise it. The external-resizer sends no secrets: the driver acts as the last identity
 	// that came with secrets, so make that the provisioner's again first.
+	start := time.Now()
 	if _, err := cl.ctrl.ControllerModifyVolume(ctx, &csi.ControllerModifyVolumeRequest{VolumeId: v.VolumeId,
 		MutableParameters: map[string]string{cephfs.ParamMaxFiles: "5"}, Secrets: e.secrets}); err != nil {
 		t.Fatalf("ControllerModifyVolume maxFiles=5: %v", err)
 	}
+	t.Logf("ControllerModifyVolume maxFiles=3 -> 5: %v", time.Since(start).Round(time.Millisecond))
 	for range 2 { // idempotent, and without secrets as Kubernetes calls it
+		start := time.Now()
 		if _, err := cl.ctrl.ControllerModifyVolume(ctx, &csi.ControllerModifyVolumeRequest{VolumeId: v.VolumeId,
 			MutableParameters: map[string]string{cephfs.ParamMaxFiles: "5"}}); err != nil {
 			t.Fatalf("ControllerModifyVolume maxFiles=5 again, without secrets: %v", err)
 		}
+		t.Logf("ControllerModifyVolume maxFiles=5 again (read only): %v", time.Since(start).Round(time.Millisecond))
 	}
 	e.wantMaxFiles(t, path, "6")
 	waitFor(t, "the mount to show the new limit", func() bool { return mountAttr(t, mnt, "ceph.quota.max_files") == 6 })

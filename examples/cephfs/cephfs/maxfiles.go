@@ -111,7 +111,9 @@ func maxFilesValue(n int64) string {
 // resize sets the byte quota only), so the controller mounts the subvolume with libcephfs as the
 // connection's user, reads the attribute and writes it when it differs: a repeat, a retry and a
 // clone that already has the right value need only read access, while a change needs the MDS
-// cap flag 'p' (e.g. mds "allow rwp"). Bounded by Config.Timeout like every Ceph call.
+// cap flag 'p' (e.g. mds "allow rwp"). Bounded by Config.Timeout like every Ceph call. It takes
+// about a second, nearly all of it libcephfs' unmount, which waits for the client's one-second
+// tick (client_tick_interval, whole seconds) to close the MDS session.
 func (d *Driver) applyMaxFiles(ctx context.Context, conn *rados.Conn, path string, n int64) error {
 	want := maxFilesValue(n)
 	_, err := call(ctx, d.cfg.Timeout, "set "+xattrMaxFiles+" of "+path, func() (struct{}, error) {
