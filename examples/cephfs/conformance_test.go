@@ -15,7 +15,8 @@ import (
 )
 
 // allSecrets sends the test user's secrets with every call that takes secrets, as a
-// StorageClass naming the provisioner, node-stage, expand and snapshotter secrets does.
+// StorageClass naming the provisioner, node-stage, expand and snapshotter secrets does. None go
+// with ControllerModifyVolume: Kubernetes' external-resizer sends none.
 func (e *env) allSecrets() *sanity.CSISecrets {
 	s := e.secrets
 	return &sanity.CSISecrets{CreateVolumeSecret: s, DeleteVolumeSecret: s, ControllerValidateVolumeCapabilitiesSecret: s,
@@ -48,7 +49,9 @@ func TestConformance(t *testing.T) {
 		Privileged:     true,
 		TestVolumeSize: 64 << 20,
 		Secrets:        e.allSecrets(),
-		Logs:           func() string { return dump(logs) },
+		// The ModifyVolume specs run with the one mutable parameter (a VolumeAttributesClass).
+		TestVolumeMutableParameters: map[string]string{cephfs.ParamMaxFiles: "1000"},
+		Logs:                        func() string { return dump(logs) },
 	})
 	t.Logf("ran %d, passed %d, skipped %d, failed %d", res.Ran, res.Passed, res.Skipped, res.Failed)
 	for name, reason := range res.Skips {

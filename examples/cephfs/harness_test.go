@@ -37,7 +37,7 @@ func newEnv(t testing.TB) *env {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	out, err := c.Ceph(ctx, "auth", "get-or-create-key", "client."+testUser,
-		"mon", "allow r", "mgr", "allow rw", "mds", "allow rw", "osd", "allow rw tag cephfs *=*")
+		"mon", "allow r", "mgr", "allow rw", "mds", "allow rwp", "osd", "allow rw tag cephfs *=*")
 	if err != nil {
 		t.Fatalf("create the test user: %v", err)
 	}

@@ -9,10 +9,16 @@
 //
 //	cephfs --monitors 10.0.0.1,10.0.0.2 --fs-name cephfs --endpoint unix:///csi/csi.sock
 //
-// The tests give one user to both sides, with ceph-csi's node caps: mon "allow r", mgr "allow
-// rw", mds "allow rw", osd "allow rw tag cephfs *=*" (`ceph auth get-or-create-key client.NAME
-// ...`). Mounting needs root, /dev/fuse and ceph-fuse; each ceph-fuse runs in the driver's
-// cgroup, so its mounts end with the driver's container, as ceph-csi's FUSE mounts do.
+// The tests give one user to both sides, with ceph-csi's node caps and the MDS flag 'p' that
+// setting a file quota needs: mon "allow r", mgr "allow rw", mds "allow rwp", osd "allow rw tag
+// cephfs *=*" (`ceph auth get-or-create-key client.NAME ...`). Without 'p' everything works but
+// a nonzero maxFiles, which is PERMISSION_DENIED. Mounting needs root, /dev/fuse and ceph-fuse;
+// each ceph-fuse runs in the driver's cgroup, so its mounts end with the driver's container, as
+// ceph-csi's FUSE mounts do.
+//
+// StorageClass parameters: maxFiles, the most files and directories a volume may hold (decimal,
+// 0 = no limit). It is also the one mutable parameter (a VolumeAttributesClass): the driver
+// advertises MODIFY_VOLUME and ControllerModifyVolume changes it on a live volume.
 package main
 
 import (

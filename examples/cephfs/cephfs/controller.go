@@ -72,18 +72,29 @@ var provisionerKeys = []string{
 	"csi.storage.k8s.io/volumesnapshotcontent/name",
 }
 
+// checkParameters refuses the parameters the driver does not know (snapshots take none; volumes
+// take ParamMaxFiles) and a maxFiles it cannot parse.
 func checkParameters(what string, params map[string]string) error {
+	var known []string
+	if what == "volume" {
+		known = []string{ParamMaxFiles}
+	}
 	var unknown []string
 	for k := range params {
-		if !slices.Contains(provisionerKeys, k) {
+		if !slices.Contains(provisionerKeys, k) && !slices.Contains(known, k) {
 			unknown = append(unknown, k)
 		}
 	}
-	if len(unknown) == 0 {
-		return nil
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		if len(known) == 0 {
+			return fmt.Errorf("cephfs takes no %s parameters, got %s: %w", what, strings.Join(unknown, ", "), driver.ErrInvalidArgument)
+		}
+		return fmt.Errorf("cephfs does not know the %s parameter %s (it takes %s): %w", what, strings.Join(unknown, ", "),
+			strings.Join(known, ", "), driver.ErrInvalidArgument)
 	}
-	slices.Sort(unknown)
-	return fmt.Errorf("cephfs takes no %s parameters, got %s: %w", what, strings.Join(unknown, ", "), driver.ErrInvalidArgument)
+	_, _, err := maxFilesOf(params, nil)
+	return err
 }
 
 func filesystemsOnly(caps []driver.VolumeCapability) error {
@@ -173,6 +184,13 @@ func (d *Driver) CreateVolume(ctx context.Context, req *driver.CreateVolumeReque
 	if err := checkParameters("volume", req.Parameters); err != nil {
 		return nil, err
 	}
+	if err := checkMutable(req.MutableParameters); err != nil {
+		return nil, err
+	}
+	maxFiles, _, err := maxFilesOf(req.Parameters, req.MutableParameters)
+	if err != nil {
+		return nil, err
+	}
 	size, err := req.Capacity.Resolve(d.cfg.DefaultSize, 1)
 	if err != nil {
 		return nil, err
@@ -221,7 +239,7 @@ func (d *Driver) CreateVolume(ctx context.Context, req *driver.CreateVolumeReque
 		v := d.volume(sv)
 		return v, req.CheckExisting(sv.rec.Fingerprint, v)
 	}
-	return d.finish(ctx, fsa, req, sv, size)
+	return d.finish(ctx, fsa, req, sv, size, maxFiles)
 }
 
 // start creates the subvolume or starts the clone.
@@ -343,8 +361,9 @@ func (d *Driver) cloneProgress(ctx context.Context, fsa *fsAdmin, name string) e
 }
 
 // finish completes a volume whose subvolume exists: the clone's temporary snapshot goes, the
-// quota is set to the size asked for, and the metadata is written, the fingerprint last.
-func (d *Driver) finish(ctx context.Context, fsa *fsAdmin, req *driver.CreateVolumeRequest, sv *subvolume, size int64) (*driver.Volume, error) {
+// quota is set to the size asked for, the file quota to maxFiles, and the metadata is written,
+// the fingerprint last.
+func (d *Driver) finish(ctx context.Context, fsa *fsAdmin, req *driver.CreateVolumeRequest, sv *subvolume, size, maxFiles int64) (*driver.Volume, error) {
 	if req.Source.VolumeID != "" {
 		if src, err := parseVolumeID(req.Source.VolumeID); err == nil {
 			if _, err := call(ctx, d.cfg.Timeout, "remove clone snapshot", func() (struct{}, error) {
@@ -370,6 +389,13 @@ func (d *Driver) finish(ctx context.Context, fsa *fsAdmin, req *driver.CreateVol
 			return nil, err
 		}
 		sv.info.BytesQuota = admin.ByteCount(size)
+	}
+	// A new subvolume has no file quota; a clone has its source's (the volumes module copies
+	// it), which the request's own maxFiles, or none, replaces.
+	if maxFiles != 0 || !req.Source.IsZero() {
+		if err := d.applyMaxFiles(ctx, fsa.conn, sv.info.Path, maxFiles); err != nil {
+			return nil, err
+		}
 	}
 	rec := &record{Name: req.Name, Fingerprint: req.Fingerprint()}
 	if _, err := call(ctx, d.cfg.Timeout, "subvolume metadata set", func() (struct{}, error) {
@@ -478,6 +504,9 @@ func (d *Driver) ValidateVolumeCapabilities(ctx context.Context, req *driver.Val
 		return fmt.Errorf("volume %q: %w", name, driver.ErrNotFound)
 	}
 	if err := checkParameters("volume", req.Parameters); err != nil {
+		return fmt.Errorf("%w: %w", err, driver.ErrUnsupported)
+	}
+	if err := checkMutable(req.MutableParameters); err != nil {
 		return fmt.Errorf("%w: %w", err, driver.ErrUnsupported)
 	}
 	return filesystemsOnly(req.Capabilities)

@@ -13,6 +13,28 @@
 // finishes it. A snapshot is a subvolume snapshot, with the same kind of record; its ID is
 // "SUBVOLUME@SNAPSHOT".
 //
+// # File quota: the maxFiles parameter
+//
+// ParamMaxFiles ("maxFiles", a decimal count, 0 for no limit) bounds how many files and
+// directories a volume holds. It is a StorageClass parameter and a mutable parameter (a
+// Kubernetes VolumeAttributesClass, which takes precedence, as the CSI spec says), so the driver
+// implements driver.VolumeModifier and the plugin advertises MODIFY_VOLUME:
+// ControllerModifyVolume changes it on a live volume, even while it is mounted. Only maxFiles is
+// mutable; any other key, or a value that is not a plain decimal in range, is INVALID_ARGUMENT
+// before Ceph is asked, so a refused request changes nothing.
+//
+// CephFS keeps it as the subvolume's ceph.quota.max_files, which counts the subvolume's own
+// directory too: maxFiles=N is stored as N+1 (0 stays 0), and N files fit. ceph-fuse refuses a
+// create past it with EDQUOT. Like the byte quota it is enforced a little late: the MDS tells
+// clients the count within a few seconds, so a burst of creates can pass the limit by the files
+// it made meanwhile. The mgr's volumes module (Pacific) has no command for it, so the controller
+// sets it through a libcephfs mount of the subvolume (go-ceph's cephfs package on the call's
+// librados connection, bounded by Config.Timeout), reading first and writing only a different
+// value. Writing needs the MDS cap flag 'p' (mds "allow rwp"); without it the call is
+// PERMISSION_DENIED and says so, while repeating the value a volume has needs read access only.
+// A clone gets the maxFiles of its own request, not its source's (which the volumes module would
+// copy); a volume created without maxFiles has no file limit.
+//
 // # Asynchronous clones
 //
 // Restoring a snapshot and cloning a volume use the mgr's asynchronous clone, which copies in
@@ -35,9 +57,10 @@
 // secret on the node. librados gets the key as a config option in memory; ceph-fuse gets it
 // through a keyring file of mode 0600 in a private directory removed as soon as the mount is
 // made, never on a command line. The calls CSI gives no secrets (ListVolumes, GetCapacity, Probe,
-// and ValidateVolumeCapabilities, ListSnapshots and GetSnapshot when the CO sends none) act as
-// the identity of the last call that carried one; before any, they answer UNAVAILABLE (Probe
-// checks that a monitor accepts connections).
+// and ValidateVolumeCapabilities, ListSnapshots, GetSnapshot and ControllerModifyVolume when the
+// CO sends none; Kubernetes' external-resizer sends none with ControllerModifyVolume) act as the
+// identity of the last call that carried one; before any, they answer UNAVAILABLE (Probe checks
+// that a monitor accepts connections).
 //
 // # Faults
 //
