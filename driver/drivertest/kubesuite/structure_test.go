@@ -121,6 +121,7 @@ func TestDefinitionHasTheSuitesStructure(t *testing.T) {
 		Stress:                  kubesuite.Stress{Pods: 2, Restarts: 3, Snapshots: 4},
 		InlineVolumes:           []kubesuite.InlineVolume{{Attributes: map[string]string{"size": "1Mi"}, Shared: true, ReadOnly: true}},
 		Timeouts:                map[string]string{"PodStart": "10m"},
+		ImmediateBinding:        true, // volume-modify-stress is written only for Immediate classes
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -194,5 +195,21 @@ func TestStressFollowsTheDriver(t *testing.T) {
 	if _, err := kubesuite.Describe(context.Background(), full.Conn, kubesuite.Options{Stress: kubesuite.Stress{Pods: 5, Restarts: 1}}); err == nil ||
 		!strings.Contains(err.Error(), "Snapshots") {
 		t.Errorf("snapshotting driver without a snapshot count: %v, want an error naming Snapshots", err)
+	}
+
+	// volume-modify-stress never starts the pods of its claims, so with a WaitForFirstConsumer
+	// class (this driver has topology) they never bind and the class change it makes is refused.
+	for _, immediate := range []bool{false, true} {
+		d, err := kubesuite.Describe(context.Background(), full.Conn, kubesuite.Options{
+			Stress:           kubesuite.Stress{Pods: 5, Restarts: 1, Snapshots: 1},
+			ModifyParameters: map[string]string{"iops": "3000"},
+			ImmediateBinding: immediate,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.DriverInfo.VolumeModifyStressTestOptions != nil; got != immediate {
+			t.Errorf("ImmediateBinding %v: volume-modify-stress options written %v, want %v", immediate, got, immediate)
+		}
 	}
 }
