@@ -181,7 +181,7 @@ all) focuses=("$focus") ;;
 ci)
   while IFS= read -r line; do
     case "$line" in '' | '#'*) continue ;; esac
-    focuses+=("$line")
+    focuses+=("External Storage \\[Driver: [^]]*\\] $line")
   done <"$e2e_dir/storage-suite-ci.txt"
   ;;
 *)
