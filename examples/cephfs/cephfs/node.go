@@ -273,8 +273,21 @@ func (d *Driver) unmount(ctx context.Context, staging string) error {
 			case <-tick.C:
 			}
 		}
+		reap(p.pid)
 	}
 	return nil
+}
+
+// reap collects the exit status of a ceph-fuse daemon that has exited, if this process is its
+// parent. The launcher ceph-fuse exits once the mount is made, so the daemon is adopted by the
+// nearest child subreaper or PID 1 of its PID namespace: in a container, that is the driver, and
+// a daemon nobody reaps stays a zombie, one per unstage, until the container runs out of PIDs.
+// pid is a daemon found by its mountpoint, never a child os/exec waits for (the launcher, which
+// cephFuse's cmd.Run reaps; calls on one staging path never overlap). ECHILD (not ours: the
+// host's init reaps it) is fine.
+func reap(pid int) {
+	var ws unix.WaitStatus
+	_, _ = unix.Wait4(pid, &ws, unix.WNOHANG, nil)
 }
 
 // NodePublishVolume bind-mounts the staged subvolume at the target path.
