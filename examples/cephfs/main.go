@@ -28,6 +28,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/container-storage-interface/spec/lib/go/csi"
 	"go.uber.org/zap"
 
 	"github.com/csikit/csikit/driver"
@@ -96,7 +97,8 @@ func config(c cephfs.Config, mode string) (plugin.Config, *cephfs.Driver, error)
 		return plugin.Config{}, nil, err
 	}
 	cfg := plugin.Config{Name: Name, VendorVersion: "0.1.0",
-		Features: driver.Features{CloneVolume: true, Expansion: driver.ExpansionOnline}}
+		Features:  driver.Features{CloneVolume: true, Expansion: driver.ExpansionOnline},
+		Overrides: plugin.CapabilityOverrides{Plugin: pluginCapabilities}}
 	switch mode {
 	case "both":
 		cfg.Controller, cfg.Node = d, d
@@ -104,11 +106,19 @@ func config(c cephfs.Config, mode string) (plugin.Config, *cephfs.Driver, error)
 		cfg.Controller = d
 	case "node":
 		cfg.Node = d
+		// A controller promise means nothing in a node-only process, and plugin.New refuses it.
+		cfg.Features.CloneVolume = false
 	default:
+		d.Close()
 		return plugin.Config{}, nil, fmt.Errorf("--mode %q: want both, controller or node", mode)
 	}
 	return cfg, d, nil
 }
+
+// pluginCapabilities are the plugin-level services cephfs declares in every mode: the spec wants
+// the controller-only and the node-only process of one plugin (deploy/kubernetes/cephfs runs
+// both) to report the same set.
+var pluginCapabilities = []csi.PluginCapability_Service_Type{csi.PluginCapability_Service_CONTROLLER_SERVICE}
 
 func envOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {
