@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/csikit/csikit/internal/testenv"
 )
@@ -91,4 +94,112 @@ func cephFuseChildren(t *testing.T, zombies bool) []int {
 		}
 	}
 	return out
+}
+
+// TestDeadCephFuseRecovers: when a staged volume's ceph-fuse is gone (it runs in the node
+// plugin's container, so a restart of that pod ends it; or it died), its mount answers ENOTCONN
+// to everything. NodeUnstageVolume must still take it off (it answered UNAVAILABLE forever:
+// "resolve ...: transport endpoint is not connected", seen on the Kubernetes node), and
+// NodeStageVolume on the same path must mount afresh (it answered ALREADY_EXISTS), so that the
+// volume can be used on the node again.
+func TestDeadCephFuseRecovers(t *testing.T) {
+	testenv.Root(t, "NodeStageVolume mounts CephFS with ceph-fuse")
+	e := newEnv(t)
+	cl := serve(t, e, time.Minute)
+	ctx := context.Background()
+	v, err := cl.ctrl.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "dead-fuse", VolumeCapabilities: []*csi.VolumeCapability{mountCap()}, Secrets: e.secrets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := cl.ctrl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: v.Volume.VolumeId, Secrets: e.secrets}); err != nil {
+			t.Errorf("DeleteVolume: %v", err)
+		}
+	})
+	staging := filepath.Join(t.TempDir(), "staging")
+	stage := func() error {
+		_, err := cl.node.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: v.Volume.VolumeId, StagingTargetPath: staging,
+			VolumeCapability: mountCap(), VolumeContext: v.Volume.VolumeContext, Secrets: e.secrets})
+		return err
+	}
+	unstage := func() error {
+		_, err := cl.node.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: v.Volume.VolumeId, StagingTargetPath: staging})
+		return err
+	}
+	t.Cleanup(func() { _ = unstage() })
+	for _, tc := range []struct {
+		name  string
+		after func() error
+	}{
+		{"unstage", unstage},
+		{"stage again", stage},
+	} {
+		if err := stage(); err != nil {
+			t.Fatalf("%s: NodeStageVolume: %v", tc.name, err)
+		}
+		killCephFuse(t, staging)
+		if _, err := os.Stat(staging); !errors.Is(err, unix.ENOTCONN) {
+			t.Fatalf("%s: after killing ceph-fuse, stat %s: %v, want ENOTCONN", tc.name, staging, err)
+		}
+		if err := tc.after(); err != nil {
+			t.Fatalf("%s on a mount whose ceph-fuse is gone: %v", tc.name, err)
+		}
+		if tc.name == "stage again" {
+			if err := os.WriteFile(filepath.Join(staging, "file"), []byte("back"), 0o600); err != nil {
+				t.Fatalf("the volume staged afresh does not serve: %v", err)
+			}
+		}
+		// The killed client's session still holds its caps until the MDS evicts it (a minute
+		// or more), and the fresh ceph-fuse cannot flush and exit before: the driver answers
+		// UNAVAILABLE meanwhile, which a CO retries, as here.
+		deadline := time.Now().Add(5 * time.Minute)
+		for {
+			err := unstage()
+			if err == nil {
+				break
+			}
+			if status.Code(err) != codes.Unavailable || time.Now().After(deadline) {
+				t.Fatalf("%s: NodeUnstageVolume: %v", tc.name, err)
+			}
+			time.Sleep(2 * time.Second) // the CO's back-off between retries, not synchronisation
+		}
+	}
+}
+
+// killCephFuse sends SIGKILL to the ceph-fuse daemon serving mountpoint and waits until the
+// kernel reports its mount disconnected.
+func killCephFuse(t *testing.T, mountpoint string) {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || len(raw) == 0 {
+			continue
+		}
+		args := strings.Split(strings.TrimSuffix(string(raw), "\x00"), "\x00")
+		if filepath.Base(args[0]) == "ceph-fuse" && args[len(args)-1] == mountpoint {
+			if err := unix.Kill(pid, unix.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			killed++
+		}
+	}
+	if killed != 1 {
+		t.Fatalf("%d ceph-fuse processes serve %s, want 1", killed, mountpoint)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(mountpoint); errors.Is(err, unix.ENOTCONN) || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond) // the kernel notices the daemon's death on its own
+	}
 }

@@ -74,6 +74,8 @@
 // NodeStageVolume mounts the subvolume's path with ceph-fuse at the staging path;
 // NodePublishVolume bind-mounts it (driver/nodemount); NodeUnstageVolume unmounts and waits for
 // the ceph-fuse process to exit, and refuses while a bind of the staging path remains (ceph-fuse
-// would serve on). NodeGetVolumeStats reads the mount's statfs, which ceph-fuse bounds by the
-// quota.
+// would serve on); it reaps the daemon, which a driver running as PID 1 of a container adopts. A
+// staging mount whose daemon is gone (ENOTCONN: the node plugin's container restarted) is
+// unmounted by NodeUnstageVolume, and replaced by NodeStageVolume. NodeGetVolumeStats reads the
+// mount's statfs, which ceph-fuse bounds by the quota.
 package cephfs

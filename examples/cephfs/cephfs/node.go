@@ -74,10 +74,20 @@ func (d *Driver) NodeStageVolume(ctx context.Context, req *driver.NodeStageVolum
 	if m, err := nodemount.At(staging); err != nil {
 		return err
 	} else if m != nil {
-		if isCephFuse(m) && slices.Contains(servedPaths(staging), path) {
+		served := servedPaths(staging)
+		switch {
+		case isCephFuse(m) && slices.Contains(served, path):
 			return nil // staged already, by an earlier call
+		case isCephFuse(m) && len(served) == 0:
+			// Its ceph-fuse is gone (it ran in the node plugin's container, which restarted,
+			// or it died): the mount answers ENOTCONN to everything. Take it off and mount
+			// afresh, or the volume could never be staged here again.
+			if err := d.unmount(ctx, staging); err != nil {
+				return fmt.Errorf("%s: a ceph-fuse mount whose daemon is gone: %w", staging, err)
+			}
+		default:
+			return fmt.Errorf("%s already has another mount (%s): %w", staging, m.FsType, driver.ErrAlreadyExists)
 		}
-		return fmt.Errorf("%s already has another mount (%s): %w", staging, m.FsType, driver.ErrAlreadyExists)
 	}
 	if err := d.cephFuse(ctx, cr, path, staging); err != nil {
 		return err
@@ -249,6 +259,11 @@ func (d *Driver) unmount(ctx context.Context, staging string) error {
 	// every target before it unstages, so this only meets a CO that did not.
 	if isCephFuse(m) {
 		others, err := nodemount.MountsOf(staging)
+		if errors.Is(err, syscall.ENOTCONN) {
+			// The daemon is gone (MountsOf cannot even resolve the path): no bind of the
+			// staging path can keep it serving, and unmounting is all that is left to do.
+			others, err = nil, nil
+		}
 		if err != nil {
 			return err
 		}
