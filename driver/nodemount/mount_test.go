@@ -3,9 +3,13 @@ package nodemount
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 	"k8s.io/mount-utils"
@@ -479,4 +483,112 @@ func FuzzMemparse(f *testing.F) {
 			t.Fatalf("memparse(%q) failed with %d, %q", s, n, rest)
 		}
 	})
+}
+
+// TestDeadFUSEMount: a FUSE mount whose daemon was killed answers every lookup of its mount point
+// with ENOTCONN (a ceph-fuse that died, or was killed with its node plugin's container). Its
+// volume must still be recognised as mounted (At), its users listed (MountsOf), and Unpublish
+// must take it off and remove the target, so that the driver can stage or publish it afresh.
+func TestDeadFUSEMount(t *testing.T) {
+	needBindfs(t)
+	m := New()
+	volume, target := scratch(t)
+	if err := m.Mount(volume, target, "fuse.bindfs", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(target, unix.MNT_DETACH) })
+	out, err := exec.Command("pgrep", "-f", "^bindfs .*"+regexp.QuoteMeta(target)+"( |$)").Output()
+	if err != nil {
+		t.Fatalf("the bindfs daemon of %s: %v", target, err)
+	}
+	for _, f := range strings.Fields(string(out)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Not our child, so no wait(2): a pidfd polls readable once the process has exited, and
+		// its /dev/fuse is closed by then.
+		pidfd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Kill(pid, unix.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := unix.Poll([]unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}, 10_000); err != nil {
+			t.Fatal(err)
+		}
+		unix.Close(pidfd)
+	}
+	if _, err := os.Stat(target); !errors.Is(err, unix.ENOTCONN) {
+		t.Fatalf("stat of the mount point after its daemon was killed: %v, want ENOTCONN", err)
+	}
+
+	if info, err := At(target); err != nil || info == nil {
+		t.Fatalf("At(dead FUSE mount) = %v, %v; want the mount", info, err)
+	}
+	if points, err := MountsOf(target); err != nil || len(points) != 0 {
+		t.Fatalf("MountsOf(dead FUSE mount) = %v, %v; want no other mount and no error", points, err)
+	}
+	if err := m.Unpublish(target); err != nil {
+		t.Fatalf("Unpublish of a dead FUSE mount: %v", err)
+	}
+	if _, err := os.Lstat(target); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("target still there after Unpublish: %v", err)
+	}
+}
+
+// TestUnpublishOfAHungFUSEMount: a FUSE daemon that is alive but does not answer (stopped here;
+// a deadlocked ceph-fuse in the wild) makes every lookup of its mount point wait. Unpublish must
+// still take the mount off: umount(8) resolved the path first and waited with it.
+func TestUnpublishOfAHungFUSEMount(t *testing.T) {
+	needBindfs(t)
+	m := New()
+	volume, target := scratch(t)
+	if err := m.Mount(volume, target, "fuse.bindfs", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(target, unix.MNT_DETACH) })
+	out, err := exec.Command("pgrep", "-f", "^bindfs .*"+regexp.QuoteMeta(target)+"( |$)").Output()
+	if err != nil {
+		t.Fatalf("the bindfs daemon of %s: %v", target, err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(out)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids = append(pids, pid)
+	}
+	resume := func() {
+		for _, pid := range pids {
+			_ = unix.Kill(pid, unix.SIGCONT)
+		}
+	}
+	t.Cleanup(resume)
+	for _, pid := range pids {
+		if err := unix.Kill(pid, unix.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- m.Unpublish(target) }()
+	// A watchdog, not a measurement: the unmount takes milliseconds; a hang is forever, and the
+	// daemon is resumed so that the hung call returns and the test can report it.
+	watchdog := time.NewTimer(time.Minute)
+	defer watchdog.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Unpublish of a hung FUSE mount: %v", err)
+		}
+	case <-watchdog.C:
+		resume()
+		<-done
+		t.Fatal("Unpublish of a hung FUSE mount did not return in a minute (it returned once the daemon was resumed)")
+	}
+	if n := layers(t, target); n != 0 {
+		t.Errorf("%d mounts left at the target", n)
+	}
 }

@@ -174,6 +174,11 @@ func MountsOf(dir string) ([]string, error) {
 		return nil, err
 	}
 	d, err := filepath.EvalSymlinks(dir)
+	if errors.Is(err, unix.ENOTCONN) {
+		// A FUSE mount on dir whose daemon is gone answers every lookup of dir with ENOTCONN.
+		// dir is then a mount point, not a link: its path as the mount table shows it is enough.
+		d, err = Canonical(dir)
+	}
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

@@ -39,9 +39,12 @@ const maxLayers = 64
 type Mounter struct {
 	fm      *mount.SafeFormatAndMount
 	resizer *mount.ResizeFs
+	// unmount takes the top mount at a path off: fm's Unmount, or umount2(2) for New's.
+	unmount func(path string) error
 }
 
-// New returns a Mounter that runs mount, umount, mkfs, fsck and the resize tools of this host.
+// New returns a Mounter that runs mount, mkfs, fsck and the resize tools of this host, and
+// unmounts with the umount2 system call.
 func New() *Mounter {
 	exec := utilexec.New()
 	// Without systemd: mount-utils' systemd detection caches its answer without a lock (two first
@@ -49,7 +52,17 @@ func New() *Mounter {
 	// exists to keep FUSE daemons alive across a restart of the process that mounted them: here
 	// a FUSE daemon Mount starts stops with the driver's container, and its mount then answers
 	// ENOTCONN until it is unpublished and published again.
-	return NewWith(mount.NewWithoutSystemd(""), exec)
+	m := NewWith(mount.NewWithoutSystemd(""), exec)
+	// umount(8) resolves the path before it unmounts, and a lookup on a FUSE mount whose daemon
+	// no longer answers never returns: unpublishing such a mount hung. umount2(2) finds the
+	// mount without asking the file system (what `umount -c` does).
+	m.unmount = func(path string) error {
+		if err := unix.Unmount(path, 0); err != nil {
+			return &os.PathError{Op: "umount2", Path: path, Err: err}
+		}
+		return nil
+	}
+	return m
 }
 
 // NewWith returns a Mounter over the given mount-utils implementation and command runner, for
@@ -57,7 +70,7 @@ func New() *Mounter {
 // mount and unmount through m; Mount runs the mount command through exec, because mount-utils
 // logs a failed mount's output, which may quote a (possibly secret) mount flag.
 func NewWith(m mount.Interface, exec utilexec.Interface) *Mounter {
-	return &Mounter{fm: mount.NewSafeFormatAndMount(m, exec), resizer: mount.NewResizeFs(exec)}
+	return &Mounter{fm: mount.NewSafeFormatAndMount(m, exec), resizer: mount.NewResizeFs(exec), unmount: m.Unmount}
 }
 
 // Options are how a volume is mounted at a target.
@@ -135,7 +148,7 @@ func (m *Mounter) mountAt(source, target string, dir bool, o Options, same func(
 	if err := do(p); err != nil {
 		// A bind whose remount failed is left mounted by mount-utils: take it off again.
 		if cur, _ := At(p); cur != nil {
-			_ = m.fm.Unmount(p)
+			_ = m.unmount(p)
 		}
 		// mount's output may quote a flag back (a FUSE daemon does, for one it does not know).
 		return undo(fmt.Errorf("mount %s at %s: %s", source, target, redactFlags(err.Error(), o.MountFlags)))
@@ -155,7 +168,7 @@ func (m *Mounter) mountAt(source, target string, dir bool, o Options, same func(
 		}
 	}
 	if err != nil {
-		_ = m.fm.Unmount(p)
+		_ = m.unmount(p)
 		return undo(fmt.Errorf("mount %s at %s: %w", source, target, err))
 	}
 	return nil
@@ -289,7 +302,7 @@ func (m *Mounter) Unmount(path string, owned func(*Info) (bool, error)) error {
 				return fmt.Errorf("%s has a mount that is not this volume's; it is left alone: %w", path, driver.ErrFailedPrecondition)
 			}
 		}
-		if err := m.fm.Unmount(cur.MountPoint); err != nil {
+		if err := m.unmount(cur.MountPoint); err != nil {
 			return fmt.Errorf("unmount %s: %w", path, err)
 		}
 	}
