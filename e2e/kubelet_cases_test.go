@@ -252,7 +252,11 @@ func (pc *podCase) readWriteOncePod() {
 }
 
 // twoPodsOneVolume: two pods of one node start at once on one ReadWriteOnce claim (one node, so
-// both may use it); each writes its file, and a third pod reads both.
+// both may use it); each writes its file, and a third pod reads both. The ABORTED count is a
+// guard, not the proof of per-target node locks: with the locks keyed on the volume alone again
+// (2026-11-26, a build of main with that change reverted) this case still passed, because
+// kubelet's two NodePublishVolume calls did not overlap (each takes milliseconds). The proof is
+// driver/plugin's TestNodePublishLocksPerTarget, which fails with volume-keyed locks.
 func (pc *podCase) twoPodsOneVolume() {
 	claimName := pc.prefix
 	pc.claim(claimName, "csikit-hostpath-ext4", corev1.PersistentVolumeFilesystem, "64Mi")
