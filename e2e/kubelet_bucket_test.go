@@ -284,8 +284,11 @@ func (b *bucketCase) tryClaimAndAccess(name, endpoint string) (bucket, creds str
 					if stuckSince.IsZero() {
 						stuckSince = time.Now()
 					}
-					stuck = time.Since(stuckSince) > 2*time.Second
-					return stuck, fmt.Errorf("bucket %s ready, claim not", bucketName)
+					// poll counts an error as not done: a stuck claim ends the wait without one.
+					if stuck = time.Since(stuckSince) > 2*time.Second; stuck {
+						return true, nil
+					}
+					return false, fmt.Errorf("bucket %s ready, claim not", bucketName)
 				}
 			}
 			return false, fmt.Errorf("claim not ready (bucket %q)", bucketName)
