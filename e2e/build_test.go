@@ -28,6 +28,9 @@ const (
 	// cosiVersion is sigs.k8s.io/container-object-storage-interface (controller and sidecar
 	// logic, client and proto modules), built in tools/cosi with a runner of ours.
 	cosiVersion = "v0.2.2"
+	// corednsVersion is github.com/coredns/coredns, the kubelet cluster's DNS (the newest
+	// release when this was written; its go.mod asks for Go 1.26, which builds it).
+	corednsVersion = "v1.15.0"
 )
 
 // binaries are the paths of the built programs.
@@ -96,11 +99,17 @@ func tools() ([]tool, error) {
 		{cacheKey: "kubernetes-" + kubernetesVersion, bin: "kube-controller-manager", dir: "tools/kube", pkg: "k8s.io/kubernetes/cmd/kube-controller-manager", ldflags: kube},
 		{cacheKey: "kubernetes-" + kubernetesVersion, bin: "kube-scheduler", dir: "tools/kube", pkg: "k8s.io/kubernetes/cmd/kube-scheduler", ldflags: kube},
 		{cacheKey: "kubernetes-" + kubernetesVersion, bin: "kubelet", dir: "tools/kube", pkg: "k8s.io/kubernetes/cmd/kubelet", ldflags: kube},
+		{cacheKey: "kubernetes-" + kubernetesVersion, bin: "kube-proxy", dir: "tools/kube", pkg: "k8s.io/kubernetes/cmd/kube-proxy", ldflags: kube},
+		// CoreDNS with its own go.mod (no replace directives) and every plugin of its release;
+		// static: it runs in an image of its own.
+		{cacheKey: "coredns-" + corednsVersion, bin: "coredns", install: "github.com/coredns/coredns@" + corednsVersion,
+			ldflags: "-s -w -X github.com/coredns/coredns/coremain.GitCommit=" + corednsVersion, static: true},
 		// The node-side stand-ins of tools/node (registrar, livenessprobe, pause) go into images:
 		// static, so the images need no libc.
 		{cacheKey: nodeToolsKey, bin: "registrar", dir: "tools/node", pkg: "github.com/csikit/csikit/e2e/tools/node/cmd/registrar", ldflags: "-s -w", stale: "node-tools-", static: true},
 		{cacheKey: nodeToolsKey, bin: "livenessprobe", dir: "tools/node", pkg: "github.com/csikit/csikit/e2e/tools/node/cmd/livenessprobe", ldflags: "-s -w", stale: "node-tools-", static: true},
 		{cacheKey: nodeToolsKey, bin: "pause", dir: "tools/node", pkg: "github.com/csikit/csikit/e2e/tools/node/cmd/pause", ldflags: "-s -w", stale: "node-tools-", static: true},
+		{cacheKey: nodeToolsKey, bin: "bucketclient", dir: "tools/node", pkg: "github.com/csikit/csikit/e2e/tools/node/cmd/bucketclient", ldflags: "-s -w", stale: "node-tools-", static: true},
 		{cacheKey: cosiKey, bin: "cosi-controller", dir: "tools/cosi", pkg: "github.com/csikit/csikit/e2e/tools/cosi/cmd/cosi-controller", ldflags: "-s -w", stale: "cosi-"},
 		{cacheKey: cosiKey, bin: "cosi-sidecar", dir: "tools/cosi", pkg: "github.com/csikit/csikit/e2e/tools/cosi/cmd/cosi-sidecar", ldflags: "-s -w", stale: "cosi-"},
 	}, nil
@@ -266,7 +275,11 @@ func buildTool(ctx context.Context, goBin string, tl tool, out string) error {
 			return fmt.Errorf("cache: %w", err)
 		}
 		defer os.RemoveAll(gobin)
-		if err := run(ctx, os.TempDir(), []string{"GOFLAGS=", "GOBIN=" + gobin, "GOWORK=off"}, goBin, "install", "-ldflags", tl.ldflags, tl.install); err != nil {
+		env := []string{"GOFLAGS=", "GOBIN=" + gobin, "GOWORK=off"}
+		if tl.static {
+			env = append(env, "CGO_ENABLED=0")
+		}
+		if err := run(ctx, os.TempDir(), env, goBin, "install", "-ldflags", tl.ldflags, tl.install); err != nil {
 			return fmt.Errorf("build %s: %w", tl.install, err)
 		}
 		return os.Rename(filepath.Join(gobin, tl.bin), out)

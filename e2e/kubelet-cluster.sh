@@ -1,26 +1,32 @@
 #!/usr/bin/env bash
 # kubelet-cluster.sh: a one-node Kubernetes v1.36.1 with a kubelet on this machine, running the
-# csikit hostpath driver from deploy/kubernetes/hostpath unchanged, as pods. Everything runs as
-# processes of one `go test` (TestPods in this directory) and is removed when it ends.
+# csikit hostpath driver from deploy/kubernetes/hostpath unchanged, as pods, with kube-proxy
+# (iptables mode) and CoreDNS (the kube-dns Service at 10.0.0.10) for Services and their names;
+# the bucket-pod case adds memorys3 from deploy/kubernetes/memorys3 unchanged with the COSI
+# v0.2.2 CRDs and controller. Everything runs as processes of one `go test` (TestPods in this
+# directory) and is removed when it ends.
 #
 #   sudo e2e/kubelet-cluster.sh test [CASE]   run the pods tests (all, or the one named CASE,
-#                                             e.g. block, snapshot-restore, kubelet-restart)
+#                                             e.g. block, snapshot-restore, bucket-pod)
 #   sudo e2e/kubelet-cluster.sh up            bring the cluster up with the driver ready and keep
 #                                             it until Ctrl-C; it prints KUBECONFIG=... for kubectl
 #   sudo e2e/kubelet-cluster.sh clean         remove what a run killed before its clean-up left:
 #                                             pod processes, shims, mounts, network namespaces,
-#                                             loop devices, the bridge and the iptables rule
+#                                             loop devices, the bridge, kube-proxy's rules
+#                                             and the iptables rule
 #
 # What it needs (Debian 12 package names):
 #   apt-get install containerd runc containernetworking-plugins iptables busybox-static etcd-server
-# and root. It builds kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, the CSI
-# sidecars and the stand-ins of e2e/tools/node from the Go module proxy into
+# and root. It builds kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
+# kube-proxy, CoreDNS, the CSI sidecars, the COSI controller and sidecar and the programs of
+# e2e/tools/node from the Go module proxy into
 # /var/cache/csikit-e2e ($CSIKIT_E2E_CACHE) the first time: tens of minutes on two cores, seconds
 # afterwards. No registry is needed: the images are built from those binaries and imported
 # into the run's own containerd under the names the manifests use.
 #
 # It takes over /var/lib/kubelet and /var/lib/csikit-hostpath (emptied at the start), the
-# interface csikite2e0 (10.88.0.1/16, the node IP) and one iptables nat rule; it refuses to start
+# interface csikite2e0 (10.88.0.1/16, the node IP), one iptables nat rule and kube-proxy's
+# KUBE-* chains (removed with kube-proxy --cleanup at the end); it refuses to start
 # when another kubelet's mounts or the interface exist.
 #
 # Your own csikit driver, with `up`: build its image as an OCI or Docker archive, import it with
@@ -58,6 +64,8 @@ clean)
   for pid in $(pgrep -f 'containerd-shim-runc-v2 .*-address /tmp/csikit-pods-' || true); do kill -9 "$pid" 2>/dev/null || true; done
   for pid in $(pgrep -f '^containerd --config /tmp/csikit-pods-' || true); do kill -9 "$pid" 2>/dev/null || true; done
   for pid in $(pgrep -f '^/var/cache/csikit-e2e/.*/kubelet ' || true); do kill -9 "$pid" 2>/dev/null || true; done
+  # Only the pods run's kube-proxy and COSI controller (TestCOSILifecycle runs one of its own).
+  for pid in $(pgrep -f '^/var/cache/csikit-e2e/.*/(kube-proxy|cosi-controller) --(config|kubeconfig)=/tmp/csikit-pods-' || true); do kill -9 "$pid" 2>/dev/null || true; done
   for dir in /var/lib/kubelet /tmp/csikit-pods-; do
     grep -o " ${dir}[^ ]*" /proc/self/mountinfo | sort -r | while read -r mp; do umount -l "$mp" 2>/dev/null || true; done
   done
@@ -71,11 +79,15 @@ clean)
   for dev in $(losetup -nO NAME,BACK-FILE | awk '$2 ~ "^(/var/lib/csikit-hostpath)?/volumes/[0-9a-f][0-9a-f]/vol-[0-9a-f]+[.]img" {print $1}'); do losetup -d "$dev" || true; done
   umount -l /var/lib/csikit-hostpath 2>/dev/null || true
   ip link del csikite2e0 2>/dev/null || true
+  # kube-proxy's chains and the jumps to them (every kube-proxy binary of the cache does it).
+  for kp in /var/cache/csikit-e2e/kubernetes-*/kube-proxy; do
+    [ -x "$kp" ] && { "$kp" --cleanup >/dev/null 2>&1 || true; break; }
+  done
   iptables -t nat -S PREROUTING | grep -- '--comment "csikit-e2e' | sed 's/^-A/-D/' | while read -r rule; do eval iptables -t nat "$rule"; done
   echo "cleaned; /var/lib/kubelet, /var/lib/csikit-hostpath and /tmp/csikit-pods-* are left for their logs"
   ;;
 *)
-  sed -n '2,31p' "$0" >&2
+  sed -n '2,36p' "$0" >&2
   exit 2
   ;;
 esac

@@ -103,10 +103,12 @@ func hostpathImages(ctx context.Context, t *testing.T, work string, ms []manifes
 	}
 }
 
-// TestPods runs a one-node Kubernetes with a kubelet (node_test.go), deploys hostpath from
-// deploy/kubernetes unchanged (controller StatefulSet, node DaemonSet with the registrar and
-// livenessprobe), and has pods use its volumes: in each case one pod writes data and another
-// reads it back.
+// TestPods runs a one-node Kubernetes with a kubelet, kube-proxy and CoreDNS (node_test.go,
+// kubelet_dns_test.go), deploys hostpath from deploy/kubernetes unchanged (controller
+// StatefulSet, node DaemonSet with the registrar and livenessprobe), and has pods use its
+// volumes: in each case one pod writes data and another reads it back. The bucket-pod case does
+// the same with memorys3 from deploy/kubernetes/memorys3 (kubelet_bucket_test.go): an object put
+// and got back by pods holding a BucketAccess's keys.
 //
 // With CSIKIT_E2E_HOLD set, the cluster stays up once the driver is ready until SIGINT or
 // SIGTERM (kubelet-cluster.sh uses it), for kubectl with the admin kubeconfig it prints.
@@ -143,7 +145,18 @@ func TestPods(t *testing.T) {
 	}
 	runStart := time.Now()
 	ps := newProcs(t, logDir)
-	n, err := startNode(ctx, t, work, ps, hostpathImages(ctx, t, work, ms))
+	s3ms, err := loadManifests(memorys3Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := startNode(ctx, t, work, ps, func(tools map[string]string) ([]imageSpec, error) {
+		specs, err := hostpathImages(ctx, t, work, ms)(tools)
+		if err != nil {
+			return nil, err
+		}
+		s3, err := memorys3Images(ctx, t, work, s3ms, tools)
+		return append(specs, s3...), err
+	})
 	if err != nil {
 		skipOrFailBuild(t, err)
 	}
@@ -393,7 +406,7 @@ func shellPod(name, script string, vol corev1.Volume, block bool) *corev1.Pod {
 	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		// DNSPolicy Default: the cluster has no DNS service, and the test pods need no names.
+		// DNSPolicy Default: the volume pods resolve no names, so they do not wait on the cluster DNS.
 		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{c}, DNSPolicy: corev1.DNSDefault,
 			Volumes: []corev1.Volume{vol}, TerminationGracePeriodSeconds: ptr.To(int64(1))},
 	}
@@ -490,6 +503,8 @@ var podCases = []struct {
 	{"online-expansion-xfs", (*podCase).onlineExpansion},
 	{"read-write-once-pod", (*podCase).readWriteOncePod},
 	{"two-pods-one-volume", (*podCase).twoPodsOneVolume},
+	// memorys3 and the COSI sidecar as a pod, an application pod using a BucketAccess's keys.
+	{"bucket-pod", (*podCase).bucketPod},
 	// Last: they restart the node's components.
 	{"kubelet-restart", (*podCase).kubeletRestart},
 	{"node-plugin-restart-dir", func(pc *podCase) { pc.nodePluginRestart("csikit-hostpath") }},

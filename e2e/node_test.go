@@ -57,6 +57,7 @@ type node struct {
 	kubelet    *proc
 	kubeletBin string
 	healthz    string // kubelet's healthz URL
+	tools      map[string]string
 	phases     []phase
 }
 
@@ -143,12 +144,14 @@ func startNode(ctx context.Context, t *testing.T, work string, ps *procs, images
 	if err := n.timed("build binaries", func() error {
 		paths, err = buildTools(ctx, t, "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet",
 			"csi-provisioner", "csi-attacher", "csi-resizer", "csi-snapshotter", "snapshot-controller",
-			"registrar", "livenessprobe", "pause")
+			"registrar", "livenessprobe", "pause", "kube-proxy", "coredns",
+			"cosi-controller", "cosi-sidecar", "bucketclient")
 		return err
 	}); err != nil {
 		return nil, fmt.Errorf("build: %w", err)
 	}
 	n.kubeletBin = paths["kubelet"]
+	n.tools = paths
 	if err := n.setupNetwork(t); err != nil {
 		return nil, err
 	}
@@ -174,6 +177,9 @@ func startNode(ctx context.Context, t *testing.T, work string, ps *procs, images
 			"statefulset-controller", "daemonset-controller", "node-lifecycle-controller", "namespace-controller",
 			"serviceaccount-controller", "root-ca-certificate-publisher-controller", "garbage-collector-controller",
 			"pod-garbage-collector-controller",
+			// Services with selectors (kube-dns, memorys3's) get EndpointSlices, which kube-proxy
+			// and CoreDNS read; Deployments (CoreDNS's, memorys3's) get their ReplicaSets and pods.
+			"endpointslice-controller", "deployment-controller", "replicaset-controller",
 		}, ","))
 	}); err != nil {
 		return nil, err
@@ -190,6 +196,7 @@ func startNode(ctx context.Context, t *testing.T, work string, ps *procs, images
 			return err
 		}
 		specs = append(specs, imageSpec{ref: pauseImage, entrypoint: []string{"/pause"}, files: []layerFile{{name: "/pause", src: paths["pause"]}}})
+		specs = append(specs, imageSpec{ref: corednsImage, entrypoint: []string{"/coredns"}, files: []layerFile{{name: "/coredns", src: paths["coredns"]}}})
 		extra, err := extraImageSpecs(os.Getenv(extraImagesEnv))
 		if err != nil {
 			return err
@@ -200,6 +207,12 @@ func startNode(ctx context.Context, t *testing.T, work string, ps *procs, images
 		return nil, err
 	}
 	if err := n.timed("node ready (kubelet)", func() error { return n.startKubelet(ctx, work, ps) }); err != nil {
+		return nil, err
+	}
+	if err := n.timed("kube-proxy synced", func() error { return n.startKubeProxy(ctx, work, paths["kube-proxy"]) }); err != nil {
+		return nil, err
+	}
+	if err := n.timed("cluster DNS ready (CoreDNS)", func() error { return n.deployCoreDNS(ctx) }); err != nil {
 		return nil, err
 	}
 	return n, nil
@@ -227,9 +240,11 @@ func (n *node) setupNetwork(t *testing.T) error {
 	return nil
 }
 
-// serviceRoute makes the kubernetes Service reach the API server from pods, which is what
-// kube-proxy does for it on a real node: one DNAT rule from the Service's address to the API
-// server's. No other Service is used by the tests, so kube-proxy itself does not run.
+// serviceRoute makes the kubernetes Service reach the API server from pods: one DNAT rule from
+// the Service's address to the API server's. kube-proxy routes every other Service, but not this
+// one: the API server runs with --endpoint-reconciler-type=none (cluster_test.go), so the
+// Service has no endpoints for kube-proxy to route to, and this rule, evaluated before the
+// filter table's reject of endpoint-less Services, does instead.
 func (n *node) serviceRoute(t *testing.T) error {
 	port := n.server[strings.LastIndex(n.server, ":")+1:]
 	rule := []string{"PREROUTING", "-t", "nat", "-s", podSubnet, "-d", serviceIP + "/32", "-p", "tcp", "--dport", "443",
@@ -433,6 +448,9 @@ authorization:
   mode: AlwaysAllow
 failSwapOn: false
 resolvConf: /etc/resolv.conf
+# The kube-dns Service (kubelet_dns_test.go): pods of dnsPolicy ClusterFirst resolve Services.
+clusterDNS: [%s]
+clusterDomain: %s
 # The imported images are the only ones there are: never collect them.
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
@@ -441,7 +459,7 @@ evictionHard:
   nodefs.available: 1%%
   imagefs.available: 1%%
   nodefs.inodesFree: 1%%
-`, n.containerd, nodeIP, kubeletPort, healthzPort, n.pki.caCert)
+`, n.containerd, nodeIP, kubeletPort, healthzPort, n.pki.caCert, clusterDNSIP, clusterDomain)
 	cfgPath := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
 		return err

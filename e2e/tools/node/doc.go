@@ -10,4 +10,8 @@
 // Each accepts the flags deploy/kubernetes passes to the upstream program, so the manifests run
 // unchanged, and does only what the e2e tests need of it; the released images are what the
 // manifests deploy on real clusters.
+//
+// cmd/bucketclient is no stand-in but the application of the bucket pods: it reads the
+// BucketInfo of a COSI BucketAccess's Secret mounted into its pod and puts or gets an object
+// with those keys at the endpoint the Secret names.
 package node
