@@ -497,15 +497,7 @@ func TestDeadFUSEMount(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = unix.Unmount(target, unix.MNT_DETACH) })
-	out, err := exec.Command("pgrep", "-f", "^bindfs .*"+regexp.QuoteMeta(target)+"( |$)").Output()
-	if err != nil {
-		t.Fatalf("the bindfs daemon of %s: %v", target, err)
-	}
-	for _, f := range strings.Fields(string(out)) {
-		pid, err := strconv.Atoi(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, pid := range bindfsDaemons(t, target) {
 		// Not our child, so no wait(2): a pidfd polls readable once the process has exited, and
 		// its /dev/fuse is closed by then.
 		pidfd, err := unix.PidfdOpen(pid, 0)
@@ -549,18 +541,7 @@ func TestUnpublishOfAHungFUSEMount(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = unix.Unmount(target, unix.MNT_DETACH) })
-	out, err := exec.Command("pgrep", "-f", "^bindfs .*"+regexp.QuoteMeta(target)+"( |$)").Output()
-	if err != nil {
-		t.Fatalf("the bindfs daemon of %s: %v", target, err)
-	}
-	var pids []int
-	for _, f := range strings.Fields(string(out)) {
-		pid, err := strconv.Atoi(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pids = append(pids, pid)
-	}
+	pids := bindfsDaemons(t, target)
 	resume := func() {
 		for _, pid := range pids {
 			_ = unix.Kill(pid, unix.SIGCONT)
@@ -591,4 +572,22 @@ func TestUnpublishOfAHungFUSEMount(t *testing.T) {
 	if n := layers(t, target); n != 0 {
 		t.Errorf("%d mounts left at the target", n)
 	}
+}
+
+// bindfsDaemons returns the pids of the bindfs processes serving the mount at target.
+func bindfsDaemons(t *testing.T, target string) []int {
+	t.Helper()
+	out, err := exec.Command("pgrep", "-f", "^bindfs .*"+regexp.QuoteMeta(target)+"( |$)").Output()
+	if err != nil {
+		t.Fatalf("the bindfs daemon of %s: %v", target, err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(out)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids = append(pids, pid)
+	}
+	return pids
 }

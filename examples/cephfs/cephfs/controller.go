@@ -145,6 +145,22 @@ func (d *Driver) volume(s *subvolume) *driver.Volume {
 // errNotReady wraps the EAGAIN the volumes module answers about a clone that is not complete.
 var errNotReady = errors.New("subvolume not ready")
 
+// finishedVolume is the subvolume of a volume that exists for the CO: a clone still in progress is
+// not one yet (its CreateVolume has not answered), so both are NOT_FOUND.
+func (d *Driver) finishedVolume(ctx context.Context, fsa *fsAdmin, name string) (*subvolume, error) {
+	sv, err := d.lookup(ctx, fsa, name, true)
+	if errors.Is(err, errNotReady) {
+		return nil, fmt.Errorf("volume %q: %w", name, driver.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !sv.finished() {
+		return nil, fmt.Errorf("volume %q: %w", name, driver.ErrNotFound)
+	}
+	return sv, nil
+}
+
 // lookup reads a subvolume's info and, withRecord, the driver's record in its metadata. A
 // missing one is ErrNotFound; a clone still in progress is errNotReady.
 func (d *Driver) lookup(ctx context.Context, fsa *fsAdmin, name string, withRecord bool) (*subvolume, error) {
@@ -493,15 +509,8 @@ func (d *Driver) ValidateVolumeCapabilities(ctx context.Context, req *driver.Val
 	if err != nil {
 		return err
 	}
-	sv, err := d.lookup(ctx, fsa, name, true)
-	if errors.Is(err, errNotReady) {
-		return fmt.Errorf("volume %q: %w", name, driver.ErrNotFound)
-	}
-	if err != nil {
+	if _, err := d.finishedVolume(ctx, fsa, name); err != nil {
 		return err
-	}
-	if !sv.finished() {
-		return fmt.Errorf("volume %q: %w", name, driver.ErrNotFound)
 	}
 	if err := checkParameters("volume", req.Parameters); err != nil {
 		return fmt.Errorf("%w: %w", err, driver.ErrUnsupported)
@@ -528,15 +537,9 @@ func (d *Driver) ControllerExpandVolume(ctx context.Context, req *driver.Control
 	if err != nil {
 		return 0, false, err
 	}
-	sv, err := d.lookup(ctx, fsa, name, true)
-	if errors.Is(err, errNotReady) {
-		return 0, false, fmt.Errorf("volume %q: %w", name, driver.ErrNotFound)
-	}
+	sv, err := d.finishedVolume(ctx, fsa, name)
 	if err != nil {
 		return 0, false, err
-	}
-	if !sv.finished() {
-		return 0, false, fmt.Errorf("volume %q: %w", name, driver.ErrNotFound)
 	}
 	if cur := sv.capacity(); cur != 0 && req.Capacity.Contains(cur) {
 		return cur, false, nil

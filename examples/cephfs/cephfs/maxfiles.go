@@ -2,7 +2,6 @@ package cephfs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -175,15 +174,9 @@ func (d *Driver) ControllerModifyVolume(ctx context.Context, req *driver.Control
 	if err != nil {
 		return err
 	}
-	sv, err := d.lookup(ctx, fsa, name, true)
-	if errors.Is(err, errNotReady) {
-		return fmt.Errorf("volume %q: %w", name, driver.ErrNotFound)
-	}
+	sv, err := d.finishedVolume(ctx, fsa, name)
 	if err != nil {
 		return err
-	}
-	if !sv.finished() {
-		return fmt.Errorf("volume %q: %w", name, driver.ErrNotFound)
 	}
 	return d.applyMaxFiles(ctx, fsa.conn, sv.info.Path, limit)
 }
