@@ -180,6 +180,10 @@ func startNode(ctx context.Context, t *testing.T, work string, ps *procs, images
 			// Services with selectors (kube-dns, memorys3's) get EndpointSlices, which kube-proxy
 			// and CoreDNS read; Deployments (CoreDNS's, memorys3's) get their ReplicaSets and pods.
 			"endpointslice-controller", "deployment-controller", "replicaset-controller",
+			// A VolumeAttributesClass keeps its vac-protection finalizer until no claim or
+			// volume uses it; without this controller it is never deleted (the storage suite's
+			// "should be protected by vac-protection finalizer" waits for that).
+			"volumeattributesclass-protection-controller",
 		}, ","))
 	}); err != nil {
 		return nil, err
