@@ -490,13 +490,7 @@ func FuzzMemparse(f *testing.F) {
 // volume must still be recognised as mounted (At), its users listed (MountsOf), and Unpublish
 // must take it off and remove the target, so that the driver can stage or publish it afresh.
 func TestDeadFUSEMount(t *testing.T) {
-	needBindfs(t)
-	m := New()
-	volume, target := scratch(t)
-	if err := m.Mount(volume, target, "fuse.bindfs", Options{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(target, unix.MNT_DETACH) })
+	m, target := mountBindfs(t)
 	for _, pid := range bindfsDaemons(t, target) {
 		// Not our child, so no wait(2): a pidfd polls readable once the process has exited, and
 		// its /dev/fuse is closed by then.
@@ -534,13 +528,7 @@ func TestDeadFUSEMount(t *testing.T) {
 // a deadlocked ceph-fuse in the wild) makes every lookup of its mount point wait. Unpublish must
 // still take the mount off: umount(8) resolved the path first and waited with it.
 func TestUnpublishOfAHungFUSEMount(t *testing.T) {
-	needBindfs(t)
-	m := New()
-	volume, target := scratch(t)
-	if err := m.Mount(volume, target, "fuse.bindfs", Options{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(target, unix.MNT_DETACH) })
+	m, target := mountBindfs(t)
 	pids := bindfsDaemons(t, target)
 	resume := func() {
 		for _, pid := range pids {
@@ -590,4 +578,18 @@ func bindfsDaemons(t *testing.T, target string) []int {
 		pids = append(pids, pid)
 	}
 	return pids
+}
+
+// mountBindfs publishes a scratch volume at a scratch target through bindfs, and detaches it
+// at the end whatever the test did to its daemon.
+func mountBindfs(t *testing.T) (*Mounter, string) {
+	t.Helper()
+	needBindfs(t)
+	m := New()
+	volume, target := scratch(t)
+	if err := m.Mount(volume, target, "fuse.bindfs", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(target, unix.MNT_DETACH) })
+	return m, target
 }
