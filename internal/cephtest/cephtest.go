@@ -264,6 +264,13 @@ func runScript(ctx context.Context, script string, args ...string) ([]byte, erro
 		}
 		return nil, fmt.Errorf("%s %v: %w\n%s", filepath.Base(script), args, err, bytes.TrimSpace(msg))
 	}
+	// A daemon ceph-down.sh found only by its safety net is a leak it stopped: a bug in the
+	// scripts that must show in the test's output, not only in the cluster's (removed) log.
+	for line := range bytes.Lines(stderr.Bytes()) {
+		if bytes.Contains(line, []byte("stray process")) {
+			fmt.Fprintf(os.Stderr, "cephtest: %s", line)
+		}
+	}
 	return stdout.Bytes(), nil
 }
 
