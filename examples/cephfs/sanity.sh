@@ -45,7 +45,8 @@ cleanup() {
     umount -l "$m" 2>/dev/null
   done
   if [ -n "$own_cluster" ]; then
-    "$own_cluster/bin/ceph-down.sh" --purge "$own_cluster" >/dev/null 2>&1
+    # Its stderr stays: a "stray process" line there is a daemon the pid files lost (issue 20).
+    "$own_cluster/bin/ceph-down.sh" --purge "$own_cluster" >/dev/null
   fi
   if grep -qF " $dir" /proc/self/mountinfo; then
     echo "$0: mounts remain under $dir; left in place" >&2

@@ -12,10 +12,15 @@
 # (fault tests); `ceph-up.sh DIR` starts them again.
 #
 # Each process is found by its pid file and checked to be the one started with DIR/ceph.conf,
-# sent SIGTERM, and SIGKILL if it is still there after CEPHTEST_STOP_TIMEOUT seconds (default 10;
-# ceph-mds may need it); the script returns once every one has exited, 2-4 s for all (the MDS
-# takes the longest). The data stays, so `ceph-up.sh DIR` restarts the cluster where it
-# was.
+# sent SIGTERM (again if it respawns meanwhile: the MDS may, see ceph-up.sh's start_daemon), and
+# SIGKILL if it is still there after CEPHTEST_STOP_TIMEOUT seconds (default 10; ceph-mds may need
+# it); the script returns once every one has exited, 2-4 s for all (the MDS takes the longest).
+# Then, as a safety net, any process of the stopped daemons' programs (ceph-mon, ceph-mgr,
+# ceph-osd, ceph-mds, radosgw) still running with DIR/ceph.conf as an argument is stopped the
+# same way, with a line "stray process PID of DIR ..." on stderr and in log/cephtest.log: that
+# is a bug in these scripts to fix. Other clusters' daemons name their own ceph.conf and are
+# never touched; neither are this cluster's clients (ceph-fuse, the ceph CLI).
+# The data stays, so `ceph-up.sh DIR` restarts the cluster where it was.
 #
 # --purge: afterwards removes DIR and releases its ports. Refused for a directory that
 # ceph-up.sh did not make (no DIR/.cephtest).
@@ -88,15 +93,45 @@ pid_of() {
   echo "$pid"
 }
 
-# wait_gone TIMEOUT PID...: waits until every PID has exited, at most TIMEOUT seconds; prints the
-# pids still running.
+# Daemons being stopped: their log and how much of it there was at SIGTERM (see wait_gone).
+declare -A daemon_log=() log_seen=()
+
+# watch_log PID NAME: wait_gone is to follow NAME's log while PID stops.
+watch_log() {
+  daemon_log[$1]=$dir/log/$2.log
+  log_seen[$1]=$(stat -c %s "$dir/log/$2.log" 2>/dev/null || echo 0)
+}
+
+# respawned PID: the daemon has respawned since the last look. A Ceph daemon respawns by
+# exec'ing itself (the MDS does when, shutting down on SIGTERM, a last write of its purge queue
+# fails with ESHUTDOWN and it takes that for being blocklisted); the new image, with the same
+# pid since ceph-up.sh runs daemons in the foreground, knows nothing of the signal. It logs
+# "ceph version ..., process ceph-mds, pid PID" as it starts; the old one's last line,
+# "respawning with exe ...", may not reach the log before the exec.
+respawned() {
+  local f=${daemon_log[$1]:-} size new
+  [ -n "$f" ] || return 1
+  size=$(stat -c %s "$f" 2>/dev/null) || return 1
+  [ "$size" -gt "${log_seen[$1]}" ] || return 1
+  new=$(tail -c "+$((log_seen[$1] + 1))" "$f" 2>/dev/null) || true
+  log_seen[$1]=$size
+  [[ $new == *"respawning with exe"* || $new == *", pid $1"$'\n'* ]]
+}
+
+# wait_gone TIMEOUT PID...: waits until every PID has exited, at most TIMEOUT seconds, sending
+# SIGTERM again to one that respawned; prints the pids still running.
 wait_gone() {
   local until=$((SECONDS + $1)) left pid
   shift
   while :; do
     left=""
     for pid in "$@"; do
-      gone "$pid" || left="$left $pid"
+      gone "$pid" && continue
+      left="$left $pid"
+      if respawned "$pid"; then
+        log "pid $pid respawned after SIGTERM: SIGTERM again"
+        kill -TERM "$pid" 2>/dev/null || true
+      fi
     done
     if [ -z "$left" ] || [ $SECONDS -ge $until ]; then
       echo "$left"
@@ -195,12 +230,58 @@ for phase in client.rgw.a mds.a osd.0,mgr.x mon.a; do
     if pid=$(pid_of "$name"); then
       pids="$pids $pid"
       labels="$labels $name"
+      watch_log "$pid" "$name"
     fi
   done
   # shellcheck disable=SC2086 # pids are words
   terminate "${labels# }" $pids
   [ -z "$labels" ] || log "stopped${labels}"
 done
+
+# strays: processes of the stopped daemons that the pid files did not lead to (none, unless a
+# daemon escaped them): one of the daemons' programs with this cluster's ceph.conf as an
+# argument. Another cluster's daemons name their own ceph.conf; clients of this one
+# (ceph-fuse, the ceph CLI) are not daemons and are left alone, as are this script's callers.
+strays() {
+  local f pid argv0 prog name ancestors=" " p=$$ programs=""
+  while [ "$p" -gt 1 ] 2>/dev/null; do
+    ancestors="$ancestors$p "
+    # The parent follows the state, after the command's name in parentheses (blanks allowed).
+    p=$(sed 's/.*) [A-Za-z] \([0-9]*\) .*/\1/' "/proc/$p/stat" 2>/dev/null) || break
+  done
+  for name in $names; do
+    case $name in
+    mon.*) programs="$programs ceph-mon" ;;
+    mgr.*) programs="$programs ceph-mgr" ;;
+    osd.*) programs="$programs ceph-osd" ;;
+    mds.*) programs="$programs ceph-mds" ;;
+    client.rgw.*) programs="$programs radosgw" ;;
+    esac
+  done
+  # grep -z: the lines are the NUL-separated arguments; -x -F: one is exactly $conf.
+  for f in $(grep -lzxF -- "$conf" /proc/[0-9]*/cmdline 2>/dev/null || true); do
+    pid=${f#/proc/}
+    pid=${pid%/cmdline}
+    case $ancestors in *" $pid "*) continue ;; esac
+    gone "$pid" && continue
+    # argv[0], not comm: a respawning daemon's comm is "exe" for a moment.
+    IFS= read -r -d '' argv0 <"$f" 2>/dev/null || continue
+    prog=${argv0##*/}
+    case " $programs " in *" $prog "*) echo "$pid" ;; esac
+  done
+}
+
+# The safety net: a daemon still running after its pid file's process exited is a bug in these
+# scripts; stop it all the same, and say so where CI logs show it.
+stray=$(strays)
+if [ -n "$stray" ]; then
+  for pid in $stray; do
+    log "stray process $pid of $dir after the stop: $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null); stopping it"
+  done
+  # shellcheck disable=SC2086 # pids are words
+  terminate "stray process(es)" $stray
+fi
+
 for name in $names; do
   pid_of "$name" >/dev/null || rm -f "$dir/run/$name.pid"
 done

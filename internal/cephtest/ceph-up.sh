@@ -140,10 +140,19 @@ pid_of() {
   echo "$pid"
 }
 
-# start_daemon NAME: the daemon forks into the background itself (Ceph's daemonize) and writes
-# its pid file; its stdio goes to log/NAME.out, never to the caller's pipes.
+# start_daemon NAME: starts the daemon in the foreground (-f) of a session of its own, in the
+# background of this script, and returns once it has written its pid file; its stdio goes to
+# log/NAME.out, never to the caller's pipes.
+# Why -f: a Ceph daemon "respawns" by exec'ing itself (the MDS does when it finds itself
+# blocklisted or removed from the map, which a SIGTERM can provoke during its own shutdown:
+# its purge queue's last write fails with ESHUTDOWN). Daemonized, the respawned image forks a
+# new daemon and the pid the pid file named exits: ceph-down.sh then took that exit for the
+# daemon's and left the new one running. In the foreground a respawn keeps the pid, so the pid
+# file names the daemon for its whole life.
+# The old pid file stays until the daemon rewrites it: Ceph locks it, so a second daemon of the
+# same name refuses to start while an earlier one (one ceph-down.sh failed to stop) holds it.
 start_daemon() {
-  local name=$1 cmd
+  local name=$1 cmd job status until
   if pid_of "$name" >/dev/null; then
     return 0
   fi
@@ -155,9 +164,28 @@ start_daemon() {
   client.rgw.*) cmd=(radosgw -n "$name") ;;
   *) die "unknown daemon $name" ;;
   esac
-  rm -f "$dir/run/$name.pid"
-  "${cmd[@]}" -c "$conf" </dev/null >>"$dir/log/$name.out" 2>&1 ||
-    fail "$name did not start (exit $?)"
+  cmd+=(-f -c "$conf")
+  case $name in
+  client.rgw.*)
+    # radosgw writes no pid file in the foreground: the shell that becomes it does.
+    # shellcheck disable=SC2016 # expanded by that shell
+    cmd=(bash -c 'echo $$ >"$1" && exec "${@:2}"' cephtest-rgw "$dir/run/$name.pid" "${cmd[@]}")
+    ;;
+  esac
+  setsid "${cmd[@]}" </dev/null >>"$dir/log/$name.out" 2>&1 &
+  job=$!
+  # The daemon writes its pid file first thing, before it reads its data or binds a port.
+  until=$((SECONDS + 30))
+  until pid_of "$name" >/dev/null; do
+    if ! kill -0 "$job" 2>/dev/null; then
+      # setsid execs the daemon in place (so this is the daemon's exit), unless it had to fork.
+      status=0
+      wait "$job" || status=$?
+      [ "$status" = 0 ] || fail "$name did not start (exit $status)"
+    fi
+    [ $SECONDS -lt $until ] || fail "$name wrote no pid file within 30 s"
+    sleep 0.05
+  done
 }
 
 # fail prints the reason and the end of every daemon's log, stops what this run started and

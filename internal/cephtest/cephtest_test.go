@@ -390,6 +390,150 @@ func TestStopAndStartDaemons(t *testing.T) {
 	})
 }
 
+// TestStopFollowsRespawns: a Ceph daemon respawns by exec'ing itself (the MDS when it finds
+// itself blocklisted, which its own shutdown on SIGTERM can provoke; the mgr on a failover). The
+// pid ceph-down.sh stops must stay the daemon's across a respawn: when the daemons forked into
+// the background, the respawned image forked a new daemon and the pid in the pid file exited,
+// and ceph-down.sh, taking that exit for the daemon's, left a ceph-mds running (issue 20). After
+// a respawn, and with a stop landing in the middle of one, the pid file still names the one
+// process of the daemon, and the stop leaves no process of it, without the safety net of
+// ceph-down.sh (its "stray process" line) having to act.
+func TestStopFollowsRespawns(t *testing.T) {
+	c := cephtest.Start(t)
+	ctx := testContext(t, 5*time.Minute)
+	asok := filepath.Join(c.Dir, "run", cephtest.MDS+".asok")
+	mdsAdmin := func(ctx context.Context, command string) ([]byte, error) {
+		return exec.CommandContext(ctx, "ceph", "--admin-daemon", asok, command).Output()
+	}
+	mdsActive := func() (bool, string) {
+		out, err := mdsAdmin(ctx, "status")
+		var status struct{ State string }
+		if err != nil || json.Unmarshal(out, &status) != nil {
+			return false, fmt.Sprintf("%s %v", out, err)
+		}
+		return status.State == "up:active", status.State
+	}
+	mgrAvailable := func() (bool, string) {
+		out, err := c.Ceph(ctx, "mgr", "stat", "--format", "json")
+		var stat struct{ Available bool }
+		if err != nil || json.Unmarshal(out, &stat) != nil {
+			return false, fmt.Sprintf("%s %v", out, err)
+		}
+		return stat.Available, string(out)
+	}
+	downLog := filepath.Join(c.Dir, "log", "cephtest.log")
+	downLogStart := fileSize(t, downLog)
+	t.Cleanup(func() {
+		if got := readFrom(t, downLog, downLogStart); strings.Contains(got, "stray process") {
+			t.Errorf("ceph-down.sh found daemons its pid files did not lead to:\n%s", got)
+		}
+	})
+
+	for _, tc := range []struct {
+		daemon, program string
+		respawn         func() error
+		back            func() (bool, string)
+	}{
+		{cephtest.MDS, "ceph-mds", func() error {
+			out, err := mdsAdmin(ctx, "respawn")
+			if err != nil {
+				return fmt.Errorf("ceph daemon %s respawn: %w: %s", cephtest.MDS, err, out)
+			}
+			return nil
+		}, mdsActive},
+		{cephtest.Mgr, "ceph-mgr", func() error {
+			_, err := c.Ceph(ctx, "mgr", "fail", strings.TrimPrefix(cephtest.Mgr, "mgr."))
+			return err
+		}, mgrAvailable},
+	} {
+		t.Run(tc.daemon+" respawn keeps its pid", func(t *testing.T) {
+			pid := daemonPID(t, c, tc.daemon)
+			logFile := filepath.Join(c.Dir, "log", tc.daemon+".log")
+			start := fileSize(t, logFile)
+			if err := tc.respawn(); err != nil {
+				t.Fatal(err)
+			}
+			// A starting image logs "process PROGRAM, pid PID": the respawned one does first.
+			eventually(t, ctx, tc.daemon+" to respawn", func() (bool, string) {
+				return strings.Contains(readFrom(t, logFile, start), "process "+tc.program+", pid "), ""
+			})
+			eventually(t, ctx, tc.daemon+" to serve again", tc.back)
+			if got := daemonPID(t, c, tc.daemon); got != pid {
+				t.Errorf("after a respawn the pid file names %d, not %d: ceph-down.sh would wait for the wrong process", got, pid)
+			}
+			if procs := programProcesses(t, c, tc.program); len(procs) != 1 || procs[0] != pid {
+				t.Errorf("%s processes of the cluster after a respawn: %v, want only %d:\n%s", tc.program, procs, pid, describeProcesses(procs))
+			}
+		})
+	}
+
+	t.Run("stop in the middle of an MDS respawn", func(t *testing.T) {
+		if ok, state := mdsActive(); !ok {
+			t.Fatalf("the MDS is not active before the test: %s", state)
+		}
+		out, err := mdsAdmin(ctx, "respawn")
+		if err != nil {
+			t.Fatalf("ceph daemon %s respawn: %v: %s", cephtest.MDS, err, out)
+		}
+		if err := c.StopDaemons(ctx, cephtest.MDS); err != nil {
+			t.Fatal(err)
+		}
+		if procs := programProcesses(t, c, "ceph-mds"); len(procs) > 0 {
+			t.Errorf("ceph-mds still running after StopDaemons:\n%s", describeProcesses(procs))
+		}
+		if err := c.StartDaemons(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("stop everything", func(t *testing.T) {
+		if err := c.StopDaemons(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if procs := processesMentioning(t, c.Conf); len(procs) > 0 {
+			t.Errorf("still naming %s after StopDaemons:\n%s", c.Conf, describeProcesses(procs))
+		}
+		if err := c.StartDaemons(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// programProcesses returns the live processes of the cluster running program: program's name
+// as the kernel's and the cluster's ceph.conf as an argument.
+func programProcesses(t *testing.T, c *cephtest.Cluster, program string) []int {
+	t.Helper()
+	var pids []int
+	for _, pid := range processesMentioning(t, c.Conf) {
+		if processName(pid) == program {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+// readFrom returns what path holds past offset.
+func readFrom(t *testing.T, path string, offset int64) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if offset > int64(len(data)) {
+		return ""
+	}
+	return string(data[offset:])
+}
+
 // TestStopUnmountsCephFuse mounts a subvolume with ceph-fuse under the cluster's directory,
 // stops every daemon (which must unmount it and wait for ceph-fuse to exit), starts them again,
 // and reads the file back through a new mount.
