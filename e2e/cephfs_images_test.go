@@ -17,7 +17,7 @@ import (
 
 // cephfsImageTools are the programs of the cephfs image besides the driver: ceph-fuse, which
 // NodeStageVolume runs, and mount and umount, which k8s.io/mount-utils runs for the bind mounts
-// (examples/cephfs/Dockerfile installs ceph-fuse and mount).
+// and ceph-fuse for its remounts (examples/cephfs/Dockerfile installs ceph-fuse and mount).
 var cephfsImageTools = []string{"ceph-fuse", "mount", "umount"}
 
 // cephPluginDirs are the directories, beside libceph-common, of the plugins Ceph's client
@@ -40,6 +40,19 @@ func cephfsFiles(driverBin string) ([]layerFile, error) {
 		return nil, err
 	}
 	files = append(files, tools...)
+	// ceph-fuse invalidates the kernel's dentries by remounting, through system("... mount -i
+	// -o remount ..."), which runs /bin/sh; when that fails it unmounts itself and exits, and
+	// every pod using the volume gets ECONNABORTED (seen in TestCephFSPods before /bin/sh was
+	// here). Debian's /bin/sh is dash.
+	sh, err := filepath.EvalSymlinks("/bin/sh")
+	if err != nil {
+		return nil, fmt.Errorf("/bin/sh, which ceph-fuse runs mount through: %w", err)
+	}
+	shell, err := withLibraries(sh, "/bin/sh")
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, shell...)
 	var common string
 	for _, f := range files {
 		if path.Base(f.name) == "libceph-common.so.2" {

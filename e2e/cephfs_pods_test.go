@@ -285,8 +285,9 @@ func (n *node) logsContaining(ctx context.Context, ns, s string) []string {
 	return out
 }
 
-// cephFuseZombies lists the ceph-fuse processes on this machine that have exited and that no
-// parent has reaped.
+// cephFuseZombies lists the ceph-fuse processes that have exited and that their parent, a
+// process named cephfs (the node plugin, PID 1 of its container), has not reaped. Other tests on
+// this machine may leave zombies of their own, under other parents.
 func cephFuseZombies() []int {
 	entries, _ := os.ReadDir("/proc")
 	var out []int
@@ -295,16 +296,32 @@ func cephFuseZombies() []int {
 		if err != nil {
 			continue
 		}
-		raw, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		open, end := bytes.IndexByte(raw, '('), bytes.LastIndexByte(raw, ')')
-		if open >= 0 && end > open && string(raw[open+1:end]) == "ceph-fuse" && strings.HasPrefix(string(raw[end+1:]), " Z") {
-			out = append(out, pid)
+		comm, state, ppid := procStat(pid)
+		if comm == "ceph-fuse" && state == "Z" {
+			if parent, _, _ := procStat(ppid); parent == "cephfs" {
+				out = append(out, pid)
+			}
 		}
 	}
 	return out
+}
+
+// procStat reads a process's name, state and parent from /proc/PID/stat; "" when it is gone.
+func procStat(pid int) (comm, state string, ppid int) {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", "", 0
+	}
+	open, end := bytes.IndexByte(raw, '('), bytes.LastIndexByte(raw, ')')
+	if open < 0 || end < open {
+		return "", "", 0
+	}
+	f := strings.Fields(string(raw[end+1:]))
+	if len(f) < 2 {
+		return "", "", 0
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	return string(raw[open+1 : end]), f[0], ppid
 }
 
 // cephfsWriteRead: a pod writes a file to a new volume, a second pod reads it back; the volume's
