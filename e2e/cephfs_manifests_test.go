@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -89,6 +90,10 @@ func TestCephFSManifestsMatchDriver(t *testing.T) {
 			}
 			if c.Name == "cephfs" {
 				checkCephFSConfig(t, m, c)
+				checkCephFSLiveness(t, m, c)
+			}
+			if strings.Contains(c.Image, "/livenessprobe:") {
+				t.Errorf("%s: container %s: the livenessprobe sidecar fails while Ceph is away and restarts the plugin in a loop (a node plugin ends every ceph-fuse mount of its node): probe /livez instead", m, c.Name)
 			}
 		}
 	}
@@ -129,6 +134,35 @@ func checkCephFSConfig(t *testing.T, m manifest, c corev1.Container) {
 		if !found {
 			t.Errorf("%s: %s must come from ConfigMap %s key %s", m, flag, cephfsObject, key)
 		}
+	}
+}
+
+// checkCephFSLiveness wants kubelet to probe the driver's own /livez on the port of its
+// --http-endpoint: /livez answers 200 while Ceph is unreachable (readiness follows Ceph), so an
+// outage never restarts the plugin, and with it every ceph-fuse daemon of a node plugin.
+func checkCephFSLiveness(t *testing.T, m manifest, c corev1.Container) {
+	t.Helper()
+	p := c.LivenessProbe
+	if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/livez" {
+		t.Errorf("%s: container cephfs: want a livenessProbe httpGet on /livez, have %+v", m, p)
+		return
+	}
+	port := p.HTTPGet.Port.IntValue()
+	if port == 0 {
+		for _, cp := range c.Ports {
+			if cp.Name == p.HTTPGet.Port.String() {
+				port = int(cp.ContainerPort)
+			}
+		}
+	}
+	want := ""
+	for _, a := range c.Args {
+		if v, ok := strings.CutPrefix(a, "--http-endpoint="); ok {
+			want = v[strings.LastIndex(v, ":")+1:]
+		}
+	}
+	if want == "" || strconv.Itoa(port) != want {
+		t.Errorf("%s: container cephfs: /livez probed on port %d, the diagnostics server listens on --http-endpoint port %q", m, port, want)
 	}
 }
 
