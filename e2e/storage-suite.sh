@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # storage-suite.sh: Kubernetes v1.36.1's storage e2e suite for external drivers (e2e.test,
 # focus External.Storage) against csikit hostpath, deployed as pods from deploy/kubernetes/hostpath
-# unchanged on the one-node kubelet cluster of kubelet-cluster.sh. One command, end to end:
+# unchanged on the one-node kubelet cluster of kubelet-cluster.sh (or, with SUITE_DRIVER=cephfs,
+# against examples/cephfs from deploy/kubernetes/cephfs and a one-node Ceph on this machine).
+# One command, end to end:
 #
 #   sudo e2e/storage-suite.sh [OUT]
+#   sudo SUITE_DRIVER=cephfs e2e/storage-suite.sh [OUT]
 #
 # 1. builds e2e.test and agnhost from k8s.io/kubernetes v1.36.1 (the module e2e/tools/kube) and
 #    the ginkgo CLI (same module) into /var/cache/csikit-e2e/kubernetes-v1.36.1

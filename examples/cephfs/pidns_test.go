@@ -83,11 +83,7 @@ func TestStagedVolumeServesCallersOutsideItsPIDNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	staging := filepath.Join(dir, "staging")
-	if _, err := node.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: v.Volume.VolumeId, StagingTargetPath: staging,
-		VolumeCapability: mountCap(), VolumeContext: v.Volume.VolumeContext, Secrets: e.secrets}); err != nil {
-		t.Fatalf("NodeStageVolume: %v\n%s", err, dump(logs))
-	}
-	staged := true
+	staged := false
 	t.Cleanup(func() {
 		if staged {
 			_, _ = node.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: v.Volume.VolumeId, StagingTargetPath: staging})
@@ -97,35 +93,47 @@ func TestStagedVolumeServesCallersOutsideItsPIDNamespace(t *testing.T) {
 		}
 	})
 
-	// Eight callers at once, so that libfuse runs more than one worker (each with its splice
-	// pipe); each turn is a handful of requests, every one answered in well under a second
-	// when nothing is lost: the bound only ends a run whose request will never be answered.
-	const turns = 500
-	script := `for w in 1 2 3 4 5 6 7 8; do (for i in $(seq ` + strconv.Itoa(turns) + `); do echo $i >"$1/f$w.$((i % 10))" && cat "$1/f$w.$((i % 10))" >/dev/null && ls "$1" >/dev/null || exit 1; done) & pids="$pids $!"; done; for p in $pids; do wait $p || exit 1; done`
-	// A caller whose request ceph-fuse has read waits uninterruptibly for the answer: not even
-	// SIGKILL ends it. On timeout the namespace is ended, which aborts the connection.
-	cmd := exec.Command("sh", "-c", script, "sh", staging)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
+	// Which descriptors libfuse's pipes get is decided by a race while the daemon starts (its
+	// first workers against the closing of its standard streams), so each round stages afresh:
+	// a new daemon, a new draw. Four callers at once, so that libfuse runs several workers (each
+	// with its splice pipe); each turn is a handful of requests, every one answered in well
+	// under a second when nothing is lost: the bound only ends a round whose request will never
+	// be answered.
+	const rounds, turns = 6, 150
+	script := `for w in 1 2 3 4; do (for i in $(seq ` + strconv.Itoa(turns) + `); do echo $i >"$1/f$w.$((i % 10))" && cat "$1/f$w.$((i % 10))" >/dev/null && ls "$1" >/dev/null || exit 1; done) & pids="$pids $!"; done; for p in $pids; do wait $p || exit 1; done`
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("write, read and list on the staged volume: %v: %s", err, out.String())
+	for r := range rounds {
+		if _, err := node.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: v.Volume.VolumeId, StagingTargetPath: staging,
+			VolumeCapability: mountCap(), VolumeContext: v.Volume.VolumeContext, Secrets: e.secrets}); err != nil {
+			t.Fatalf("round %d: NodeStageVolume: %v\n%s", r+1, err, dump(logs))
 		}
-	case <-time.After(2 * time.Minute):
-		endNamespaces()
-		<-done
-		t.Fatalf("8 × %d turns of write, read and list on the staged volume did not end in %s: a FUSE request was never answered", turns, time.Since(start).Round(time.Second))
+		staged = true
+		// A caller whose request ceph-fuse has read waits uninterruptibly for the answer: not
+		// even SIGKILL ends it. On timeout the namespace is ended, which aborts the connection.
+		cmd := exec.Command("sh", "-c", script, "sh", staging)
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		began := time.Now()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("round %d: write, read and list on the staged volume: %v: %s", r+1, err, out.String())
+			}
+		case <-time.After(time.Minute):
+			endNamespaces()
+			<-done
+			t.Fatalf("round %d: 4 × %d turns of write, read and list on the staged volume did not end in %s: a FUSE request was never answered",
+				r+1, turns, time.Since(began).Round(time.Second))
+		}
+		if _, err := node.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: v.Volume.VolumeId, StagingTargetPath: staging}); err != nil {
+			t.Fatalf("round %d: NodeUnstageVolume: %v", r+1, err)
+		}
+		staged = false
 	}
-	t.Logf("8 × %d turns from outside ceph-fuse's PID namespace in %s", turns, time.Since(start).Round(100*time.Millisecond))
-	if _, err := node.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: v.Volume.VolumeId, StagingTargetPath: staging}); err != nil {
-		t.Fatalf("NodeUnstageVolume: %v", err)
-	}
-	staged = false
+	t.Logf("%d rounds of 4 × %d turns from outside ceph-fuse's PID namespace in %s", rounds, turns, time.Since(start).Round(100*time.Millisecond))
 }
