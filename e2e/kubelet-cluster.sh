@@ -13,7 +13,7 @@
 #   sudo e2e/kubelet-cluster.sh clean         remove what a run killed before its clean-up left:
 #                                             pod processes, shims, mounts, network namespaces,
 #                                             loop devices, the bridge, kube-proxy's rules
-#                                             and the iptables rule
+#                                             and the iptables rules
 #
 # What it needs (Debian 12 package names):
 #   apt-get install containerd runc containernetworking-plugins iptables busybox-static etcd-server
@@ -67,7 +67,8 @@ clean)
   # Only the pods run's kube-proxy and COSI controller (TestCOSILifecycle runs one of its own).
   for pid in $(pgrep -f '^/var/cache/csikit-e2e/.*/(kube-proxy|cosi-controller) --(config|kubeconfig)=/tmp/csikit-pods-' || true); do kill -9 "$pid" 2>/dev/null || true; done
   for dir in /var/lib/kubelet /tmp/csikit-pods-; do
-    grep -o " ${dir}[^ ]*" /proc/self/mountinfo | sort -r | while read -r mp; do umount -l "$mp" 2>/dev/null || true; done
+    # (grep finds nothing on a clean machine: not a failure under pipefail.)
+    { grep -o " ${dir}[^ ]*" /proc/self/mountinfo || true; } | sort -r | while read -r mp; do umount -l "$mp" 2>/dev/null || true; done
   done
   for ns in /run/netns/cni-*; do
     [ -e "$ns" ] || continue
@@ -83,7 +84,11 @@ clean)
   for kp in /var/cache/csikit-e2e/kubernetes-*/kube-proxy; do
     [ -x "$kp" ] && { "$kp" --cleanup >/dev/null 2>&1 || true; break; }
   done
-  iptables -t nat -S PREROUTING | grep -- '--comment "csikit-e2e' | sed 's/^-A/-D/' | while read -r rule; do eval iptables -t nat "$rule"; done
+  # The pods tests' rules: PREROUTING for the pods' own network, OUTPUT for the host network's
+  # (TestCephFSPods: its driver pods are on the host's network).
+  for chain in PREROUTING OUTPUT; do
+    { iptables -t nat -S "$chain" | grep -- '--comment "csikit-e2e' || true; } | sed 's/^-A/-D/' | while read -r rule; do eval iptables -t nat "$rule"; done
+  done
   echo "cleaned; /var/lib/kubelet, /var/lib/csikit-hostpath and /tmp/csikit-pods-* are left for their logs"
   ;;
 *)

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # storage-suite.sh: Kubernetes v1.36.1's storage e2e suite for external drivers (e2e.test,
 # focus External.Storage) against csikit hostpath, deployed as pods from deploy/kubernetes/hostpath
-# unchanged on the one-node kubelet cluster of kubelet-cluster.sh. One command, end to end:
+# unchanged on the one-node kubelet cluster of kubelet-cluster.sh (or, with SUITE_DRIVER=cephfs,
+# against examples/cephfs from deploy/kubernetes/cephfs and a one-node Ceph on this machine).
+# One command, end to end:
 #
 #   sudo e2e/storage-suite.sh [OUT]
+#   sudo SUITE_DRIVER=cephfs e2e/storage-suite.sh [OUT]
 #
 # 1. builds e2e.test and agnhost from k8s.io/kubernetes v1.36.1 (the module e2e/tools/kube) and
 #    the ginkgo CLI (same module) into /var/cache/csikit-e2e/kubernetes-v1.36.1
@@ -28,6 +31,9 @@
 #   STORAGE_PROCS    parallel ginkgo processes  (default 4; 1 runs e2e.test alone, serially)
 #   STORAGE_TIMEOUT  whole-suite timeout        (default 40m)
 #   TESTDRIVER_FLAGS replaces the csictl flags below for another driver's definition
+#   SUITE_DRIVER     hostpath (default) or cephfs: the driver deployed and tested (see the
+#                    driver selection below; cephfs also needs the Ceph packages, ceph-fuse,
+#                    librados-dev and libcephfs-dev)
 #
 # Needs what kubelet-cluster.sh needs (Debian: containerd runc containernetworking-plugins
 # iptables busybox-static etcd-server), Go, and root. Exit status: the suite's.
@@ -72,7 +78,46 @@ fi
 procs=${STORAGE_PROCS:-4}
 timeout=${STORAGE_TIMEOUT:-40m}
 cache=${CSIKIT_E2E_CACHE:-/var/cache/csikit-e2e}/kubernetes-v1.36.1
-driver=hostpath.csikit.dev
+# ---- driver selection: SUITE_DRIVER=hostpath (default) or cephfs ---------------------------
+# Each driver sets: driver (its CSI name); cluster_up (the command that brings the kubelet
+# cluster up with the driver deployed from deploy/kubernetes/<driver> and prints KUBECONFIG=...
+# until SIGTERM); and default_flags (the csictl kubernetes-testdriver flags CSI cannot tell).
+case "${SUITE_DRIVER:-hostpath}" in
+hostpath)
+  driver=hostpath.csikit.dev
+  cluster_up=(./kubelet-cluster.sh up)
+  default_flags=(--block --single-node --fs-resize-from-source-not-supported --fs-type '' --fs-type xfs --fs-group --inline-volume ''
+    --modify-param iops=3000 --modify-param throughput=125 --max-file-size 100Mi
+    --stress-pods 3 --stress-restarts 2 --stress-snapshots 2)
+  ;;
+cephfs)
+  # TestCephFSPods (e2e/cephfs_pods_test.go) starts a one-node Ceph (internal/cephtest), the
+  # kubelet cluster with deploy/kubernetes/cephfs and the Secret and ConfigMap a user creates,
+  # and holds it until SIGTERM; it prints CEPH_CLUSTER=DIR (DIR/cluster.env: the monitors).
+  # Needs the Ceph packages, ceph-fuse, librados-dev and libcephfs-dev besides the cluster's.
+  driver=cephfs.csikit.dev
+  cephfs_bin="$(mktemp -d)/e2e.test"
+  (cd "$e2e_dir" && go test -c -o "$cephfs_bin" .)
+  cluster_up=(env CSIKIT_E2E_HOLD=1 "$cephfs_bin" -test.v -test.count=1 -test.timeout=0 -test.run '^TestCephFSPods$')
+  # Every call that acts on Ceph carries the Secret of deploy/kubernetes/cephfs/classes.yaml;
+  # the suite makes classes of its own, so they name it too. --capability capacity=false:
+  # cephfs answers GetCapacity, but the deployment does not track capacity (CSIDriver
+  # storageCapacity: false, no --enable-capacity), as GetCapacity carries no secrets.
+  # --multi-node: CephFS volumes are ReadWriteMany.
+  default_flags=(--fs-type '' --fs-group --multi-node --capability capacity=false)
+  for kind in provisioner node-stage controller-expand; do
+    default_flags+=(--storage-class-param "csi.storage.k8s.io/$kind-secret-name=csikit-cephfs"
+      --storage-class-param "csi.storage.k8s.io/$kind-secret-namespace=csikit-cephfs")
+  done
+  default_flags+=(--snapshot-class-param csi.storage.k8s.io/snapshotter-secret-name=csikit-cephfs
+    --snapshot-class-param csi.storage.k8s.io/snapshotter-secret-namespace=csikit-cephfs)
+  ;;
+*)
+  echo "SUITE_DRIVER=${SUITE_DRIVER}: want hostpath or cephfs" >&2
+  exit 2
+  ;;
+esac
+# ---- end of driver selection --------------------------------------------------------------
 # The names e2e.test v1.36.1 uses (k8s.io/kubernetes/test/utils/image/manifest.go). The storage
 # specs run agnhost (subPath's mounttest) and, in "should allow exec of files on the volume",
 # nginx only for its /bin/sh; multiVolume's concurrent-access specs run glibc-dns-testing only
@@ -110,7 +155,7 @@ fi
 
 stamp "cluster: starting (log $out/cluster.log)"
 CSIKIT_E2E_EXTRA_IMAGES="$agnhost_image=$cache/agnhost $nginx_image=$busybox $glibc_image=$busybox" CSIKIT_E2E_KEEP="${CSIKIT_E2E_KEEP:-}" \
-  ./kubelet-cluster.sh up >"$out/cluster.log" 2>&1 &
+  "${cluster_up[@]}" >"$out/cluster.log" 2>&1 &
 cluster=$!
 stop_cluster() {
   if kill -0 "$cluster" 2>/dev/null; then
@@ -142,12 +187,10 @@ socket=/var/lib/kubelet/plugins/$driver/csi.sock
 if [ -n "${TESTDRIVER_FLAGS:-}" ]; then
   read -r -a flags <<<"$TESTDRIVER_FLAGS"
 else
-  flags=(--block --single-node --fs-resize-from-source-not-supported --fs-type '' --fs-type xfs --fs-group --inline-volume ''
-    --modify-param iops=3000 --modify-param throughput=125 --max-file-size 100Mi
-    --stress-pods 3 --stress-restarts 2 --stress-snapshots 2)
+  flags=("${default_flags[@]}")
 fi
 # The controller pod's socket: the pod directory that runs csi-provisioner has it in its
-# socket-dir emptyDir (deploy/kubernetes/hostpath/controller.yaml).
+# socket-dir emptyDir (deploy/kubernetes/<driver>/controller.yaml).
 controller_socket=""
 for _ in $(seq 150); do
   for sock in /var/lib/kubelet/pods/*/volumes/kubernetes.io~empty-dir/socket-dir/csi.sock; do

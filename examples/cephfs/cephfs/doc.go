@@ -77,5 +77,8 @@
 // would serve on); it reaps the daemon, which a driver running as PID 1 of a container adopts. A
 // staging mount whose daemon is gone (ENOTCONN: the node plugin's container restarted) is
 // unmounted by NodeUnstageVolume, and replaced by NodeStageVolume. NodeGetVolumeStats reads the
-// mount's statfs, which ceph-fuse bounds by the quota.
+// mount's statfs, which ceph-fuse bounds by the quota. ceph-fuse writes nothing to its standard
+// streams (log_to_stderr and err_to_stderr off): its daemon closes them, and a log line written
+// to stderr then went into a pipe of libfuse's and lost a FUSE request, whose caller waited
+// forever.
 package cephfs

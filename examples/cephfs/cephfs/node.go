@@ -102,6 +102,16 @@ func (d *Driver) NodeStageVolume(ctx context.Context, req *driver.NodeStageVolum
 	return nil
 }
 
+// cephFuseConf is the rest of ceph-fuse's configuration: no log file and no admin socket (the
+// node has no place for them), and nothing written to the standard streams. The daemon
+// ceph-fuse leaves behind closes stdin, stdout and stderr, and libfuse's splice pipes then take
+// descriptors 0 to 2; Ceph's logger still wrote its errors to stderr, that is into a pipe that
+// carries FUSE requests, and a request mixed with a log line was never answered: its caller
+// (kubelet's stat, a pod's read) waited forever. In the node plugin's container that happened
+// within minutes, as ceph-fuse logged an error on every request (it cannot look up the groups
+// of callers outside its PID namespace). TestStagedVolumeServesCallersOutsideItsPIDNamespace.
+const cephFuseConf = "\tlog_to_file = false\n\tadmin_socket =\n\tlog_to_stderr = false\n\terr_to_stderr = false\n"
+
 // mountFailedRE finds the errno in ceph-fuse's "ceph mount failed with (110) Connection timed out".
 var mountFailedRE = regexp.MustCompile(`failed with \((\d+)\)`)
 
@@ -118,8 +128,8 @@ func (d *Driver) cephFuse(ctx context.Context, cr credentials, path, staging str
 	}
 	conf := filepath.Join(dir, "ceph.conf")
 	secs := int(d.cfg.Timeout / time.Second)
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf("[global]\n\tmon_host = %s\n\tclient_mount_timeout = %d\n\tlog_to_file = false\n\tadmin_socket =\n",
-		strings.ReplaceAll(d.cfg.Monitors, "\n", " "), secs)), 0o600); err != nil {
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf("[global]\n\tmon_host = %s\n\tclient_mount_timeout = %d\n%s",
+		strings.ReplaceAll(d.cfg.Monitors, "\n", " "), secs, cephFuseConf)), 0o600); err != nil {
 		return fmt.Errorf("ceph-fuse: write ceph.conf: %w", err)
 	}
 	out, err := os.Create(filepath.Join(dir, "out"))

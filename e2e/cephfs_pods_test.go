@@ -1,0 +1,450 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/csikit/csikit/internal/cephtest"
+)
+
+// The cephfs example on the kubelet cluster: deploy/kubernetes/cephfs applied unchanged, against
+// a one-node Ceph (internal/cephtest) on this machine's 127.0.0.1, which the driver's pods reach
+// through the host's network.
+const (
+	cephfsDir = deployDir + "/kubernetes/cephfs"
+	// cephfsDriver is the name examples/cephfs registers (its main.Name); the example is cgo
+	// and a workspace of its own, so it is not imported here.
+	cephfsDriver = "cephfs.csikit.dev"
+	cephfsNS     = "csikit-cephfs"
+	// cephfsObject is the name of the Secret and the ConfigMap the user creates (00-namespace.yaml).
+	cephfsObject = "csikit-cephfs"
+	cephfsClass  = "csikit-cephfs"
+	// cephfsUser is the cephx user the test gives the driver, with the caps examples/cephfs
+	// documents (ceph-csi's).
+	cephfsUser = "csikit-e2e"
+)
+
+// TestCephFSPods starts a one-node Ceph and the kubelet cluster, applies deploy/kubernetes/cephfs
+// with a Secret and ConfigMap made by the test, and has pods use CephFS volumes: each case writes
+// data from one pod and reads it from another. It then checks that no subvolume is left and that
+// the cephx key is in no log of the driver's pods.
+//
+// With CSIKIT_E2E_HOLD set, the cluster stays up once the driver is ready until SIGINT or
+// SIGTERM (e2e/storage-suite.sh with SUITE_DRIVER=cephfs uses it): it prints KUBECONFIG=... and
+// CEPH_CLUSTER=... (the Ceph cluster's directory, with cluster.env).
+func TestCephFSPods(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a cluster with a kubelet and a Ceph cluster; not in -short")
+	}
+	if err := nodePreflight(); err != nil {
+		skipOrFail(t, "the kubelet cluster cannot run here: %v", err)
+	}
+	if missing := cephtest.MissingPackages(); len(missing) > 0 {
+		skipOrFail(t, "needs a one-node Ceph: install the Debian packages %v (and ceph-fuse librados-dev libcephfs-dev)", missing)
+	}
+	if _, err := exec.LookPath("ceph-fuse"); err != nil {
+		skipOrFail(t, "the cephfs image carries this machine's ceph-fuse: apt-get install ceph-fuse")
+	}
+	if err := cephfsLibrariesPresent(); err != nil {
+		skipOrFail(t, "%v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	defer cancel()
+
+	// Registered first, so stopped last: after kubelet and the pods that mount from it.
+	began := time.Now()
+	ceph, err := cephtest.Launch(ctx, "")
+	if err != nil {
+		t.Fatalf("one-node Ceph: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := ceph.Close(); err != nil {
+			t.Errorf("stop Ceph: %v", err)
+		}
+	})
+	t.Logf("one-node Ceph healthy in %s (%s, mons %s)", time.Since(began).Round(100*time.Millisecond), ceph.Dir, ceph.MonHost)
+	out, err := ceph.Ceph(ctx, "auth", "get-or-create-key", "client."+cephfsUser,
+		"mon", "allow r", "mgr", "allow rw", "mds", "allow rw", "osd", "allow rw tag cephfs *=*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := strings.TrimSpace(string(out))
+
+	work, err := os.MkdirTemp("", "csikit-pods-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		releaseHostResources(t, work)
+		if t.Failed() || os.Getenv("CSIKIT_E2E_KEEP") != "" {
+			t.Logf("kept %s for its logs (logs/*.log, kubelet's pods' logs under /var/log/pods)", work)
+			return
+		}
+		if err := os.RemoveAll(work); err != nil {
+			t.Errorf("remove %s: %v", work, err)
+		}
+	})
+	logDir := filepath.Join(work, "logs")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := loadManifests(cephfsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runStart := time.Now()
+	ps := newProcs(t, logDir)
+	n, err := startNode(ctx, t, work, ps, cephfsImages(ctx, t, work, ms))
+	if err != nil {
+		skipOrFailBuild(t, err)
+	}
+	defer func() {
+		for _, p := range n.phases {
+			t.Logf("timing %-30s %s", p.name, p.took.Round(100*time.Millisecond))
+		}
+		t.Logf("timing %-30s %s", "whole run", time.Since(runStart).Round(time.Second))
+	}()
+	if err := n.hostNetworkServiceRoute(t); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.timed("driver ready (pods)", func() error {
+		return n.deployCephFS(ctx, ms, map[string]string{"userID": cephfsUser, "userKey": key},
+			map[string]string{"monitors": ceph.MonHost, "fsName": ceph.CephFS.Name})
+	}); err != nil {
+		t.Fatalf("%v\ndriver pods: %s", err, n.podSummary(ctx, cephfsNS))
+	}
+	if os.Getenv("CSIKIT_E2E_HOLD") != "" {
+		fmt.Printf("CEPH_CLUSTER=%s\n", ceph.Dir)
+		n.hold(t)
+		return
+	}
+	if _, err := n.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range cephfsCases {
+		if !t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			pc := &podCase{t: t, ctx: ctx, n: n, prefix: tc.name}
+			t.Cleanup(pc.cleanup)
+			tc.run(pc)
+			n.phases = append(n.phases, phase{"case " + tc.name, time.Since(start)})
+		}) {
+			t.Logf("case %s failed; driver pods: %s", tc.name, n.podSummary(ctx, cephfsNS))
+		}
+	}
+	// Every case deleted its claims and waited for their PVs to go: no subvolume is left.
+	out, err = ceph.Ceph(ctx, "fs", "subvolume", "ls", ceph.CephFS.Name, "--group_name", "csi", "--format", "json")
+	if err != nil {
+		t.Error(err)
+	} else if left := strings.Join(strings.Fields(string(out)), ""); left != "[]" {
+		t.Errorf("subvolumes left in Ceph: %s", left)
+	}
+	// The node plugin (PID 1 of its container) adopted every ceph-fuse daemon and reaped each
+	// one its unstage ended.
+	if z := cephFuseZombies(); len(z) > 0 {
+		t.Errorf("ceph-fuse zombies left by the node plugin: %v", z)
+	}
+	// The key travelled in CSI secrets only: no container of the driver logged it.
+	if leaks := n.logsContaining(ctx, cephfsNS, key); len(leaks) > 0 {
+		t.Errorf("the cephx key appears in the logs of %v", leaks)
+	}
+}
+
+// cephfsCases run in this order against one deployment of the driver.
+var cephfsCases = []struct {
+	name string
+	run  func(pc *podCase)
+}{
+	{"write-read", (*podCase).cephfsWriteRead},
+	{"two-pods-rwx", (*podCase).cephfsTwoPods},
+	{"snapshot-restore", (*podCase).cephfsSnapshotRestore},
+	{"clone", (*podCase).cephfsClone},
+	{"online-expansion", (*podCase).cephfsOnlineExpansion},
+}
+
+// hostNetworkServiceRoute makes the kubernetes Service reach the API server from pods on the
+// host's network, as kube-proxy's OUTPUT rules do on a real node: the sidecars of the cephfs
+// pods (hostNetwork) connect from the host itself, which the PREROUTING rule of serviceRoute
+// never sees.
+func (n *node) hostNetworkServiceRoute(t *testing.T) error {
+	port := n.server[strings.LastIndex(n.server, ":")+1:]
+	rule := []string{"OUTPUT", "-t", "nat", "-d", serviceIP + "/32", "-p", "tcp", "--dport", "443",
+		"-m", "comment", "--comment", "csikit-e2e kubernetes Service (host network)", "-j", "DNAT", "--to-destination", nodeIP + ":" + port}
+	if out, err := exec.Command("iptables", append([]string{"-A"}, rule...)...).CombinedOutput(); err != nil {
+		return fmt.Errorf("iptables: %w: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("iptables", append([]string{"-D"}, rule...)...).CombinedOutput(); err != nil {
+			t.Logf("iptables -D: %v %s", err, out)
+		}
+	})
+	return nil
+}
+
+// deployCephFS installs the snapshot CRDs and snapshot-controller (add-ons the manifests
+// assume), applies deploy/kubernetes/cephfs as it is, creating the Secret and the ConfigMap the
+// user creates right after the namespace, and waits until the controller and node pods are ready
+// and kubelet has registered the driver.
+func (n *node) deployCephFS(ctx context.Context, ms []manifest, secret, config map[string]string) error {
+	crds, err := snapshotCRDs(ctx)
+	if err != nil {
+		return err
+	}
+	if err := n.installCRDs(ctx, crds); err != nil {
+		return err
+	}
+	if _, err := n.procs.start("snapshot-controller", n.bins.snapshotController, []string{
+		"--kubeconfig=" + n.adminKC, "--leader-election=false", "--v=2",
+	}); err != nil {
+		return err
+	}
+	for _, m := range ms {
+		if err := n.apply(ctx, m); err != nil {
+			return fmt.Errorf("apply: %w", err)
+		}
+		if m.gvk.Kind != "Namespace" {
+			continue
+		}
+		meta := metav1.ObjectMeta{Name: cephfsObject, Namespace: cephfsNS}
+		if _, err := n.kube.CoreV1().Secrets(cephfsNS).Create(ctx, &corev1.Secret{ObjectMeta: meta, StringData: secret}, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create the Secret: %w", err)
+		}
+		if _, err := n.kube.CoreV1().ConfigMaps(cephfsNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: meta, Data: config}, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create the ConfigMap: %w", err)
+		}
+	}
+	if err := poll(ctx, "cephfs controller and node pods ready", 5*time.Minute, func(ctx context.Context) (bool, error) {
+		if err := n.procs.checkAlive(); err != nil {
+			return false, err
+		}
+		pods, err := n.kube.CoreV1().Pods(cephfsNS).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		if len(pods.Items) < 2 {
+			return false, fmt.Errorf("%d pods", len(pods.Items))
+		}
+		for _, p := range pods.Items {
+			if !podReady(&p) {
+				return false, fmt.Errorf("pod %s not ready: %s", p.Name, describePod(&p))
+			}
+		}
+		return true, nil
+	}); err != nil {
+		return err
+	}
+	return poll(ctx, "CSINode "+nodeName+" lists "+cephfsDriver, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		cn, err := n.kube.StorageV1().CSINodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, d := range cn.Spec.Drivers {
+			if d.Name == cephfsDriver {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("drivers %v", cn.Spec.Drivers)
+	})
+}
+
+// logsContaining returns "pod/container" for each container of ns whose log (current and
+// previous) contains s.
+func (n *node) logsContaining(ctx context.Context, ns, s string) []string {
+	pods, err := n.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return []string{"(list pods: " + err.Error() + ")"}
+	}
+	var out []string
+	for _, p := range pods.Items {
+		for _, c := range p.Spec.Containers {
+			for _, previous := range []bool{false, true} {
+				b, err := n.kube.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: c.Name, Previous: previous}).DoRaw(ctx)
+				if err == nil && strings.Contains(string(b), s) {
+					out = append(out, p.Name+"/"+c.Name)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// cephFuseZombies lists the ceph-fuse processes that have exited and that their parent, a
+// process named cephfs (the node plugin, PID 1 of its container), has not reaped. Other tests on
+// this machine may leave zombies of their own, under other parents.
+func cephFuseZombies() []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm, state, ppid := procStat(pid)
+		if comm == "ceph-fuse" && state == "Z" {
+			if parent, _, _ := procStat(ppid); parent == "cephfs" {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
+}
+
+// procStat reads a process's name, state and parent from /proc/PID/stat; "" when it is gone.
+func procStat(pid int) (comm, state string, ppid int) {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", "", 0
+	}
+	open, end := bytes.IndexByte(raw, '('), bytes.LastIndexByte(raw, ')')
+	if open < 0 || end < open {
+		return "", "", 0
+	}
+	f := strings.Fields(string(raw[end+1:]))
+	if len(f) < 2 {
+		return "", "", 0
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	return string(raw[open+1 : end]), f[0], ppid
+}
+
+// cephfsWriteRead: a pod writes a file to a new volume, a second pod reads it back; the volume's
+// size is its quota, which the pod sees as the file system's size.
+func (pc *podCase) cephfsWriteRead() {
+	claimName := pc.prefix
+	pc.claim(claimName, cephfsClass, corev1.PersistentVolumeFilesystem, "64Mi")
+	data := "written by " + pc.prefix + " " + randomHex()
+	pc.runPod(shellPod(pc.prefix+"-writer", fmt.Sprintf("echo '%s' > /data/file && sync", data), claimVolume(claimName, false), false))
+	got := pc.runPod(shellPod(pc.prefix+"-reader", "cat /data/file; df -k /data | tail -n 1 | awk '{print $2}'", claimVolume(claimName, false), false))
+	pc.expectLog(pc.prefix+"-reader", got, data+"\n65536")
+}
+
+// cephfsTwoPods: a ReadWriteMany claim used by two running pods at once, each writing its own
+// file; a third pod reads both.
+func (pc *podCase) cephfsTwoPods() {
+	claimName := pc.prefix
+	pc.claim(claimName, cephfsClass, corev1.PersistentVolumeFilesystem, "64Mi", func(c *corev1.PersistentVolumeClaim) {
+		c.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
+	})
+	a, b := "a "+randomHex(), "b "+randomHex()
+	for _, p := range []struct{ name, file, data string }{{"-a", "a", a}, {"-b", "b", b}} {
+		pod := shellPod(pc.prefix+p.name, fmt.Sprintf("echo '%s' > /data/%s && sync && touch /tmp/ready && sleep 3600", p.data, p.file), claimVolume(claimName, false), false)
+		pod.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "/tmp/ready"}}}, PeriodSeconds: 1}
+		pc.startPod(pod)
+	}
+	pc.expectLog(pc.prefix+"-reader", pc.runPod(shellPod(pc.prefix+"-reader", "cat /data/a /data/b", claimVolume(claimName, false), false)), a+"\n"+b)
+}
+
+// cephfsSnapshotRestore: a pod writes, the claim is snapshotted (a subvolume snapshot), a claim
+// restored from the snapshot (the mgr's asynchronous clone) is read by a second pod.
+func (pc *podCase) cephfsSnapshotRestore() {
+	src := pc.prefix + "-src"
+	pc.claim(src, cephfsClass, corev1.PersistentVolumeFilesystem, "64Mi")
+	data := "snapshot " + randomHex()
+	pc.runPod(shellPod(pc.prefix+"-writer", fmt.Sprintf("echo '%s' > /data/file && sync", data), claimVolume(src, false), false))
+	snaps := pc.snapshots()
+	name := pc.prefix + "-snap"
+	vs := &snapv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: snapv1.VolumeSnapshotSpec{
+		Source: snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: ptr.To(src)}, VolumeSnapshotClassName: ptr.To(cephfsClass)}}
+	if _, err := snaps.SnapshotV1().VolumeSnapshots(testNS).Create(pc.ctx, vs, metav1.CreateOptions{}); err != nil {
+		pc.t.Fatal(err)
+	}
+	// Registered before the claims' deletion runs (pc.extra runs first): cephfs refuses to
+	// delete a volume that still has snapshots.
+	pc.extra = append(pc.extra, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := ignoreNotFound(snaps.SnapshotV1().VolumeSnapshots(testNS).Delete(ctx, name, metav1.DeleteOptions{})); err != nil {
+			return err
+		}
+		return poll(ctx, "snapshot "+name+" gone", 2*time.Minute, func(ctx context.Context) (bool, error) {
+			_, err := snaps.SnapshotV1().VolumeSnapshots(testNS).Get(ctx, name, metav1.GetOptions{})
+			return err != nil && ignoreNotFound(err) == nil, nil
+		})
+	})
+	if err := poll(pc.ctx, "snapshot "+name+" ready", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		vs, err := snaps.SnapshotV1().VolumeSnapshots(testNS).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if st := vs.Status; st != nil {
+			if st.Error != nil && st.Error.Message != nil {
+				return false, errors.New(*st.Error.Message)
+			}
+			return ptr.Deref(st.ReadyToUse, false), nil
+		}
+		return false, nil
+	}); err != nil {
+		pc.t.Fatal(err)
+	}
+	// Overwritten after the snapshot: the restore must hold what the snapshot caught.
+	pc.runPod(shellPod(pc.prefix+"-overwrite", "echo changed > /data/file && sync", claimVolume(src, false), false))
+	restored := pc.prefix + "-restored"
+	pc.claim(restored, cephfsClass, corev1.PersistentVolumeFilesystem, "64Mi", func(c *corev1.PersistentVolumeClaim) {
+		c.Spec.DataSource = &corev1.TypedLocalObjectReference{APIGroup: ptr.To(snapv1.GroupName), Kind: "VolumeSnapshot", Name: name}
+	})
+	pc.expectLog(pc.prefix+"-reader", pc.runPod(shellPod(pc.prefix+"-reader", "cat /data/file", claimVolume(restored, false), false)), data)
+}
+
+// cephfsClone: a claim cloned from another is read by a pod; then the source is overwritten and
+// the clone still holds what was copied.
+func (pc *podCase) cephfsClone() {
+	src := pc.prefix + "-src"
+	pc.claim(src, cephfsClass, corev1.PersistentVolumeFilesystem, "64Mi")
+	data := "clone " + randomHex()
+	pc.runPod(shellPod(pc.prefix+"-writer", fmt.Sprintf("echo '%s' > /data/file && sync", data), claimVolume(src, false), false))
+	cl := pc.prefix + "-copy"
+	pc.claim(cl, cephfsClass, corev1.PersistentVolumeFilesystem, "64Mi", func(c *corev1.PersistentVolumeClaim) {
+		c.Spec.DataSource = &corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: src}
+	})
+	pc.expectLog(pc.prefix+"-reader", pc.runPod(shellPod(pc.prefix+"-reader", "cat /data/file", claimVolume(cl, false), false)), data)
+	pc.runPod(shellPod(pc.prefix+"-overwrite", "echo changed > /data/file && sync", claimVolume(src, false), false))
+	pc.expectLog(pc.prefix+"-reader-2", pc.runPod(shellPod(pc.prefix+"-reader-2", "cat /data/file", claimVolume(cl, false), false)), data)
+}
+
+// cephfsOnlineExpansion: a pod keeps a volume mounted while its claim grows; the quota is raised
+// by ControllerExpandVolume alone and the running pod sees the larger file system (ceph-fuse
+// reports the quota as its size).
+func (pc *podCase) cephfsOnlineExpansion() {
+	claimName := pc.prefix
+	pc.claim(claimName, cephfsClass, corev1.PersistentVolumeFilesystem, "64Mi")
+	data := "expansion " + randomHex()
+	p := pc.startPod(sleeper(pc.prefix+"-pod", data, claimVolume(claimName, false)))
+	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"resources": map[string]any{"requests": map[string]string{"storage": "128Mi"}}}})
+	if _, err := pc.n.kube.CoreV1().PersistentVolumeClaims(testNS).Patch(pc.ctx, claimName, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		pc.t.Fatal(err)
+	}
+	want := resource.MustParse("128Mi")
+	if err := poll(pc.ctx, "claim "+claimName+" at 128Mi and the pod's file system grown", 3*time.Minute, func(ctx context.Context) (bool, error) {
+		c, err := pc.n.kube.CoreV1().PersistentVolumeClaims(testNS).Get(ctx, claimName, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		got := c.Status.Capacity[corev1.ResourceStorage]
+		size := pc.lastSize(p.Name)
+		if got.Cmp(want) < 0 || size != 128*1024 {
+			return false, fmt.Errorf("capacity %s, conditions %v, pod sees %d KiB", got.String(), c.Status.Conditions, size)
+		}
+		return true, nil
+	}); err != nil {
+		pc.t.Fatalf("%v\nevents: %s", err, pc.events(claimName))
+	}
+	pc.deletePod(p.Name)
+	pc.expectLog(pc.prefix+"-reader", pc.runPod(shellPod(pc.prefix+"-reader", "cat /data/file", claimVolume(claimName, false), false)), data)
+}
