@@ -103,8 +103,9 @@ cephfs)
   # the suite makes classes of its own, so they name it too. --capability capacity=false:
   # cephfs answers GetCapacity, but the deployment does not track capacity (CSIDriver
   # storageCapacity: false, no --enable-capacity), as GetCapacity carries no secrets.
-  # --multi-node: CephFS volumes are ReadWriteMany.
-  default_flags=(--fs-type '' --fs-group --multi-node --capability capacity=false)
+  # --multi-node: CephFS volumes are ReadWriteMany. --modify-param: maxFiles, cephfs's one
+  # mutable parameter (a file quota), for the VolumeAttributesClass specs.
+  default_flags=(--fs-type '' --fs-group --multi-node --capability capacity=false --modify-param maxFiles=100000)
   for kind in provisioner node-stage controller-expand; do
     default_flags+=(--storage-class-param "csi.storage.k8s.io/$kind-secret-name=csikit-cephfs"
       --storage-class-param "csi.storage.k8s.io/$kind-secret-namespace=csikit-cephfs")
