@@ -22,11 +22,21 @@
 #   STORAGE_SET      all (default): STORAGE_FOCUS and STORAGE_SKIP below;
 #                    ci: the named specs of e2e/storage-suite-ci.txt, one or two per test suite
 #                    of External.Storage for a filesystem and a block pattern (what CI runs)
+#                    second: what "all" leaves out, the specs tagged [Slow], [Serial] or
+#                    [Disruptive] (STORAGE_FOCUS narrows them), in two passes: [Slow] and
+#                    [Serial] ones with ginkgo and $STORAGE_PROCS processes (ginkgo runs the
+#                    [Serial] ones last, alone: k8s' framework gives them ginkgo's Serial
+#                    decorator), then [Disruptive] ones with e2e.test alone (nothing marks them
+#                    Serial for ginkgo, and they stop the kubelet). The disruptive specs stop
+#                    and start kubelet over SSH: the cluster runs its sshd (CSIKIT_E2E_SSH=1,
+#                    see kubelet-cluster.sh; Debian: openssh-server) and e2e.test gets its
+#                    KUBE_SSH_KEY_PATH and KUBE_SSH_USER. Reports in OUT/report/<pass>, logs in
+#                    OUT/suite-<pass>.log
 #   STORAGE_FOCUS    ginkgo focus               (default External.Storage)
 #   STORAGE_SKIP     ginkgo skip                (default Disruptive|Serial|Feature:SELinux|Windows|\[Slow\]
 #                                               and the two specs named below)
 #   STORAGE_PROCS    parallel ginkgo processes  (default 4; 1 runs e2e.test alone, serially)
-#   STORAGE_TIMEOUT  whole-suite timeout        (default 40m)
+#   STORAGE_TIMEOUT  whole-suite timeout        (default 40m; second: 60m for each pass)
 #   TESTDRIVER_FLAGS replaces the csictl flags below for another driver's definition
 #
 # Needs what kubelet-cluster.sh needs (Debian: containerd runc containernetworking-plugins
@@ -69,8 +79,16 @@ if [ "$set_name" = ci ] && [ -z "${STORAGE_SKIP:-}" ]; then
   # The CI list names its specs, [Slow] ones included.
   skip='should not mount / map unused volumes in a pod'
 fi
+if [ "$set_name" = second ] && [ -z "${STORAGE_SKIP:-}" ]; then
+  # subPath's "should unmount if pod is gracefully / force deleted while kubelet is down"
+  # ([Disruptive]) list the node's mounts before and after through a privileged pod that runs
+  # nsenter into PID 1's mount namespace (storage/utils HostExec): the limit named above.
+  skip='Feature:SELinux|Windows|should not mount / map unused volumes in a pod|subPath should unmount if pod is (gracefully|force) deleted while kubelet is down'
+  export CSIKIT_E2E_SSH=1
+fi
 procs=${STORAGE_PROCS:-4}
 timeout=${STORAGE_TIMEOUT:-40m}
+[ "$set_name" != second ] || timeout=${STORAGE_TIMEOUT:-60m}
 cache=${CSIKIT_E2E_CACHE:-/var/cache/csikit-e2e}/kubernetes-v1.36.1
 driver=hostpath.csikit.dev
 # The names e2e.test v1.36.1 uses (k8s.io/kubernetes/test/utils/image/manifest.go). The storage
@@ -109,7 +127,7 @@ if [ "$procs" -gt 1 ]; then
 fi
 
 stamp "cluster: starting (log $out/cluster.log)"
-CSIKIT_E2E_EXTRA_IMAGES="$agnhost_image=$cache/agnhost $nginx_image=$busybox $glibc_image=$busybox" CSIKIT_E2E_KEEP="${CSIKIT_E2E_KEEP:-}" \
+CSIKIT_E2E_EXTRA_IMAGES="$agnhost_image=$cache/agnhost $nginx_image=$busybox $glibc_image=$busybox" CSIKIT_E2E_KEEP="${CSIKIT_E2E_KEEP:-}" CSIKIT_E2E_SSH="${CSIKIT_E2E_SSH:-}" \
   ./kubelet-cluster.sh up >"$out/cluster.log" 2>&1 &
 cluster=$!
 stop_cluster() {
@@ -137,6 +155,13 @@ done
 export KUBECONFIG
 KUBECONFIG=$(sed -n 's/^KUBECONFIG=//p' "$out/cluster.log" | head -n 1)
 stamp "cluster: up in $((SECONDS - start)) s (KUBECONFIG=$KUBECONFIG)"
+if grep -q '^KUBE_SSH_KEY_PATH=' "$out/cluster.log"; then
+  # The node's sshd, for the specs that stop and start kubelet (e2e/framework/ssh reads these).
+  export KUBE_SSH_KEY_PATH KUBE_SSH_USER
+  KUBE_SSH_KEY_PATH=$(sed -n 's/^KUBE_SSH_KEY_PATH=//p' "$out/cluster.log" | head -n 1)
+  KUBE_SSH_USER=$(sed -n 's/^KUBE_SSH_USER=//p' "$out/cluster.log" | head -n 1)
+  stamp "cluster: sshd for $KUBE_SSH_USER with the key $KUBE_SSH_KEY_PATH"
+fi
 
 socket=/var/lib/kubelet/plugins/$driver/csi.sock
 if [ -n "${TESTDRIVER_FLAGS:-}" ]; then
@@ -172,48 +197,64 @@ fi
 rm -rf "$link"
 cat "$out/testdriver.txt"
 
-args=(-kubeconfig "$KUBECONFIG" -storage.testdriver="$out/driver/testdriver.json" -provider local -report-dir "$out/report")
+args=(-kubeconfig "$KUBECONFIG" -storage.testdriver="$out/driver/testdriver.json" -provider local)
+# run_pass NAME PROCS SKIP FOCUS...: one run of the suite, the specs matching any FOCUS and not
+# SKIP, report in OUT/report (OUT/report/NAME with a NAME), log in OUT/suite.log (suite-NAME.log);
+# its status is added to rc.
+rc=0
+run_pass() {
+  local name=$1 n=$2 skip=$3 report=$out/report log=$out/suite.log f status=0
+  shift 3
+  if [ -n "$name" ]; then report=$out/report/$name log=$out/suite-$name.log; fi
+  local ginkgo_focus=() e2e_focus=()
+  for f in "$@"; do
+    ginkgo_focus+=(--focus="$f")
+    e2e_focus+=(-ginkgo.focus="$f")
+  done
+  stamp "suite: set $set_name${name:+, pass $name} ($# focus expression(s)), skip '$skip', $n process(es), timeout $timeout (log $log)"
+  local start=$SECONDS
+  if [ "$n" -gt 1 ]; then
+    "$cache/ginkgo" --procs="$n" "${ginkgo_focus[@]}" --skip="$skip" --timeout="$timeout" -v --no-color \
+      "$cache/e2e.test" -- "${args[@]}" -report-dir "$report" >"$log" 2>&1 || status=$?
+  else
+    "$cache/e2e.test" "${args[@]}" -report-dir "$report" "${e2e_focus[@]}" -ginkgo.skip="$skip" -ginkgo.timeout="$timeout" -ginkgo.v \
+      -ginkgo.no-color >"$log" 2>&1 || status=$?
+  fi
+  stamp "suite: ${name:+pass $name }ended in $((SECONDS - start)) s, status $status"
+  [ "$rc" != 0 ] || rc=$status
+}
 # The specs: one focus (and the skip) for "all", or every line of storage-suite-ci.txt as a
-# focus of its own (a spec runs when it matches any) for "ci".
-focuses=()
+# focus of its own (a spec runs when it matches any) for "ci", or the two passes of "second".
 case "$set_name" in
-all) focuses=("$focus") ;;
+all) run_pass "" "$procs" "$skip" "$focus" ;;
 ci)
+  focuses=()
   while IFS= read -r line; do
     case "$line" in '' | '#'*) continue ;; esac
     focuses+=("External Storage \\[Driver: [^]]*\\] $line")
   done <"$e2e_dir/storage-suite-ci.txt"
+  run_pass "" "$procs" "$skip" "${focuses[@]}"
+  ;;
+second)
+  # The tags follow the test suite's name in the spec text (and label the test pattern of
+  # multiVolume's [Slow] patterns): ".*" reaches either.
+  run_pass slow-serial "$procs" "Disruptive|$skip" "($focus).*\\[(Slow|Serial)\\]"
+  run_pass disruptive 1 "$skip" "($focus).*\\[Disruptive\\]"
   ;;
 *)
-  echo "STORAGE_SET=$set_name: want all or ci" >&2
+  echo "STORAGE_SET=$set_name: want all, ci or second" >&2
   exit 2
   ;;
 esac
-ginkgo_focus=() e2e_focus=()
-for f in "${focuses[@]}"; do
-  ginkgo_focus+=(--focus="$f")
-  e2e_focus+=(-ginkgo.focus="$f")
-done
-stamp "suite: set $set_name (${#focuses[@]} focus expression(s)), skip '$skip', $procs process(es), timeout $timeout (log $out/suite.log)"
-start=$SECONDS
-rc=0
-if [ "$procs" -gt 1 ]; then
-  "$cache/ginkgo" --procs="$procs" "${ginkgo_focus[@]}" --skip="$skip" --timeout="$timeout" -v --no-color \
-    "$cache/e2e.test" -- "${args[@]}" >"$out/suite.log" 2>&1 || rc=$?
-else
-  "$cache/e2e.test" "${args[@]}" "${e2e_focus[@]}" -ginkgo.skip="$skip" -ginkgo.timeout="$timeout" -ginkgo.v \
-    -ginkgo.no-color >"$out/suite.log" 2>&1 || rc=$?
-fi
-stamp "suite: ended in $((SECONDS - start)) s, status $rc"
 
 # The counts, each failure with its first line and each run-time skip reason, from the junit
-# report e2e.test writes (ginkgo merges the processes' results into junit_01.xml). Specs the
-# focus and skip expressions leave out are listed there as skipped with no reason: they are
-# counted apart ("not selected").
+# report e2e.test writes (ginkgo merges the processes' results into junit_01.xml), of every pass.
+# Specs the focus and skip expressions leave out are listed there as skipped with no reason:
+# they are counted apart ("not selected", once per pass).
 python3 - "$out/report" <<'EOF' | tee "$out/summary.txt"
 import collections, glob, sys, xml.etree.ElementTree as ET
 passed, failed, skipped, unselected = 0, [], collections.Counter(), 0
-for f in sorted(glob.glob(sys.argv[1] + "/junit*.xml")):
+for f in sorted(glob.glob(sys.argv[1] + "/**/junit*.xml", recursive=True)):
     for tc in ET.parse(f).getroot().iter("testcase"):
         name = tc.get("name", "")
         fail = tc.find("failure")
