@@ -308,30 +308,38 @@ func importImage(ctx context.Context, ctrBin, address, archive string) error {
 }
 
 // extraImagesEnv lists more images for the kubelet cluster to build and import, for programs a
-// pod runs besides busybox (the storage suite's agnhost): space-separated REF=BINARY entries, each
-// a static binary on this machine. Each becomes an image with busybox (a shell and its applets, as
-// the upstream images carry) and the binary at /NAME, NAME being its base name, as its entrypoint.
+// pod runs besides busybox (the storage suite's agnhost): space-separated REF=BINARY[,PROGRAM...]
+// entries, BINARY a static binary on this machine. Each becomes an image with busybox (a shell
+// and its applets, as the upstream images carry) and the binary at /NAME, NAME being its base
+// name, as its entrypoint. Each PROGRAM (a host program, with the shared libraries it loads) is
+// copied to its own path in the image, where it takes the place of busybox's applet of the same
+// name when that path is a /usr directory (the image's PATH lists /usr/bin before /bin): GNU dd
+// for the storage suite's glibc image, whose specs use dd's oflag=nocache, which busybox's lacks.
 const extraImagesEnv = "CSIKIT_E2E_EXTRA_IMAGES"
 
-// extraImages parses the value of $CSIKIT_E2E_EXTRA_IMAGES into REF to BINARY, refusing an entry
-// without a tag, without an absolute binary path, or naming one image twice.
-func extraImages(value string) (map[string]string, error) {
-	out := map[string]string{}
+// extraImages parses the value of $CSIKIT_E2E_EXTRA_IMAGES into REF to BINARY and PROGRAMs,
+// refusing an entry without a tag, with a path that is not an absolute file path, or naming one
+// image twice.
+func extraImages(value string) (map[string][]string, error) {
+	out := map[string][]string{}
 	for _, entry := range strings.Fields(value) {
-		ref, bin, ok := strings.Cut(entry, "=")
-		if !ok || ref == "" || bin == "" {
-			return nil, fmt.Errorf("%s: %q is not REF=BINARY", extraImagesEnv, entry)
+		ref, list, ok := strings.Cut(entry, "=")
+		if !ok || ref == "" || list == "" {
+			return nil, fmt.Errorf("%s: %q is not REF=BINARY[,PROGRAM...]", extraImagesEnv, entry)
 		}
 		if i := strings.LastIndex(ref, ":"); i < 0 || strings.Contains(ref[i:], "/") || i == len(ref)-1 {
 			return nil, fmt.Errorf("%s: image %q has no tag", extraImagesEnv, ref)
 		}
-		if !filepath.IsAbs(bin) || path.Base(bin) == "/" {
-			return nil, fmt.Errorf("%s: binary %q of %s is not an absolute file path", extraImagesEnv, bin, ref)
+		bins := strings.Split(list, ",")
+		for _, bin := range bins {
+			if !filepath.IsAbs(bin) || path.Base(bin) == "/" {
+				return nil, fmt.Errorf("%s: binary %q of %s is not an absolute file path", extraImagesEnv, bin, ref)
+			}
 		}
 		if _, dup := out[ref]; dup {
 			return nil, fmt.Errorf("%s: image %q named twice", extraImagesEnv, ref)
 		}
-		out[ref] = bin
+		out[ref] = bins
 	}
 	return out, nil
 }
@@ -347,12 +355,21 @@ func extraImageSpecs(value string) ([]imageSpec, error) {
 		return nil, err
 	}
 	var specs []imageSpec
-	for ref, bin := range refs {
-		if _, err := os.Stat(bin); err != nil {
-			return nil, fmt.Errorf("%s: image %s: %w", extraImagesEnv, ref, err)
+	for ref, bins := range refs {
+		for _, bin := range bins {
+			if _, err := os.Stat(bin); err != nil {
+				return nil, fmt.Errorf("%s: image %s: %w", extraImagesEnv, ref, err)
+			}
 		}
-		name := "/" + filepath.Base(bin)
-		files := append(slices.Clone(bb), layerFile{name: name, src: bin})
+		name := "/" + filepath.Base(bins[0])
+		files := append(slices.Clone(bb), layerFile{name: name, src: bins[0]})
+		for _, prog := range bins[1:] {
+			withLibs, err := withLibraries(prog, prog)
+			if err != nil {
+				return nil, fmt.Errorf("%s: image %s: %w", extraImagesEnv, ref, err)
+			}
+			files = append(files, withLibs...)
+		}
 		specs = append(specs, imageSpec{ref: ref, entrypoint: []string{name}, files: files})
 	}
 	sort.Slice(specs, func(i, j int) bool { return specs[i].ref < specs[j].ref })
