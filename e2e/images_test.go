@@ -311,10 +311,11 @@ func importImage(ctx context.Context, ctrBin, address, archive string) error {
 // pod runs besides busybox (the storage suite's agnhost): space-separated REF=BINARY[,PROGRAM...]
 // entries, BINARY a static binary on this machine. Each becomes an image with busybox (a shell
 // and its applets, as the upstream images carry) and the binary at /NAME, NAME being its base
-// name, as its entrypoint. Each PROGRAM (a host program, with the shared libraries it loads) is
-// copied to its own path in the image, where it takes the place of busybox's applet of the same
-// name when that path is a /usr directory (the image's PATH lists /usr/bin before /bin): GNU dd
-// for the storage suite's glibc image, whose specs use dd's oflag=nocache, which busybox's lacks.
+// name, as its entrypoint. Each PROGRAM, HOSTPATH or IMAGEPATH=HOSTPATH, is a host program
+// copied with the shared libraries it loads to IMAGEPATH (default: HOSTPATH), replacing what
+// busybox put there: the storage suite's glibc stand-in gets dash as /bin/sh and GNU dd as
+// /usr/bin/dd, because its specs write with dd's oflag=nocache, which busybox's dd lacks, and
+// busybox's shell runs its own applets whatever PATH says.
 const extraImagesEnv = "CSIKIT_E2E_EXTRA_IMAGES"
 
 // extraImages parses the value of $CSIKIT_E2E_EXTRA_IMAGES into REF to BINARY and PROGRAMs,
@@ -331,9 +332,17 @@ func extraImages(value string) (map[string][]string, error) {
 			return nil, fmt.Errorf("%s: image %q has no tag", extraImagesEnv, ref)
 		}
 		bins := strings.Split(list, ",")
-		for _, bin := range bins {
-			if !filepath.IsAbs(bin) || path.Base(bin) == "/" {
-				return nil, fmt.Errorf("%s: binary %q of %s is not an absolute file path", extraImagesEnv, bin, ref)
+		for i, bin := range bins {
+			paths := []string{bin}
+			if i > 0 {
+				if in, host, ok := strings.Cut(bin, "="); ok {
+					paths = []string{in, host}
+				}
+			}
+			for _, p := range paths {
+				if !filepath.IsAbs(p) || path.Base(p) == "/" {
+					return nil, fmt.Errorf("%s: binary %q of %s is not an absolute file path", extraImagesEnv, p, ref)
+				}
 			}
 		}
 		if _, dup := out[ref]; dup {
@@ -356,15 +365,21 @@ func extraImageSpecs(value string) ([]imageSpec, error) {
 	}
 	var specs []imageSpec
 	for ref, bins := range refs {
-		for _, bin := range bins {
-			if _, err := os.Stat(bin); err != nil {
-				return nil, fmt.Errorf("%s: image %s: %w", extraImagesEnv, ref, err)
-			}
+		if _, err := os.Stat(bins[0]); err != nil {
+			return nil, fmt.Errorf("%s: image %s: %w", extraImagesEnv, ref, err)
 		}
 		name := "/" + filepath.Base(bins[0])
 		files := append(slices.Clone(bb), layerFile{name: name, src: bins[0]})
 		for _, prog := range bins[1:] {
-			withLibs, err := withLibraries(prog, prog)
+			in, host, ok := strings.Cut(prog, "=")
+			if !ok {
+				in, host = prog, prog
+			}
+			if _, err := os.Stat(host); err != nil {
+				return nil, fmt.Errorf("%s: image %s: %w", extraImagesEnv, ref, err)
+			}
+			// Later entries replace earlier ones of the same name (writeLayer).
+			withLibs, err := withLibraries(host, in)
 			if err != nil {
 				return nil, fmt.Errorf("%s: image %s: %w", extraImagesEnv, ref, err)
 			}

@@ -183,8 +183,10 @@ func TestExtraImages(t *testing.T) {
 		{"empty", "  ", map[string][]string{}, ""},
 		{"two", "registry.k8s.io/e2e-test-images/agnhost:2.63.0=/cache/agnhost  reg:5000/x:v1=/bin/x",
 			map[string][]string{"registry.k8s.io/e2e-test-images/agnhost:2.63.0": {"/cache/agnhost"}, "reg:5000/x:v1": {"/bin/x"}}, ""},
-		{"with programs", "reg/glibc:2.0.0=/bin/busybox,/usr/bin/dd,/usr/bin/sha256sum",
-			map[string][]string{"reg/glibc:2.0.0": {"/bin/busybox", "/usr/bin/dd", "/usr/bin/sha256sum"}}, ""},
+		{"with programs", "reg/glibc:2.0.0=/bin/busybox,/usr/bin/dd,/bin/sh=/usr/bin/dash",
+			map[string][]string{"reg/glibc:2.0.0": {"/bin/busybox", "/usr/bin/dd", "/bin/sh=/usr/bin/dash"}}, ""},
+		{"relative image path", "reg/a:1=/bin/x,bin/sh=/usr/bin/dash", nil, "not an absolute file path"},
+		{"relative host path", "reg/a:1=/bin/x,/bin/sh=dash", nil, "not an absolute file path"},
 		{"no equals", "registry.k8s.io/a:1", nil, "not REF=BINARY"},
 		{"no ref", "=/bin/x", nil, "not REF=BINARY"},
 		{"relative program", "reg/a:1=/bin/x,usr/bin/dd", nil, "not an absolute file path"},
@@ -234,8 +236,9 @@ func FuzzExtraImages(f *testing.F) {
 	})
 }
 
-// TestExtraImageSpecsPrograms: a PROGRAM of an extra image is in it at its own path with the
-// shared libraries it loads, beside busybox and the entrypoint binary.
+// TestExtraImageSpecsPrograms: a PROGRAM of an extra image is in it at its own path (or the one
+// named), replacing busybox's entry there, with the shared libraries it loads, beside busybox
+// and the entrypoint binary.
 func TestExtraImageSpecsPrograms(t *testing.T) {
 	for _, tool := range []string{"busybox", "ldd"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -247,7 +250,11 @@ func TestExtraImageSpecsPrograms(t *testing.T) {
 	if err != nil {
 		skipOrFail(t, "GNU dd: %v", err)
 	}
-	specs, err := extraImageSpecs("reg/glibc:2.0.0=" + bb + "," + dd)
+	dash, err := filepath.EvalSymlinks("/usr/bin/dash")
+	if err != nil {
+		skipOrFail(t, "dash: %v", err)
+	}
+	specs, err := extraImageSpecs("reg/glibc:2.0.0=" + bb + "," + dd + ",/bin/sh=" + dash)
 	if err != nil || len(specs) != 1 {
 		t.Fatalf("extraImageSpecs: %v, %v", specs, err)
 	}
@@ -255,12 +262,13 @@ func TestExtraImageSpecsPrograms(t *testing.T) {
 	if !slices.Equal(img.entrypoint, []string{"/busybox"}) {
 		t.Errorf("entrypoint %v, want [/busybox]", img.entrypoint)
 	}
+	// The last entry of a name is the one writeLayer writes.
 	names := map[string]string{}
 	for _, f := range img.files {
 		names[f.name] = f.src
 	}
-	if names[dd] != dd || names["/busybox"] != bb {
-		t.Errorf("image files: %s=%q, /busybox=%q; want %s and busybox", dd, names[dd], names["/busybox"], dd)
+	if names[dd] != dd || names["/busybox"] != bb || names["/bin/sh"] != dash {
+		t.Errorf("image files: %s=%q, /busybox=%q, /bin/sh=%q; want %s, busybox and %s", dd, names[dd], names["/busybox"], names["/bin/sh"], dd, dash)
 	}
 	libc := false
 	for name := range names {

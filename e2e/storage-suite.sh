@@ -84,8 +84,8 @@ if [ "$set_name" = second ] && [ -z "${STORAGE_SKIP:-}" ]; then
   # ([Disruptive]) list the node's mounts before and after through a privileged pod that runs
   # nsenter into PID 1's mount namespace (storage/utils HostExec): the limit named above.
   skip='Feature:SELinux|Windows|should not mount / map unused volumes in a pod|subPath should unmount if pod is (gracefully|force) deleted while kubelet is down'
-  export CSIKIT_E2E_SSH=1
 fi
+[ "$set_name" != second ] || export CSIKIT_E2E_SSH=1
 procs=${STORAGE_PROCS:-4}
 timeout=${STORAGE_TIMEOUT:-40m}
 [ "$set_name" != second ] || timeout=${STORAGE_TIMEOUT:-60m}
@@ -94,14 +94,16 @@ driver=hostpath.csikit.dev
 # The names e2e.test v1.36.1 uses (k8s.io/kubernetes/test/utils/image/manifest.go). The storage
 # specs run agnhost (subPath's mounttest) and, in "should allow exec of files on the volume",
 # nginx only for its /bin/sh; multiVolume's concurrent-access specs run glibc-dns-testing only
-# for a shell and dd, sha256sum and the like: busybox stands in for both, with GNU dd in the
-# glibc one (its block-volume specs write with oflag=nocache, which busybox's dd lacks).
+# for a shell and dd, sha256sum and the like: busybox stands in for both, the glibc one with
+# GNU dd (its block-volume specs write with oflag=nocache, which busybox's dd lacks) and dash as
+# /bin/sh (busybox's shell runs its own dd whatever PATH says).
 agnhost_image=registry.k8s.io/e2e-test-images/agnhost:2.63.0
 nginx_image=registry.k8s.io/e2e-test-images/nginx:1.15-4
 glibc_image=registry.k8s.io/e2e-test-images/glibc-dns-testing:2.0.0
 busybox=$(command -v busybox) || { echo "busybox (Debian: apt-get install busybox-static)" >&2; exit 1; }
-gnu_dd=/usr/bin/dd
+gnu_dd=/usr/bin/dd dash=/usr/bin/dash
 [ -x "$gnu_dd" ] || { echo "GNU dd at $gnu_dd (Debian: coreutils)" >&2; exit 1; }
+[ -x "$dash" ] || { echo "dash at $dash (Debian: dash)" >&2; exit 1; }
 mkdir -p "$cache"
 
 stamp() { echo "== $(date -u +%H:%M:%S) $*"; }
@@ -130,7 +132,7 @@ if [ "$procs" -gt 1 ]; then
 fi
 
 stamp "cluster: starting (log $out/cluster.log)"
-CSIKIT_E2E_EXTRA_IMAGES="$agnhost_image=$cache/agnhost $nginx_image=$busybox $glibc_image=$busybox,$gnu_dd" CSIKIT_E2E_KEEP="${CSIKIT_E2E_KEEP:-}" CSIKIT_E2E_SSH="${CSIKIT_E2E_SSH:-}" \
+CSIKIT_E2E_EXTRA_IMAGES="$agnhost_image=$cache/agnhost $nginx_image=$busybox $glibc_image=$busybox,$gnu_dd,/bin/sh=$dash" CSIKIT_E2E_KEEP="${CSIKIT_E2E_KEEP:-}" CSIKIT_E2E_SSH="${CSIKIT_E2E_SSH:-}" \
   ./kubelet-cluster.sh up >"$out/cluster.log" 2>&1 &
 cluster=$!
 stop_cluster() {
