@@ -23,7 +23,7 @@
 #                    ci: the named specs of e2e/storage-suite-ci.txt, one or two per test suite
 #                    of External.Storage for a filesystem and a block pattern (what CI runs)
 #                    second: what "all" leaves out, the specs tagged [Slow], [Serial] or
-#                    [Disruptive] (STORAGE_FOCUS narrows them), in two passes: [Slow] and
+#                    [Disruptive] (ginkgo labels; STORAGE_FOCUS narrows them), in two passes: [Slow] and
 #                    [Serial] ones with ginkgo and $STORAGE_PROCS processes (ginkgo runs the
 #                    [Serial] ones last, alone: k8s' framework gives them ginkgo's Serial
 #                    decorator), then [Disruptive] ones with e2e.test alone (nothing marks them
@@ -208,27 +208,27 @@ rm -rf "$link"
 cat "$out/testdriver.txt"
 
 args=(-kubeconfig "$KUBECONFIG" -storage.testdriver="$out/driver/testdriver.json" -provider local)
-# run_pass NAME PROCS SKIP FOCUS...: one run of the suite, the specs matching any FOCUS and not
-# SKIP, report in OUT/report (OUT/report/NAME with a NAME), log in OUT/suite.log (suite-NAME.log);
-# its status is added to rc.
+# run_pass NAME PROCS SKIP LABELS FOCUS...: one run of the suite, the specs matching any FOCUS,
+# not SKIP, and (unless empty) the ginkgo label filter LABELS, report in OUT/report
+# (OUT/report/NAME with a NAME), log in OUT/suite.log (suite-NAME.log); its status is added to rc.
 rc=0
 run_pass() {
-  local name=$1 n=$2 skip=$3 report=$out/report log=$out/suite.log f status=0
-  shift 3
+  local name=$1 n=$2 skip=$3 labels=$4 report=$out/report log=$out/suite.log f status=0
+  shift 4
   if [ -n "$name" ]; then report=$out/report/$name log=$out/suite-$name.log; fi
   local ginkgo_focus=() e2e_focus=()
   for f in "$@"; do
     ginkgo_focus+=(--focus="$f")
     e2e_focus+=(-ginkgo.focus="$f")
   done
-  stamp "suite: set $set_name${name:+, pass $name} ($# focus expression(s)), skip '$skip', $n process(es), timeout $timeout (log $log)"
+  stamp "suite: set $set_name${name:+, pass $name} ($# focus expression(s)${labels:+, labels $labels}), skip '$skip', $n process(es), timeout $timeout (log $log)"
   local start=$SECONDS
   if [ "$n" -gt 1 ]; then
-    "$cache/ginkgo" --procs="$n" "${ginkgo_focus[@]}" --skip="$skip" --timeout="$timeout" -v --no-color \
+    "$cache/ginkgo" --procs="$n" "${ginkgo_focus[@]}" --skip="$skip" --label-filter="$labels" --timeout="$timeout" -v --no-color \
       "$cache/e2e.test" -- "${args[@]}" -report-dir "$report" >"$log" 2>&1 || status=$?
   else
-    "$cache/e2e.test" "${args[@]}" -report-dir "$report" "${e2e_focus[@]}" -ginkgo.skip="$skip" -ginkgo.timeout="$timeout" -ginkgo.v \
-      -ginkgo.no-color >"$log" 2>&1 || status=$?
+    "$cache/e2e.test" "${args[@]}" -report-dir "$report" "${e2e_focus[@]}" -ginkgo.skip="$skip" -ginkgo.label-filter="$labels" \
+      -ginkgo.timeout="$timeout" -ginkgo.v -ginkgo.no-color >"$log" 2>&1 || status=$?
   fi
   stamp "suite: ${name:+pass $name }ended in $((SECONDS - start)) s, status $status"
   [ "$rc" != 0 ] || rc=$status
@@ -236,20 +236,19 @@ run_pass() {
 # The specs: one focus (and the skip) for "all", or every line of storage-suite-ci.txt as a
 # focus of its own (a spec runs when it matches any) for "ci", or the two passes of "second".
 case "$set_name" in
-all) run_pass "" "$procs" "$skip" "$focus" ;;
+all) run_pass "" "$procs" "$skip" "" "$focus" ;;
 ci)
   focuses=()
   while IFS= read -r line; do
     case "$line" in '' | '#'*) continue ;; esac
     focuses+=("External Storage \\[Driver: [^]]*\\] $line")
   done <"$e2e_dir/storage-suite-ci.txt"
-  run_pass "" "$procs" "$skip" "${focuses[@]}"
+  run_pass "" "$procs" "$skip" "" "${focuses[@]}"
   ;;
 second)
-  # The tags follow the test suite's name in the spec text (and label the test pattern of
-  # multiVolume's [Slow] patterns): ".*" reaches either.
-  run_pass slow-serial "$procs" "Disruptive|$skip" "($focus).*\\[(Slow|Serial)\\]"
-  run_pass disruptive 1 "$skip" "($focus).*\\[Disruptive\\]"
+  # Kubernetes' framework makes each [Slow], [Serial] and [Disruptive] tag a ginkgo label too.
+  run_pass slow-serial "$procs" "$skip" '(Slow || Serial) && !Disruptive' "$focus"
+  run_pass disruptive 1 "$skip" 'Disruptive' "$focus"
   ;;
 *)
   echo "STORAGE_SET=$set_name: want all, ci or second" >&2
