@@ -30,9 +30,9 @@
 #
 # What it needs (Debian 12 package names):
 #   apt-get install containerd runc containernetworking-plugins iptables busybox-static etcd-server
-# (and curl, plus openssh-server for CSIKIT_E2E_SSH) and root. It builds kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
-# kube-proxy, CoreDNS, the CSI sidecars, the COSI controller and sidecar and the programs of
-# e2e/tools/node from the Go module proxy into
+# and curl (openssh-server too for CSIKIT_E2E_SSH), and root. It builds kube-apiserver,
+# kube-controller-manager, kube-scheduler, kubelet, kube-proxy, CoreDNS, the CSI sidecars, the
+# COSI controller and sidecar and the programs of e2e/tools/node from the Go module proxy into
 # /var/cache/csikit-e2e ($CSIKIT_E2E_CACHE) the first time: tens of minutes on two cores, seconds
 # afterwards. No registry is needed: the images are built from those binaries and imported
 # into the run's own containerd under the names the manifests use.
