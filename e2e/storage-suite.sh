@@ -23,7 +23,8 @@
 #                    ci: the named specs of e2e/storage-suite-ci.txt, one or two per test suite
 #                    of External.Storage for a filesystem and a block pattern (what CI runs)
 #                    second: what "all" leaves out, the specs tagged [Slow], [Serial] or
-#                    [Disruptive] (ginkgo labels; STORAGE_FOCUS narrows them), in two passes: [Slow] and
+#                    [Disruptive] (selected by ginkgo label; STORAGE_FOCUS narrows them), less
+#                    the specs named below, in two passes: [Slow] and
 #                    [Serial] ones with ginkgo and $STORAGE_PROCS processes (ginkgo runs the
 #                    [Serial] ones last, alone: k8s' framework gives them ginkgo's Serial
 #                    decorator), then [Disruptive] ones with e2e.test alone (nothing marks them
