@@ -134,7 +134,7 @@ func TestCephFSPods(t *testing.T) {
 	}
 	if os.Getenv("CSIKIT_E2E_HOLD") != "" {
 		fmt.Printf("CEPH_CLUSTER=%s\n", ceph.Dir)
-		n.hold(t)
+		n.hold(t, work)
 		return
 	}
 	if _, err := n.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}}, metav1.CreateOptions{}); err != nil {

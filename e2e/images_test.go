@@ -308,30 +308,47 @@ func importImage(ctx context.Context, ctrBin, address, archive string) error {
 }
 
 // extraImagesEnv lists more images for the kubelet cluster to build and import, for programs a
-// pod runs besides busybox (the storage suite's agnhost): space-separated REF=BINARY entries, each
-// a static binary on this machine. Each becomes an image with busybox (a shell and its applets, as
-// the upstream images carry) and the binary at /NAME, NAME being its base name, as its entrypoint.
+// pod runs besides busybox (the storage suite's agnhost): space-separated REF=BINARY[,PROGRAM...]
+// entries, BINARY a static binary on this machine. Each becomes an image with busybox (a shell
+// and its applets, as the upstream images carry) and the binary at /NAME, NAME being its base
+// name, as its entrypoint. Each PROGRAM, HOSTPATH or IMAGEPATH=HOSTPATH, is a host program
+// copied with the shared libraries it loads to IMAGEPATH (default: HOSTPATH), replacing what
+// busybox put there: the storage suite's glibc stand-in gets dash as /bin/sh and GNU dd as
+// /usr/bin/dd, because its specs write with dd's oflag=nocache, which busybox's dd lacks, and
+// busybox's shell runs its own applets whatever PATH says.
 const extraImagesEnv = "CSIKIT_E2E_EXTRA_IMAGES"
 
-// extraImages parses the value of $CSIKIT_E2E_EXTRA_IMAGES into REF to BINARY, refusing an entry
-// without a tag, without an absolute binary path, or naming one image twice.
-func extraImages(value string) (map[string]string, error) {
-	out := map[string]string{}
+// extraImages parses the value of $CSIKIT_E2E_EXTRA_IMAGES into REF to BINARY and PROGRAMs,
+// refusing an entry without a tag, with a path that is not an absolute file path, or naming one
+// image twice.
+func extraImages(value string) (map[string][]string, error) {
+	out := map[string][]string{}
 	for _, entry := range strings.Fields(value) {
-		ref, bin, ok := strings.Cut(entry, "=")
-		if !ok || ref == "" || bin == "" {
-			return nil, fmt.Errorf("%s: %q is not REF=BINARY", extraImagesEnv, entry)
+		ref, list, ok := strings.Cut(entry, "=")
+		if !ok || ref == "" || list == "" {
+			return nil, fmt.Errorf("%s: %q is not REF=BINARY[,PROGRAM...]", extraImagesEnv, entry)
 		}
 		if i := strings.LastIndex(ref, ":"); i < 0 || strings.Contains(ref[i:], "/") || i == len(ref)-1 {
 			return nil, fmt.Errorf("%s: image %q has no tag", extraImagesEnv, ref)
 		}
-		if !filepath.IsAbs(bin) || path.Base(bin) == "/" {
-			return nil, fmt.Errorf("%s: binary %q of %s is not an absolute file path", extraImagesEnv, bin, ref)
+		bins := strings.Split(list, ",")
+		for i, bin := range bins {
+			paths := []string{bin}
+			if i > 0 {
+				if in, host, ok := strings.Cut(bin, "="); ok {
+					paths = []string{in, host}
+				}
+			}
+			for _, p := range paths {
+				if !filepath.IsAbs(p) || path.Base(p) == "/" {
+					return nil, fmt.Errorf("%s: binary %q of %s is not an absolute file path", extraImagesEnv, p, ref)
+				}
+			}
 		}
 		if _, dup := out[ref]; dup {
 			return nil, fmt.Errorf("%s: image %q named twice", extraImagesEnv, ref)
 		}
-		out[ref] = bin
+		out[ref] = bins
 	}
 	return out, nil
 }
@@ -347,12 +364,27 @@ func extraImageSpecs(value string) ([]imageSpec, error) {
 		return nil, err
 	}
 	var specs []imageSpec
-	for ref, bin := range refs {
-		if _, err := os.Stat(bin); err != nil {
+	for ref, bins := range refs {
+		if _, err := os.Stat(bins[0]); err != nil {
 			return nil, fmt.Errorf("%s: image %s: %w", extraImagesEnv, ref, err)
 		}
-		name := "/" + filepath.Base(bin)
-		files := append(slices.Clone(bb), layerFile{name: name, src: bin})
+		name := "/" + filepath.Base(bins[0])
+		files := append(slices.Clone(bb), layerFile{name: name, src: bins[0]})
+		for _, prog := range bins[1:] {
+			in, host, ok := strings.Cut(prog, "=")
+			if !ok {
+				in, host = prog, prog
+			}
+			if _, err := os.Stat(host); err != nil {
+				return nil, fmt.Errorf("%s: image %s: %w", extraImagesEnv, ref, err)
+			}
+			// Later entries replace earlier ones of the same name (writeLayer).
+			withLibs, err := withLibraries(host, in)
+			if err != nil {
+				return nil, fmt.Errorf("%s: image %s: %w", extraImagesEnv, ref, err)
+			}
+			files = append(files, withLibs...)
+		}
 		specs = append(specs, imageSpec{ref: ref, entrypoint: []string{name}, files: files})
 	}
 	sort.Slice(specs, func(i, j int) bool { return specs[i].ref < specs[j].ref })

@@ -9,6 +9,8 @@ import (
 	"io"
 	"maps"
 	"os"
+	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -175,14 +177,20 @@ func unmarshal(t *testing.T, data []byte, v any) {
 func TestExtraImages(t *testing.T) {
 	for _, tc := range []struct {
 		name, value string
-		want        map[string]string
+		want        map[string][]string
 		wantErr     string
 	}{
-		{"empty", "  ", map[string]string{}, ""},
+		{"empty", "  ", map[string][]string{}, ""},
 		{"two", "registry.k8s.io/e2e-test-images/agnhost:2.63.0=/cache/agnhost  reg:5000/x:v1=/bin/x",
-			map[string]string{"registry.k8s.io/e2e-test-images/agnhost:2.63.0": "/cache/agnhost", "reg:5000/x:v1": "/bin/x"}, ""},
+			map[string][]string{"registry.k8s.io/e2e-test-images/agnhost:2.63.0": {"/cache/agnhost"}, "reg:5000/x:v1": {"/bin/x"}}, ""},
+		{"with programs", "reg/glibc:2.0.0=/bin/busybox,/usr/bin/dd,/bin/sh=/usr/bin/dash",
+			map[string][]string{"reg/glibc:2.0.0": {"/bin/busybox", "/usr/bin/dd", "/bin/sh=/usr/bin/dash"}}, ""},
+		{"relative image path", "reg/a:1=/bin/x,bin/sh=/usr/bin/dash", nil, "not an absolute file path"},
+		{"relative host path", "reg/a:1=/bin/x,/bin/sh=dash", nil, "not an absolute file path"},
 		{"no equals", "registry.k8s.io/a:1", nil, "not REF=BINARY"},
 		{"no ref", "=/bin/x", nil, "not REF=BINARY"},
+		{"relative program", "reg/a:1=/bin/x,usr/bin/dd", nil, "not an absolute file path"},
+		{"empty program", "reg/a:1=/bin/x,", nil, "not an absolute file path"},
 		{"no tag", "registry.k8s.io/a=/bin/x", nil, "has no tag"},
 		{"port is no tag", "reg:5000/a=/bin/x", nil, "has no tag"},
 		{"empty tag", "reg/a:=/bin/x", nil, "has no tag"},
@@ -198,7 +206,7 @@ func TestExtraImages(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || !maps.Equal(got, tc.want) {
+			if err != nil || !maps.EqualFunc(got, tc.want, slices.Equal) {
 				t.Errorf("extraImages(%q) = %v, %v; want %v", tc.value, got, err, tc.want)
 			}
 		})
@@ -215,10 +223,58 @@ func FuzzExtraImages(f *testing.F) {
 		if err != nil {
 			return
 		}
-		for ref, bin := range got {
-			if !strings.Contains(ref, ":") || !filepath.IsAbs(bin) {
-				t.Errorf("accepted %q=%q", ref, bin)
+		for ref, bins := range got {
+			if !strings.Contains(ref, ":") || len(bins) == 0 {
+				t.Errorf("accepted %q=%q", ref, bins)
+			}
+			for _, bin := range bins {
+				if !filepath.IsAbs(bin) {
+					t.Errorf("accepted %q=%q", ref, bins)
+				}
 			}
 		}
 	})
+}
+
+// TestExtraImageSpecsPrograms: a PROGRAM of an extra image is in it at its own path (or the one
+// named), replacing busybox's entry there, with the shared libraries it loads, beside busybox
+// and the entrypoint binary.
+func TestExtraImageSpecsPrograms(t *testing.T) {
+	for _, tool := range []string{"busybox", "ldd"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			skipOrFail(t, "%s: %v", tool, err)
+		}
+	}
+	bb, _ := exec.LookPath("busybox")
+	dd, err := filepath.EvalSymlinks("/usr/bin/dd")
+	if err != nil {
+		skipOrFail(t, "GNU dd: %v", err)
+	}
+	dash, err := filepath.EvalSymlinks("/usr/bin/dash")
+	if err != nil {
+		skipOrFail(t, "dash: %v", err)
+	}
+	specs, err := extraImageSpecs("reg/glibc:2.0.0=" + bb + "," + dd + ",/bin/sh=" + dash)
+	if err != nil || len(specs) != 1 {
+		t.Fatalf("extraImageSpecs: %v, %v", specs, err)
+	}
+	img := specs[0]
+	if !slices.Equal(img.entrypoint, []string{"/busybox"}) {
+		t.Errorf("entrypoint %v, want [/busybox]", img.entrypoint)
+	}
+	// The last entry of a name is the one writeLayer writes.
+	names := map[string]string{}
+	for _, f := range img.files {
+		names[f.name] = f.src
+	}
+	if names[dd] != dd || names["/busybox"] != bb || names["/bin/sh"] != dash {
+		t.Errorf("image files: %s=%q, /busybox=%q, /bin/sh=%q; want %s, busybox and %s", dd, names[dd], names["/busybox"], names["/bin/sh"], dd, dash)
+	}
+	libc := false
+	for name := range names {
+		libc = libc || strings.Contains(path.Base(name), "libc.so")
+	}
+	if !libc {
+		t.Errorf("no libc among the image's files: %v", names)
+	}
 }

@@ -12,14 +12,27 @@
 #                                             it until Ctrl-C; it prints KUBECONFIG=... for kubectl
 #   sudo e2e/kubelet-cluster.sh clean         remove what a run killed before its clean-up left:
 #                                             pod processes, shims, mounts, network namespaces,
-#                                             loop devices, the bridge, kube-proxy's rules
-#                                             and the iptables rules
+#                                             loop devices, the bridge, kube-proxy's rules,
+#                                             the iptables rules, the node's sshd and its keys
+#   sudo e2e/kubelet-cluster.sh stop-kubelet  stop the kubelet of the cluster `up` holds (SIGTERM,
+#                                             SIGKILL after 30 s), leaving its pods running
+#   sudo e2e/kubelet-cluster.sh start-kubelet start it again and wait until the node is Ready
+#   sudo e2e/kubelet-cluster.sh restart-kubelet  both
+#   sudo e2e/kubelet-cluster.sh kubelet-state print active, inactive (stopped) or failed (crashed)
+#
+# The four kubelet commands ask the `up` process through its socket <run dir>/control.sock
+# ($CSIKIT_E2E_CONTROL, else the one /tmp/csikit-pods-*/control.sock there is), with curl.
+# With CSIKIT_E2E_SSH=1, `up` also runs an sshd on the node IP's port 22 (openssh-server) that
+# takes only a key it generates, for root, and runs each session's command with the shims of
+# e2e/node-ssh (systemctl, sudo) first on PATH, their systemctl calling these commands: what
+# Kubernetes' [Disruptive] storage specs do to a node over SSH. It prints KUBE_SSH_KEY_PATH=...
+# and KUBE_SSH_USER=root for e2e.test.
 #
 # What it needs (Debian 12 package names):
 #   apt-get install containerd runc containernetworking-plugins iptables busybox-static etcd-server
-# and root. It builds kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
-# kube-proxy, CoreDNS, the CSI sidecars, the COSI controller and sidecar and the programs of
-# e2e/tools/node from the Go module proxy into
+# and curl (openssh-server too for CSIKIT_E2E_SSH), and root. It builds kube-apiserver,
+# kube-controller-manager, kube-scheduler, kubelet, kube-proxy, CoreDNS, the CSI sidecars, the
+# COSI controller and sidecar and the programs of e2e/tools/node from the Go module proxy into
 # /var/cache/csikit-e2e ($CSIKIT_E2E_CACHE) the first time: tens of minutes on two cores, seconds
 # afterwards. No registry is needed: the images are built from those binaries and imported
 # into the run's own containerd under the names the manifests use.
@@ -35,6 +48,28 @@
 # run's directory (logs/*.log of every process) after a successful run too.
 set -euo pipefail
 cd "$(dirname "$0")"
+
+# control METHOD PATH: one request to the kubelet switch of the cluster `up` holds; prints
+# the kubelet's state afterwards.
+control() {
+  local sock=${CSIKIT_E2E_CONTROL:-}
+  if [ -z "$sock" ]; then
+    local s
+    for s in /tmp/csikit-pods-*/control.sock; do
+      [ -S "$s" ] || continue
+      [ -z "$sock" ] || { echo "several clusters' sockets ($sock, $s): set CSIKIT_E2E_CONTROL" >&2; exit 1; }
+      sock=$s
+    done
+    [ -n "$sock" ] || { echo "no cluster is up (no /tmp/csikit-pods-*/control.sock); start one with $0 up" >&2; exit 1; }
+  fi
+  curl --silent --show-error --fail-with-body --max-time 600 --unix-socket "$sock" -X "$1" "http://kubelet-cluster$2"
+}
+case "${1:-}" in
+stop-kubelet) control POST /kubelet/stop; exit ;;
+start-kubelet) control POST /kubelet/start; exit ;;
+restart-kubelet) control POST /kubelet/restart; exit ;;
+kubelet-state) control GET /kubelet/state; exit ;;
+esac
 
 if [ "$(id -u)" != 0 ]; then
   echo "run as root: kubelet, containerd and the node plugin mount file systems" >&2
@@ -80,6 +115,9 @@ clean)
   for dev in $(losetup -nO NAME,BACK-FILE | awk '$2 ~ "^(/var/lib/csikit-hostpath)?/volumes/[0-9a-f][0-9a-f]/vol-[0-9a-f]+[.]img" {print $1}'); do losetup -d "$dev" || true; done
   umount -l /var/lib/csikit-hostpath 2>/dev/null || true
   ip link del csikite2e0 2>/dev/null || true
+  # The node's sshd (CSIKIT_E2E_SSH) and its keys.
+  for pid in $(pgrep -f '^/usr/sbin/sshd -D -e -f /tmp/csikit-pods-[^/]*/ssh/sshd_config' || true); do kill -9 "$pid" 2>/dev/null || true; done
+  rm -rf /tmp/csikit-pods-*/ssh /tmp/csikit-pods-*/control.sock
   # kube-proxy's chains and the jumps to them (every kube-proxy binary of the cache does it).
   for kp in /var/cache/csikit-e2e/kubernetes-*/kube-proxy; do
     [ -x "$kp" ] && { "$kp" --cleanup >/dev/null 2>&1 || true; break; }
@@ -92,7 +130,7 @@ clean)
   echo "cleaned; /var/lib/kubelet, /var/lib/csikit-hostpath and /tmp/csikit-pods-* are left for their logs"
   ;;
 *)
-  sed -n '2,36p' "$0" >&2
+  sed -n '2,48p' "$0" >&2
   exit 2
   ;;
 esac

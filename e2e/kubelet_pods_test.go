@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"path"
@@ -171,7 +172,7 @@ func TestPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	if os.Getenv("CSIKIT_E2E_HOLD") != "" {
-		n.hold(t)
+		n.hold(t, work)
 		return
 	}
 	if _, err := n.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}}, metav1.CreateOptions{}); err != nil {
@@ -205,9 +206,38 @@ func skipOrFailBuild(t *testing.T, err error) {
 	t.Fatal(err)
 }
 
-// hold keeps the cluster up until a signal, for a person with kubectl.
-func (n *node) hold(t *testing.T) {
-	t.Logf("cluster up: export KUBECONFIG=%s (node %s, containerd at %s); SIGINT or SIGTERM ends it", n.adminKC, nodeName, n.containerd)
+// hold keeps the cluster up until a signal, for a person with kubectl. It serves the kubelet
+// switch on work/control.sock (kubelet-cluster.sh stop-kubelet, start-kubelet, kubelet-state)
+// and, with CSIKIT_E2E_SSH set, runs the node's sshd for Kubernetes' disruptive storage specs
+// (kubelet_ssh_test.go), printing KUBE_SSH_KEY_PATH and KUBE_SSH_USER for e2e.test.
+func (n *node) hold(t *testing.T, work string) {
+	sw := &kubeletSwitch{ps: n.procs, kubelet: n.kubelet, ready: n.waitKubelet}
+	control := filepath.Join(work, "control.sock")
+	stop, err := serveControl(control, sw.handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		stop()
+		// The clean-up stops kubelet before it removes containers: the one running now.
+		n.kubelet = sw.current()
+	}()
+	if os.Getenv("CSIKIT_E2E_SSH") != "" {
+		shims, err := filepath.Abs("node-ssh")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		s, err := startSSH(ctx, n.procs, work, net.JoinHostPort(nodeIP, "22"), shims, control)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("sshd on %s for root with the key %s; sessions run with %s first on PATH", s.listen, s.key, shims)
+		fmt.Printf("KUBE_SSH_KEY_PATH=%s\nKUBE_SSH_USER=root\n", s.key)
+	}
+	t.Logf("cluster up: export KUBECONFIG=%s (node %s, containerd at %s, kubelet switch at %s); SIGINT or SIGTERM ends it",
+		n.adminKC, nodeName, n.containerd, control)
 	fmt.Printf("KUBECONFIG=%s\n", n.adminKC)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)

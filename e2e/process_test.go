@@ -105,6 +105,13 @@ func (ps *procs) stopAll() {
 // restart stops p (SIGTERM, then SIGKILL after grace) and starts its program again with the
 // same command line, under the same name; checkAlive then watches the new process only.
 func (ps *procs) restart(p *proc, grace time.Duration) (*proc, error) {
+	ps.retire(p, grace)
+	return ps.again(p)
+}
+
+// retire stops p (SIGTERM, then SIGKILL after grace) and forgets it, so that checkAlive does
+// not take the stop for a crash.
+func (ps *procs) retire(p *proc, grace time.Duration) {
 	p.stop(grace)
 	ps.mu.Lock()
 	for i, q := range ps.list {
@@ -114,6 +121,10 @@ func (ps *procs) restart(p *proc, grace time.Duration) (*proc, error) {
 		}
 	}
 	ps.mu.Unlock()
+}
+
+// again starts the program of a retired p with the same command line, under the same name.
+func (ps *procs) again(p *proc) (*proc, error) {
 	return ps.start(p.name, p.cmd.Path, p.cmd.Args[1:], p.env...)
 }
 

@@ -687,3 +687,62 @@ func TestSnapshotAcceptsSnapshotterMetadata(t *testing.T) {
 		t.Fatalf("unknown snapshot parameter: %v, want INVALID_ARGUMENT naming it", err)
 	}
 }
+
+// TestXFSCopiesStageBesideTheirSource: a clone and a restored snapshot of an xfs volume carry
+// their source's file-system UUID, which XFS will not mount twice; each stages (and shows the
+// source's data) while the source is staged on the same node, as the storage e2e suite's
+// multiVolume specs use them.
+func TestXFSCopiesStageBesideTheirSource(t *testing.T) {
+	needRoot(t)
+	testenv.Tool(t, "mkfs.xfs", "xfsprogs")
+	e := newEnv(t)
+	ctx := context.Background()
+	cp := mountCap("xfs")
+	src := e.create(t, "xfs-source", 300<<20, cp)
+	staged := map[string]string{} // volume ID -> staging path
+	t.Cleanup(func() {
+		for id, staging := range staged {
+			if err := e.unstage(id, staging); err != nil {
+				t.Errorf("unstage %s: %v", id, err)
+			}
+		}
+	})
+	stage := func(vol *csi.Volume) string {
+		t.Helper()
+		staging := filepath.Join(e.dir, "pods", vol.GetVolumeId(), "staging")
+		if err := os.MkdirAll(staging, 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.stage(vol, staging, cp); err != nil {
+			t.Fatalf("stage %s beside its source: %v", vol.GetVolumeId(), err)
+		}
+		staged[vol.GetVolumeId()] = staging
+		return staging
+	}
+	if err := os.WriteFile(filepath.Join(stage(src), "f"), []byte("source data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The copies are taken while the source is mounted: sync so that the image holds the file.
+	unix.Sync()
+	snap, err := e.controller.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{Name: "xfs-snap", SourceVolumeId: src.GetVolumeId()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		source *csi.VolumeContentSource
+	}{
+		{"xfs-clone", &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Volume{Volume: &csi.VolumeContentSource_VolumeSource{VolumeId: src.GetVolumeId()}}}},
+		{"xfs-restore", &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Snapshot{Snapshot: &csi.VolumeContentSource_SnapshotSource{SnapshotId: snap.GetSnapshot().GetSnapshotId()}}}},
+	} {
+		resp, err := e.controller.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: tc.name, VolumeCapabilities: []*csi.VolumeCapability{cp},
+			CapacityRange: &csi.CapacityRange{RequiredBytes: 300 << 20}, VolumeContentSource: tc.source})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		got, err := os.ReadFile(filepath.Join(stage(resp.GetVolume()), "f"))
+		if err != nil || string(got) != "source data" {
+			t.Errorf("%s: %q, %v; want the source's data", tc.name, got, err)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	bolt "go.etcd.io/bbolt"
@@ -391,7 +392,19 @@ func (n *Node) mountStaging(id, backing, staging string, cp driver.VolumeCapabil
 		return err
 	}
 	// Mount flags may be sensitive (the spec says so): nodemount passes them only to the kernel.
-	return n.mounts.FormatAndMount(want.Device, staging, want.FSType, nodemount.Options{MountFlags: cp.MountFlags})
+	return n.mounts.FormatAndMount(want.Device, staging, want.FSType, nodemount.Options{MountFlags: stagingFlags(want.FSType, cp.MountFlags)})
+}
+
+// stagingFlags are the mount flags of an image volume's file system: the capability's, plus
+// nouuid for xfs. A clone or a restored snapshot is a byte copy of its source, file-system UUID
+// included, and XFS refuses to mount a second file system whose UUID is mounted already
+// ("Filesystem has duplicate UUID"), so without it a volume and its copy could not be used on
+// one node at once (the storage e2e suite's multiVolume specs do that).
+func stagingFlags(fsType string, flags []string) []string {
+	if fsType != "xfs" || slices.Contains(flags, "nouuid") {
+		return flags
+	}
+	return append(slices.Clone(flags), "nouuid")
 }
 
 // guardFormat makes sure mount-utils will format dev only if it holds nothing. It refuses to
