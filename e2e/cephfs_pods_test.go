@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -89,24 +88,7 @@ func TestCephFSPods(t *testing.T) {
 	}
 	key := strings.TrimSpace(string(out))
 
-	work, err := os.MkdirTemp("", "csikit-pods-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		releaseHostResources(t, work)
-		if t.Failed() || os.Getenv("CSIKIT_E2E_KEEP") != "" {
-			t.Logf("kept %s for its logs (logs/*.log, kubelet's pods' logs under /var/log/pods)", work)
-			return
-		}
-		if err := os.RemoveAll(work); err != nil {
-			t.Errorf("remove %s: %v", work, err)
-		}
-	})
-	logDir := filepath.Join(work, "logs")
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	work, logDir := podsWorkDir(t)
 	ms, err := loadManifests(cephfsDir)
 	if err != nil {
 		t.Fatal(err)
@@ -117,12 +99,7 @@ func TestCephFSPods(t *testing.T) {
 	if err != nil {
 		skipOrFailBuild(t, err)
 	}
-	defer func() {
-		for _, p := range n.phases {
-			t.Logf("timing %-30s %s", p.name, p.took.Round(100*time.Millisecond))
-		}
-		t.Logf("timing %-30s %s", "whole run", time.Since(runStart).Round(time.Second))
-	}()
+	defer n.logTimings(t, runStart)
 	if err := n.hostNetworkServiceRoute(t); err != nil {
 		t.Fatal(err)
 	}

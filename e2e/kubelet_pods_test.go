@@ -122,24 +122,7 @@ func TestPods(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Minute)
 	defer cancel()
-	work, err := os.MkdirTemp("", "csikit-pods-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		releaseHostResources(t, work)
-		if t.Failed() || os.Getenv("CSIKIT_E2E_KEEP") != "" {
-			t.Logf("kept %s for its logs (logs/*.log, kubelet's pods' logs under /var/log/pods)", work)
-			return
-		}
-		if err := os.RemoveAll(work); err != nil {
-			t.Errorf("remove %s: %v", work, err)
-		}
-	})
-	logDir := filepath.Join(work, "logs")
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	work, logDir := podsWorkDir(t)
 	ms, err := loadManifests(hostpathDir)
 	if err != nil {
 		t.Fatal(err)
@@ -161,12 +144,7 @@ func TestPods(t *testing.T) {
 	if err != nil {
 		skipOrFailBuild(t, err)
 	}
-	defer func() {
-		for _, p := range n.phases {
-			t.Logf("timing %-30s %s", p.name, p.took.Round(100*time.Millisecond))
-		}
-		t.Logf("timing %-30s %s", "whole run", time.Since(runStart).Round(time.Second))
-	}()
+	defer n.logTimings(t, runStart)
 
 	if err := n.timed("driver ready (pods)", func() error { return n.deployHostpath(ctx, ms) }); err != nil {
 		t.Fatal(err)
@@ -204,6 +182,42 @@ func skipOrFailBuild(t *testing.T, err error) {
 		skipOrFail(t, "the binaries cannot be built: %v", err)
 	}
 	t.Fatal(err)
+}
+
+// podsWorkDir makes the directory a kubelet-cluster test works in, with logs/ for its processes'
+// logs. The clean-up releases what the cluster held on the host (mounts, loop devices, network)
+// and removes the directory, unless the test failed or CSIKIT_E2E_KEEP is set: then it stays
+// for its logs.
+func podsWorkDir(t *testing.T) (work, logDir string) {
+	t.Helper()
+	work, err := os.MkdirTemp("", "csikit-pods-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		releaseHostResources(t, work)
+		if t.Failed() || os.Getenv("CSIKIT_E2E_KEEP") != "" {
+			t.Logf("kept %s for its logs (logs/*.log, kubelet's pods' logs under /var/log/pods)", work)
+			return
+		}
+		if err := os.RemoveAll(work); err != nil {
+			t.Errorf("remove %s: %v", work, err)
+		}
+	})
+	logDir = filepath.Join(work, "logs")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return work, logDir
+}
+
+// logTimings logs how long each phase of the run took and the whole run since start: the
+// numbers the README and the CI log quote.
+func (n *node) logTimings(t *testing.T, start time.Time) {
+	for _, p := range n.phases {
+		t.Logf("timing %-30s %s", p.name, p.took.Round(100*time.Millisecond))
+	}
+	t.Logf("timing %-30s %s", "whole run", time.Since(start).Round(time.Second))
 }
 
 // hold keeps the cluster up until a signal, for a person with kubectl. It serves the kubelet
