@@ -92,8 +92,9 @@ if [ "$set_name" = second ] && [ -z "${STORAGE_SKIP:-}" ]; then
   # nsenter into PID 1's mount namespace (storage/utils HostExec): the limit named above.
   # provisioning's "should provision storage with any volume data source" ([Serial]) deploys
   # registry.k8s.io/sig-storage/hello-populator:v1.0.1 and volume-data-source-validator:v1.0.0,
-  # which no registry serves this machine and the cluster does not build (yet): its pods stay
-  # in ImagePullBackOff.
+  # which no registry serves this machine and which cannot be built here (the module proxy
+  # refuses kubernetes-csi/lib-volume-populator and volume-data-source-validator, 403): its
+  # pods would stay in ImagePullBackOff.
   skip='Feature:SELinux|Windows|should not mount / map unused volumes in a pod|subPath should unmount if pod is (gracefully|force) deleted while kubelet is down|provisioning should provision storage with any volume data source'
 fi
 [ "$set_name" != second ] || export CSIKIT_E2E_SSH=1
