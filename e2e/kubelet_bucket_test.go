@@ -193,8 +193,10 @@ type bucketCase struct {
 // claimAndAccess creates a BucketClaim and a BucketAccess named base, waits until access is
 // granted, checks that the Secret names the endpoint, and returns the bucket's name as the Secret
 // gives it and the Secret's name. When COSI v0.2.2's controller has reset the claim's readiness
-// (upstream bug, cozystack/cozystack#3032: the access is then never granted), it deletes both and
-// creates them again under a new name, the way out the README gives users, at most twice.
+// (upstream bug, cozystack/cozystack#3032: the access is then never granted), it deletes the
+// claim and creates it again under a new name, the way out the README gives users, at most twice.
+// The access is created only once its claim is ready: in a CI run, an access made under a reset
+// claim was still not deleted 2 minutes after its deletion.
 func (b *bucketCase) claimAndAccess(base, endpoint string) (bucket, creds string) {
 	pc := b.pc
 	pc.t.Helper()
@@ -261,15 +263,12 @@ func (b *bucketCase) tryClaimAndAccess(name, endpoint string) (bucket, creds str
 		})
 	}
 	pc.extra = append(pc.extra, remove)
-	if _, err := accesses.Create(ctx, &cosiv1alpha1.BucketAccess{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: cosiv1alpha1.BucketAccessSpec{BucketClaimName: name, BucketAccessClassName: classes,
-			CredentialsSecretName: creds, Protocol: cosiv1alpha1.ProtocolS3}}, metav1.CreateOptions{}); err != nil {
-		pc.t.Fatalf("create BucketAccess %s: %v", name, err)
-	}
-	// The sidecar marks the claim ready before the bucket: a ready bucket under a claim that stays
-	// not ready is the controller's reset, not a claim on its way.
+	// The claim first, the access only once the claim is ready: the controller's reset comes
+	// within moments of the claim's creation, and a BucketAccess made under a claim that is not
+	// ready cannot be deleted (its finalizer waits for the claim), so the way out, deleting the
+	// claim, must not find one.
 	var stuckSince time.Time
-	if err := poll(ctx, "BucketAccess "+name+" granted", 3*time.Minute, func(ctx context.Context) (bool, error) {
+	if err := poll(ctx, "BucketClaim "+name+" ready", 3*time.Minute, func(ctx context.Context) (bool, error) {
 		if err := pc.n.procs.checkAlive(); err != nil {
 			return false, err
 		}
@@ -278,35 +277,50 @@ func (b *bucketCase) tryClaimAndAccess(name, endpoint string) (bucket, creds str
 			return false, err
 		}
 		bucketName = bc.Status.BucketName
-		if !bc.Status.BucketReady {
-			if bucketName != "" {
-				if bk, err := b.cosi.Buckets().Get(ctx, bucketName, metav1.GetOptions{}); err == nil && bk.Status.BucketReady {
-					if stuckSince.IsZero() {
-						stuckSince = time.Now()
-					}
-					// poll counts an error as not done: a stuck claim ends the wait without one.
-					if stuck = time.Since(stuckSince) > 2*time.Second; stuck {
-						return true, nil
-					}
-					return false, fmt.Errorf("bucket %s ready, claim not", bucketName)
+		if bc.Status.BucketReady {
+			return true, nil
+		}
+		// The sidecar marks the claim ready before the bucket: a ready bucket under a claim that
+		// stays not ready is the controller's reset, not a claim on its way.
+		if bucketName != "" {
+			if bk, err := b.cosi.Buckets().Get(ctx, bucketName, metav1.GetOptions{}); err == nil && bk.Status.BucketReady {
+				if stuckSince.IsZero() {
+					stuckSince = time.Now()
 				}
+				// poll counts an error as not done: a stuck claim ends the wait without one.
+				if stuck = time.Since(stuckSince) > 2*time.Second; stuck {
+					return true, nil
+				}
+				return false, fmt.Errorf("bucket %s ready, claim not", bucketName)
 			}
-			return false, fmt.Errorf("claim not ready (bucket %q)", bucketName)
+		}
+		return false, fmt.Errorf("claim not ready (bucket %q)", bucketName)
+	}); err != nil {
+		pc.t.Fatalf("%v\nevents: %s\nmemorys3 pods: %s", err, pc.events(name), pc.n.podSummary(ctx, "csikit-memorys3"))
+	}
+	if stuck {
+		return "", "", remove, true
+	}
+	if _, err := accesses.Create(ctx, &cosiv1alpha1.BucketAccess{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: cosiv1alpha1.BucketAccessSpec{BucketClaimName: name, BucketAccessClassName: classes,
+			CredentialsSecretName: creds, Protocol: cosiv1alpha1.ProtocolS3}}, metav1.CreateOptions{}); err != nil {
+		pc.t.Fatalf("create BucketAccess %s: %v", name, err)
+	}
+	if err := poll(ctx, "BucketAccess "+name+" granted", 3*time.Minute, func(ctx context.Context) (bool, error) {
+		if err := pc.n.procs.checkAlive(); err != nil {
+			return false, err
 		}
 		ba, err := accesses.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		if !ba.Status.AccessGranted {
-			return false, fmt.Errorf("claim ready, access not granted")
+			return false, fmt.Errorf("access not granted")
 		}
 		return true, nil
 	}); err != nil {
 		// Claim and access share the name: the events are of both.
 		pc.t.Fatalf("%v\nevents: %s\nmemorys3 pods: %s", err, pc.events(name), pc.n.podSummary(ctx, "csikit-memorys3"))
-	}
-	if stuck {
-		return "", "", remove, true
 	}
 	sec, err := pc.n.kube.CoreV1().Secrets(testNS).Get(ctx, creds, metav1.GetOptions{})
 	if err != nil {
