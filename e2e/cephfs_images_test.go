@@ -10,9 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 )
 
 // cephfsImageTools are the programs of the cephfs image besides the driver: ceph-fuse, which
@@ -113,21 +110,7 @@ func cephfsLibrariesPresent() error {
 // as examples/cephfs/Dockerfile builds it.
 func cephfsImages(ctx context.Context, t *testing.T, work string, ms []manifest) func(map[string]string) ([]imageSpec, error) {
 	return func(tools map[string]string) ([]imageSpec, error) {
-		refs := map[string]bool{}
-		for _, m := range ms {
-			var spec *corev1.PodSpec
-			switch o := m.obj.(type) {
-			case *appsv1.StatefulSet:
-				spec = &o.Spec.Template.Spec
-			case *appsv1.DaemonSet:
-				spec = &o.Spec.Template.Spec
-			default:
-				continue
-			}
-			for _, c := range spec.Containers {
-				refs[c.Image] = true
-			}
-		}
+		refs := containerImages(ms)
 		goBin, err := goCommand()
 		if err != nil {
 			return nil, err

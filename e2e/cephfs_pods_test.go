@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -337,41 +336,7 @@ func (pc *podCase) cephfsSnapshotRestore() {
 	pc.claim(src, cephfsClass, corev1.PersistentVolumeFilesystem, "64Mi")
 	data := "snapshot " + randomHex()
 	pc.runPod(shellPod(pc.prefix+"-writer", fmt.Sprintf("echo '%s' > /data/file && sync", data), claimVolume(src, false), false))
-	snaps := pc.snapshots()
-	name := pc.prefix + "-snap"
-	vs := &snapv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: snapv1.VolumeSnapshotSpec{
-		Source: snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: ptr.To(src)}, VolumeSnapshotClassName: ptr.To(cephfsClass)}}
-	if _, err := snaps.SnapshotV1().VolumeSnapshots(testNS).Create(pc.ctx, vs, metav1.CreateOptions{}); err != nil {
-		pc.t.Fatal(err)
-	}
-	// Registered before the claims' deletion runs (pc.extra runs first): cephfs refuses to
-	// delete a volume that still has snapshots.
-	pc.extra = append(pc.extra, func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if err := ignoreNotFound(snaps.SnapshotV1().VolumeSnapshots(testNS).Delete(ctx, name, metav1.DeleteOptions{})); err != nil {
-			return err
-		}
-		return poll(ctx, "snapshot "+name+" gone", 2*time.Minute, func(ctx context.Context) (bool, error) {
-			_, err := snaps.SnapshotV1().VolumeSnapshots(testNS).Get(ctx, name, metav1.GetOptions{})
-			return err != nil && ignoreNotFound(err) == nil, nil
-		})
-	})
-	if err := poll(pc.ctx, "snapshot "+name+" ready", 2*time.Minute, func(ctx context.Context) (bool, error) {
-		vs, err := snaps.SnapshotV1().VolumeSnapshots(testNS).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		if st := vs.Status; st != nil {
-			if st.Error != nil && st.Error.Message != nil {
-				return false, errors.New(*st.Error.Message)
-			}
-			return ptr.Deref(st.ReadyToUse, false), nil
-		}
-		return false, nil
-	}); err != nil {
-		pc.t.Fatal(err)
-	}
+	name := pc.snapshot(src, cephfsClass)
 	// Overwritten after the snapshot: the restore must hold what the snapshot caught.
 	pc.runPod(shellPod(pc.prefix+"-overwrite", "echo changed > /data/file && sync", claimVolume(src, false), false))
 	restored := pc.prefix + "-restored"

@@ -83,39 +83,7 @@ func (pc *podCase) snapshotRestore() {
 	pc.claim(src, "csikit-hostpath", corev1.PersistentVolumeFilesystem, "64Mi")
 	data := "snapshot " + randomHex()
 	pc.runPod(shellPod(pc.prefix+"-writer", fmt.Sprintf("echo '%s' > /data/file && sync", data), claimVolume(src, false), false))
-	snaps := pc.snapshots()
-	name := pc.prefix + "-snap"
-	vs := &snapv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: snapv1.VolumeSnapshotSpec{
-		Source: snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: ptr.To(src)}, VolumeSnapshotClassName: ptr.To("csikit-hostpath")}}
-	if _, err := snaps.SnapshotV1().VolumeSnapshots(testNS).Create(pc.ctx, vs, metav1.CreateOptions{}); err != nil {
-		pc.t.Fatal(err)
-	}
-	pc.extra = append(pc.extra, func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if err := ignoreNotFound(snaps.SnapshotV1().VolumeSnapshots(testNS).Delete(ctx, name, metav1.DeleteOptions{})); err != nil {
-			return err
-		}
-		return poll(ctx, "snapshot "+name+" gone", 2*time.Minute, func(ctx context.Context) (bool, error) {
-			_, err := snaps.SnapshotV1().VolumeSnapshots(testNS).Get(ctx, name, metav1.GetOptions{})
-			return err != nil && ignoreNotFound(err) == nil, nil
-		})
-	})
-	if err := poll(pc.ctx, "snapshot "+name+" ready", 2*time.Minute, func(ctx context.Context) (bool, error) {
-		vs, err := snaps.SnapshotV1().VolumeSnapshots(testNS).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		if st := vs.Status; st != nil {
-			if st.Error != nil && st.Error.Message != nil {
-				return false, errors.New(*st.Error.Message)
-			}
-			return ptr.Deref(st.ReadyToUse, false), nil
-		}
-		return false, nil
-	}); err != nil {
-		pc.t.Fatal(err)
-	}
+	name := pc.snapshot(src, "csikit-hostpath")
 	restored := pc.prefix + "-restored"
 	pc.claim(restored, "csikit-hostpath", corev1.PersistentVolumeFilesystem, "64Mi", func(c *corev1.PersistentVolumeClaim) {
 		c.Spec.DataSource = &corev1.TypedLocalObjectReference{APIGroup: ptr.To(snapv1.GroupName), Kind: "VolumeSnapshot", Name: name}
@@ -417,4 +385,45 @@ func (n *node) nodePluginCalls(ctx context.Context, what string) (int, error) {
 		count += strings.Count(string(b), what)
 	}
 	return count, nil
+}
+
+// snapshot takes a VolumeSnapshot of the claim src in the class and waits until it is ready to
+// use; it returns the snapshot's name. The snapshot is deleted among the case's extras, before
+// the claims (a driver may refuse to delete a volume that still has snapshots, as cephfs does).
+func (pc *podCase) snapshot(src, class string) string {
+	pc.t.Helper()
+	snaps := pc.snapshots()
+	name := pc.prefix + "-snap"
+	vs := &snapv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: snapv1.VolumeSnapshotSpec{
+		Source: snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: ptr.To(src)}, VolumeSnapshotClassName: ptr.To(class)}}
+	if _, err := snaps.SnapshotV1().VolumeSnapshots(testNS).Create(pc.ctx, vs, metav1.CreateOptions{}); err != nil {
+		pc.t.Fatal(err)
+	}
+	pc.extra = append(pc.extra, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := ignoreNotFound(snaps.SnapshotV1().VolumeSnapshots(testNS).Delete(ctx, name, metav1.DeleteOptions{})); err != nil {
+			return err
+		}
+		return poll(ctx, "snapshot "+name+" gone", 2*time.Minute, func(ctx context.Context) (bool, error) {
+			_, err := snaps.SnapshotV1().VolumeSnapshots(testNS).Get(ctx, name, metav1.GetOptions{})
+			return err != nil && ignoreNotFound(err) == nil, nil
+		})
+	})
+	if err := poll(pc.ctx, "snapshot "+name+" ready", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		vs, err := snaps.SnapshotV1().VolumeSnapshots(testNS).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if st := vs.Status; st != nil {
+			if st.Error != nil && st.Error.Message != nil {
+				return false, errors.New(*st.Error.Message)
+			}
+			return ptr.Deref(st.ReadyToUse, false), nil
+		}
+		return false, nil
+	}); err != nil {
+		pc.t.Fatal(err)
+	}
+	return name
 }

@@ -41,25 +41,33 @@ var upstreamEntrypoints = map[string]struct{ tool, entrypoint string }{
 var hostpathTools = []string{"mount", "umount", "blkid", "blockdev", "fsck", "fsck.ext4", "mkfs.ext4", "e2fsck",
 	"resize2fs", "dumpe2fs", "mkfs.xfs", "xfs_repair", "xfs_growfs", "xfs_io"}
 
+// containerImages is the set of images the containers of the manifests' StatefulSets and
+// DaemonSets name: a driver deployment's images, each of which the cluster must have under
+// exactly that name (no registry is reachable).
+func containerImages(ms []manifest) map[string]bool {
+	refs := map[string]bool{}
+	for _, m := range ms {
+		var spec *corev1.PodSpec
+		switch o := m.obj.(type) {
+		case *appsv1.StatefulSet:
+			spec = &o.Spec.Template.Spec
+		case *appsv1.DaemonSet:
+			spec = &o.Spec.Template.Spec
+		default:
+			continue
+		}
+		for _, c := range spec.Containers {
+			refs[c.Image] = true
+		}
+	}
+	return refs
+}
+
 // hostpathImages returns the images deploy/kubernetes/hostpath names, each under the exact
 // name the manifests use, and busybox for the test pods.
 func hostpathImages(ctx context.Context, t *testing.T, work string, ms []manifest) func(map[string]string) ([]imageSpec, error) {
 	return func(tools map[string]string) ([]imageSpec, error) {
-		refs := map[string]bool{}
-		for _, m := range ms {
-			var spec *corev1.PodSpec
-			switch o := m.obj.(type) {
-			case *appsv1.StatefulSet:
-				spec = &o.Spec.Template.Spec
-			case *appsv1.DaemonSet:
-				spec = &o.Spec.Template.Spec
-			default:
-				continue
-			}
-			for _, c := range spec.Containers {
-				refs[c.Image] = true
-			}
-		}
+		refs := containerImages(ms)
 		goBin, err := goCommand()
 		if err != nil {
 			return nil, err
