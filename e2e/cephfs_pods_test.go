@@ -208,24 +208,7 @@ func (n *node) deployCephFS(ctx context.Context, ms []manifest, secret, config m
 			return fmt.Errorf("create the ConfigMap: %w", err)
 		}
 	}
-	if err := poll(ctx, "cephfs controller and node pods ready", 5*time.Minute, func(ctx context.Context) (bool, error) {
-		if err := n.procs.checkAlive(); err != nil {
-			return false, err
-		}
-		pods, err := n.kube.CoreV1().Pods(cephfsNS).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		if len(pods.Items) < 2 {
-			return false, fmt.Errorf("%d pods", len(pods.Items))
-		}
-		for _, p := range pods.Items {
-			if !podReady(&p) {
-				return false, fmt.Errorf("pod %s not ready: %s", p.Name, describePod(&p))
-			}
-		}
-		return true, nil
-	}); err != nil {
+	if err := n.waitDriverPods(ctx, "cephfs", cephfsNS); err != nil {
 		return err
 	}
 	return poll(ctx, "CSINode "+nodeName+" lists "+cephfsDriver, 2*time.Minute, func(ctx context.Context) (bool, error) {

@@ -289,24 +289,7 @@ func (n *node) deployHostpath(ctx context.Context, ms []manifest) error {
 		}
 	}
 	ns := "csikit-hostpath"
-	if err := poll(ctx, "hostpath controller and node pods ready", 5*time.Minute, func(ctx context.Context) (bool, error) {
-		if err := n.procs.checkAlive(); err != nil {
-			return false, err
-		}
-		pods, err := n.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		if len(pods.Items) < 2 {
-			return false, fmt.Errorf("%d pods", len(pods.Items))
-		}
-		for _, p := range pods.Items {
-			if !podReady(&p) {
-				return false, fmt.Errorf("pod %s not ready: %s", p.Name, describePod(&p))
-			}
-		}
-		return true, nil
-	}); err != nil {
+	if err := n.waitDriverPods(ctx, "hostpath", ns); err != nil {
 		return err
 	}
 	return poll(ctx, "CSINode "+nodeName+" lists "+hostpath.Name, 2*time.Minute, func(ctx context.Context) (bool, error) {
@@ -645,4 +628,27 @@ func (pc *podCase) genericEphemeral() {
 	pc.expectLog(p.Name, pc.runPod(p), data)
 	// The claim is the pod's: it goes with the pod, and its volume with it.
 	pc.claims = append(pc.claims, p.Name+"-data")
+}
+
+// waitDriverPods waits until the driver's controller and node pods in ns (at least two) are all
+// ready, failing at once if a cluster process died.
+func (n *node) waitDriverPods(ctx context.Context, driver, ns string) error {
+	return poll(ctx, driver+" controller and node pods ready", 5*time.Minute, func(ctx context.Context) (bool, error) {
+		if err := n.procs.checkAlive(); err != nil {
+			return false, err
+		}
+		pods, err := n.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		if len(pods.Items) < 2 {
+			return false, fmt.Errorf("%d pods", len(pods.Items))
+		}
+		for _, p := range pods.Items {
+			if !podReady(&p) {
+				return false, fmt.Errorf("pod %s not ready: %s", p.Name, describePod(&p))
+			}
+		}
+		return true, nil
+	})
 }
