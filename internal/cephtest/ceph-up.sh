@@ -192,6 +192,9 @@ start_daemon() {
 # exits; the directory stays for a look.
 fail() {
   local f
+  # Cleanup must run to its end: a second signal (Ctrl-C reaches the whole process group, so
+  # the daemons' stopper gets it too) would otherwise abandon the daemons this run started.
+  trap '' TERM INT
   echo "ceph-up.sh: $*" >&2
   for f in "$dir"/log/*.log "$dir"/log/*.out; do
     [ -s "$f" ] || continue
@@ -212,7 +215,9 @@ deadline=$((SECONDS + timeout_s))
 wait_until() {
   local what=$1 name
   shift
-  until "$@" >/dev/null 2>&1; do
+  # In a subshell: a function's redirections stay in force while a trap runs inside it, so a
+  # cancel landing mid-check made fail print its reason, and the daemons' logs, to /dev/null.
+  until ("$@") >/dev/null 2>&1; do
     for name in $daemons; do
       if [ -f "$dir/run/$name.pid.expected" ] && ! pid_of "$name" >/dev/null; then
         fail "$name exited while waiting for $what"
