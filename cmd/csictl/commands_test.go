@@ -79,6 +79,7 @@ func TestEveryCommand(t *testing.T) {
 	do("CONTROLLER_SERVICE", "identity", "capabilities")
 	do("true", "identity", "probe")
 	do("testdriver.json", "kubernetes-testdriver", filepath.Join(dir, "e2e"), "--block")
+	do("will pass without writing a file", "kubernetes-testdriver", filepath.Join(dir, "e2e"), "--block")
 	do("CREATE_DELETE_VOLUME", "controller", "capabilities")
 	do("AVAILABLE", "controller", "capacity", "--cap", rwo)
 	do("CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT", "group-controller", "capabilities")

@@ -191,6 +191,9 @@ func TestKubernetesTestDriverForHostpath(t *testing.T) {
 	if !strings.Contains(stdout, "e2e.test -storage.testdriver="+filepath.Join(out, "testdriver.json")) {
 		t.Errorf("output does not give the e2e.test command:\n%s", stdout)
 	}
+	if strings.Contains(stdout, "--max-file-size") {
+		t.Errorf("output warns of a file size the flags gave:\n%s", stdout)
+	}
 	var def struct {
 		StorageClass struct{ FromFile string }
 		DriverInfo   struct {
