@@ -133,8 +133,12 @@ cephfs)
   # cephfs answers GetCapacity, but the deployment does not track capacity (CSIDriver
   # storageCapacity: false, no --enable-capacity), as GetCapacity carries no secrets.
   # --multi-node: CephFS volumes are ReadWriteMany. --modify-param: maxFiles, cephfs's one
-  # mutable parameter (a file quota), for the VolumeAttributesClass specs.
-  default_flags=(--fs-type '' --fs-group --multi-node --capability capacity=false --modify-param maxFiles=100000)
+  # mutable parameter (a file quota), for the VolumeAttributesClass specs. --stress-*: the
+  # [Slow] stress specs (volumes, snapshots, and, the class binding at once, volume modify)
+  # at hostpath's small scale. --max-file-size with --min-size: volumeIO writes files of 1 MiB
+  # and 100 MiB through ceph-fuse into a claim whose quota holds them (a quota costs nothing).
+  default_flags=(--fs-type '' --fs-group --multi-node --capability capacity=false --modify-param maxFiles=100000
+    --stress-pods 3 --stress-restarts 2 --stress-snapshots 2 --max-file-size 100Mi --min-size 256Mi)
   for kind in provisioner node-stage controller-expand; do
     default_flags+=(--storage-class-param "csi.storage.k8s.io/$kind-secret-name=csikit-cephfs"
       --storage-class-param "csi.storage.k8s.io/$kind-secret-namespace=csikit-cephfs")
