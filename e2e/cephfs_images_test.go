@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // cephfsImageTools are the programs of the cephfs image besides the driver: ceph-fuse, which
@@ -111,45 +110,12 @@ func cephfsLibrariesPresent() error {
 func cephfsImages(ctx context.Context, t *testing.T, work string, ms []manifest) func(map[string]string) ([]imageSpec, error) {
 	return func(tools map[string]string) ([]imageSpec, error) {
 		refs := containerImages(ms)
-		goBin, err := goCommand()
-		if err != nil {
-			return nil, err
-		}
-		start := time.Now()
 		bin := filepath.Join(work, "cephfs")
 		// examples/cephfs is a workspace of its own (its go.work), outside the e2e one.
-		if err := run(ctx, "../examples/cephfs", []string{"CGO_ENABLED=1", "GOWORK="}, goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "."); err != nil {
-			return nil, fmt.Errorf("build cephfs: %w", err)
-		}
-		t.Logf("built cephfs (cgo) from this checkout in %s", time.Since(start).Round(time.Second))
-		var specs []imageSpec
-		for ref := range refs {
-			base := path.Base(ref[:strings.LastIndex(ref, ":")])
-			if base == "cephfs" {
-				files, err := cephfsFiles(bin)
-				if err != nil {
-					return nil, err
-				}
-				specs = append(specs, imageSpec{ref: ref, entrypoint: []string{"/usr/local/bin/cephfs"}, files: files})
-				continue
-			}
-			up, ok := upstreamEntrypoints[base]
-			if !ok {
-				return nil, fmt.Errorf("no image can be built here for %s", ref)
-			}
-			files, err := withLibraries(tools[up.tool], up.entrypoint)
-			if err != nil {
-				return nil, err
-			}
-			specs = append(specs, imageSpec{ref: ref, entrypoint: []string{up.entrypoint}, files: files})
-		}
-		bb, err := busyboxFiles()
-		if err != nil {
+		if err := buildFromCheckout(ctx, t, "cephfs (cgo)", "../examples/cephfs", []string{"CGO_ENABLED=1", "GOWORK="}, bin, "."); err != nil {
 			return nil, err
 		}
-		specs = append(specs, imageSpec{ref: busyboxImage, cmd: []string{"sh"}, files: bb})
-		sortSpecs(specs)
-		return specs, nil
+		return manifestImages(refs, tools, "cephfs", func() ([]layerFile, error) { return cephfsFiles(bin) })
 	}
 }
 

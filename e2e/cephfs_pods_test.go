@@ -113,20 +113,7 @@ func TestCephFSPods(t *testing.T) {
 		n.hold(t, work)
 		return
 	}
-	if _, err := n.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range cephfsCases {
-		if !t.Run(tc.name, func(t *testing.T) {
-			start := time.Now()
-			pc := &podCase{t: t, ctx: ctx, n: n, prefix: tc.name}
-			t.Cleanup(pc.cleanup)
-			tc.run(pc)
-			n.phases = append(n.phases, phase{"case " + tc.name, time.Since(start)})
-		}) {
-			t.Logf("case %s failed; driver pods: %s", tc.name, n.podSummary(ctx, cephfsNS))
-		}
-	}
+	n.runCases(ctx, t, cephfsCases, cephfsNS)
 	// Every case deleted its claims and waited for their PVs to go: no subvolume is left.
 	out, err = ceph.Ceph(ctx, "fs", "subvolume", "ls", ceph.CephFS.Name, "--group_name", "csi", "--format", "json")
 	if err != nil {
@@ -146,10 +133,7 @@ func TestCephFSPods(t *testing.T) {
 }
 
 // cephfsCases run in this order against one deployment of the driver.
-var cephfsCases = []struct {
-	name string
-	run  func(pc *podCase)
-}{
+var cephfsCases = []caseDef{
 	{"write-read", (*podCase).cephfsWriteRead},
 	{"two-pods-rwx", (*podCase).cephfsTwoPods},
 	{"snapshot-restore", (*podCase).cephfsSnapshotRestore},
@@ -165,41 +149,13 @@ func (n *node) hostNetworkServiceRoute(t *testing.T) error {
 	port := n.server[strings.LastIndex(n.server, ":")+1:]
 	rule := []string{"OUTPUT", "-t", "nat", "-d", serviceIP + "/32", "-p", "tcp", "--dport", "443",
 		"-m", "comment", "--comment", "csikit-e2e kubernetes Service (host network)", "-j", "DNAT", "--to-destination", nodeIP + ":" + port}
-	if out, err := exec.Command("iptables", append([]string{"-A"}, rule...)...).CombinedOutput(); err != nil {
-		return fmt.Errorf("iptables: %w: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("iptables", append([]string{"-D"}, rule...)...).CombinedOutput(); err != nil {
-			t.Logf("iptables -D: %v %s", err, out)
-		}
-	})
-	return nil
+	return appendRule(t, rule)
 }
 
-// deployCephFS installs the snapshot CRDs and snapshot-controller (add-ons the manifests
-// assume), applies deploy/kubernetes/cephfs as it is, creating the Secret and the ConfigMap the
-// user creates right after the namespace, and waits until the controller and node pods are ready
-// and kubelet has registered the driver.
+// deployCephFS deploys deploy/kubernetes/cephfs as it is (see deployDriver), creating the
+// Secret and the ConfigMap the user creates right after the namespace.
 func (n *node) deployCephFS(ctx context.Context, ms []manifest, secret, config map[string]string) error {
-	crds, err := snapshotCRDs(ctx)
-	if err != nil {
-		return err
-	}
-	if err := n.installCRDs(ctx, crds); err != nil {
-		return err
-	}
-	if _, err := n.procs.start("snapshot-controller", n.bins.snapshotController, []string{
-		"--kubeconfig=" + n.adminKC, "--leader-election=false", "--v=2",
-	}); err != nil {
-		return err
-	}
-	for _, m := range ms {
-		if err := n.apply(ctx, m); err != nil {
-			return fmt.Errorf("apply: %w", err)
-		}
-		if m.gvk.Kind != "Namespace" {
-			continue
-		}
+	return n.deployDriver(ctx, ms, "cephfs", cephfsNS, cephfsDriver, nil, func(ctx context.Context) error {
 		meta := metav1.ObjectMeta{Name: cephfsObject, Namespace: cephfsNS}
 		if _, err := n.kube.CoreV1().Secrets(cephfsNS).Create(ctx, &corev1.Secret{ObjectMeta: meta, StringData: secret}, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create the Secret: %w", err)
@@ -207,21 +163,7 @@ func (n *node) deployCephFS(ctx context.Context, ms []manifest, secret, config m
 		if _, err := n.kube.CoreV1().ConfigMaps(cephfsNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: meta, Data: config}, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create the ConfigMap: %w", err)
 		}
-	}
-	if err := n.waitDriverPods(ctx, "cephfs", cephfsNS); err != nil {
-		return err
-	}
-	return poll(ctx, "CSINode "+nodeName+" lists "+cephfsDriver, 2*time.Minute, func(ctx context.Context) (bool, error) {
-		cn, err := n.kube.StorageV1().CSINodes().Get(ctx, nodeName, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, d := range cn.Spec.Drivers {
-			if d.Name == cephfsDriver {
-				return true, nil
-			}
-		}
-		return false, fmt.Errorf("drivers %v", cn.Spec.Drivers)
+		return nil
 	})
 }
 

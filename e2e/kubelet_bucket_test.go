@@ -36,16 +36,10 @@ func memorys3Images(ctx context.Context, t *testing.T, work string, ms []manifes
 	if !ok {
 		return nil, fmt.Errorf("the memorys3 manifests have no Deployment")
 	}
-	goBin, err := goCommand()
-	if err != nil {
+	bin := filepath.Join(work, "memorys3-static")
+	if err := buildFromCheckout(ctx, t, "memorys3 (static)", "..", []string{"CGO_ENABLED=0"}, bin, "./examples/memorys3"); err != nil {
 		return nil, err
 	}
-	start := time.Now()
-	bin := filepath.Join(work, "memorys3-static")
-	if err := run(ctx, "..", []string{"CGO_ENABLED=0"}, goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./examples/memorys3"); err != nil {
-		return nil, fmt.Errorf("build memorys3: %w", err)
-	}
-	t.Logf("built memorys3 (static) from this checkout in %s", time.Since(start).Round(time.Second))
 	var specs []imageSpec
 	for _, c := range dep.Spec.Template.Spec.Containers {
 		switch c.Name {

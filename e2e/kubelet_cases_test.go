@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -410,19 +409,7 @@ func (pc *podCase) snapshot(src, class string) string {
 			return err != nil && ignoreNotFound(err) == nil, nil
 		})
 	})
-	if err := poll(pc.ctx, "snapshot "+name+" ready", 2*time.Minute, func(ctx context.Context) (bool, error) {
-		vs, err := snaps.SnapshotV1().VolumeSnapshots(testNS).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		if st := vs.Status; st != nil {
-			if st.Error != nil && st.Error.Message != nil {
-				return false, errors.New(*st.Error.Message)
-			}
-			return ptr.Deref(st.ReadyToUse, false), nil
-		}
-		return false, nil
-	}); err != nil {
+	if err := poll(pc.ctx, "snapshot "+name+" ready", 2*time.Minute, snapshotReady(snaps, name)); err != nil {
 		pc.t.Fatal(err)
 	}
 	return name

@@ -68,48 +68,68 @@ func containerImages(ms []manifest) map[string]bool {
 func hostpathImages(ctx context.Context, t *testing.T, work string, ms []manifest) func(map[string]string) ([]imageSpec, error) {
 	return func(tools map[string]string) ([]imageSpec, error) {
 		refs := containerImages(ms)
-		goBin, err := goCommand()
-		if err != nil {
-			return nil, err
-		}
-		start := time.Now()
 		bin := filepath.Join(work, "hostpath-static")
 		// As examples/hostpath/Dockerfile builds it: static, no build paths.
-		if err := run(ctx, "..", []string{"CGO_ENABLED=0"}, goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./examples/hostpath"); err != nil {
-			return nil, fmt.Errorf("build hostpath: %w", err)
+		if err := buildFromCheckout(ctx, t, "hostpath (static)", "..", []string{"CGO_ENABLED=0"}, bin, "./examples/hostpath"); err != nil {
+			return nil, err
 		}
-		t.Logf("built hostpath (static) from this checkout in %s", time.Since(start).Round(time.Second))
-		var specs []imageSpec
-		for ref := range refs {
-			repo := ref[:strings.LastIndex(ref, ":")]
-			base := path.Base(repo)
-			if base == "hostpath" {
-				files, err := hostTools(hostpathTools...)
-				if err != nil {
-					return nil, err
-				}
-				files = append(files, layerFile{name: "/usr/local/bin/hostpath", src: bin}, layerFile{name: "/tmp"},
-					layerFile{name: "/etc/mke2fs.conf", src: "/etc/mke2fs.conf"})
-				specs = append(specs, imageSpec{ref: ref, entrypoint: []string{"/usr/local/bin/hostpath"}, files: files})
-				continue
-			}
-			up, ok := upstreamEntrypoints[base]
-			if !ok {
-				return nil, fmt.Errorf("no image can be built here for %s", ref)
-			}
-			files, err := withLibraries(tools[up.tool], up.entrypoint)
+		return manifestImages(refs, tools, "hostpath", func() ([]layerFile, error) {
+			files, err := hostTools(hostpathTools...)
+			return append(files, layerFile{name: "/usr/local/bin/hostpath", src: bin}, layerFile{name: "/tmp"},
+				layerFile{name: "/etc/mke2fs.conf", src: "/etc/mke2fs.conf"}), err
+		})
+	}
+}
+
+// buildFromCheckout builds the Go package pkg of this checkout into out, as the project's
+// Dockerfiles do (no build paths, stripped), running in dir with env added, and logs how long
+// it took under what.
+func buildFromCheckout(ctx context.Context, t *testing.T, what, dir string, env []string, out, pkg string) error {
+	goBin, err := goCommand()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := run(ctx, dir, env, goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg); err != nil {
+		return fmt.Errorf("build %s: %w", what, err)
+	}
+	t.Logf("built %s from this checkout in %s", what, time.Since(start).Round(time.Second))
+	return nil
+}
+
+// manifestImages returns an image for every reference in refs, under that exact name: the
+// driver's own (repository base name driver, entrypoint /usr/local/bin/DRIVER, files from
+// driverFiles) or an upstream sidecar from the tools built for it; and busybox for the test
+// pods. Sorted by name, so a build is the same whatever the map's order.
+func manifestImages(refs map[string]bool, tools map[string]string, driver string, driverFiles func() ([]layerFile, error)) ([]imageSpec, error) {
+	var specs []imageSpec
+	for ref := range refs {
+		base := path.Base(ref[:strings.LastIndex(ref, ":")])
+		if base == driver {
+			files, err := driverFiles()
 			if err != nil {
 				return nil, err
 			}
-			specs = append(specs, imageSpec{ref: ref, entrypoint: []string{up.entrypoint}, files: files})
+			specs = append(specs, imageSpec{ref: ref, entrypoint: []string{"/usr/local/bin/" + driver}, files: files})
+			continue
 		}
-		bb, err := busyboxFiles()
+		up, ok := upstreamEntrypoints[base]
+		if !ok {
+			return nil, fmt.Errorf("no image can be built here for %s", ref)
+		}
+		files, err := withLibraries(tools[up.tool], up.entrypoint)
 		if err != nil {
 			return nil, err
 		}
-		specs = append(specs, imageSpec{ref: busyboxImage, cmd: []string{"sh"}, files: bb})
-		return specs, nil
+		specs = append(specs, imageSpec{ref: ref, entrypoint: []string{up.entrypoint}, files: files})
 	}
+	bb, err := busyboxFiles()
+	if err != nil {
+		return nil, err
+	}
+	specs = append(specs, imageSpec{ref: busyboxImage, cmd: []string{"sh"}, files: bb})
+	sortSpecs(specs)
+	return specs, nil
 }
 
 // TestPods runs a one-node Kubernetes with a kubelet, kube-proxy and CoreDNS (node_test.go,
@@ -161,22 +181,7 @@ func TestPods(t *testing.T) {
 		n.hold(t, work)
 		return
 	}
-	if _, err := n.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range podCases {
-		if !t.Run(tc.name, func(t *testing.T) {
-			start := time.Now()
-			pc := &podCase{t: t, ctx: ctx, n: n, prefix: tc.name}
-			t.Cleanup(pc.cleanup)
-			tc.run(pc)
-			n.phases = append(n.phases, phase{"case " + tc.name, time.Since(start)})
-		}) {
-			// A failed case may leave the driver in a state the next ones would trip on; they
-			// still run, each reporting its own result.
-			t.Logf("case %s failed; driver pods: %s", tc.name, n.podSummary(ctx, "csikit-hostpath"))
-		}
-	}
+	n.runCases(ctx, t, podCases, "csikit-hostpath")
 	// Every case deleted its claims and waited for their volumes to go: nothing is left.
 	if left := volumesLeft(); len(left) > 0 {
 		t.Errorf("volumes left in %s: %v", hostpathStateDir, left)
@@ -267,10 +272,19 @@ func (n *node) hold(t *testing.T, work string) {
 	<-sig
 }
 
-// deployHostpath installs the snapshot CRDs and the cluster's snapshot-controller (add-ons the
-// manifests assume), applies deploy/kubernetes/hostpath as it is, and waits until the controller
-// and node pods are ready and kubelet has registered the driver.
+// deployHostpath deploys deploy/kubernetes/hostpath as it is (see deployDriver), with the
+// snapshot-controller's group snapshots on.
 func (n *node) deployHostpath(ctx context.Context, ms []manifest) error {
+	return n.deployDriver(ctx, ms, "hostpath", "csikit-hostpath", hostpath.Name,
+		[]string{"--feature-gates=CSIVolumeGroupSnapshot=true"}, nil)
+}
+
+// deployDriver installs the snapshot CRDs and the cluster's snapshot-controller (add-ons the
+// manifests assume; controllerFlags are added to its own), applies the manifests as they are,
+// calling afterNamespace, if given, right after the namespace is created (where a user creates
+// the Secret and ConfigMap the manifests name), and waits until the pods of app in ns are
+// ready and kubelet has registered driver.
+func (n *node) deployDriver(ctx context.Context, ms []manifest, app, ns, driver string, controllerFlags []string, afterNamespace func(context.Context) error) error {
 	crds, err := snapshotCRDs(ctx)
 	if err != nil {
 		return err
@@ -278,27 +292,30 @@ func (n *node) deployHostpath(ctx context.Context, ms []manifest) error {
 	if err := n.installCRDs(ctx, crds); err != nil {
 		return err
 	}
-	if _, err := n.procs.start("snapshot-controller", n.bins.snapshotController, []string{
-		"--kubeconfig=" + n.adminKC, "--leader-election=false", "--feature-gates=CSIVolumeGroupSnapshot=true", "--v=2",
-	}); err != nil {
+	args := append([]string{"--kubeconfig=" + n.adminKC, "--leader-election=false", "--v=2"}, controllerFlags...)
+	if _, err := n.procs.start("snapshot-controller", n.bins.snapshotController, args); err != nil {
 		return err
 	}
 	for _, m := range ms {
 		if err := n.apply(ctx, m); err != nil {
 			return fmt.Errorf("apply: %w", err)
 		}
+		if m.gvk.Kind == "Namespace" && afterNamespace != nil {
+			if err := afterNamespace(ctx); err != nil {
+				return err
+			}
+		}
 	}
-	ns := "csikit-hostpath"
-	if err := n.waitDriverPods(ctx, "hostpath", ns); err != nil {
+	if err := n.waitDriverPods(ctx, app, ns); err != nil {
 		return err
 	}
-	return poll(ctx, "CSINode "+nodeName+" lists "+hostpath.Name, 2*time.Minute, func(ctx context.Context) (bool, error) {
+	return poll(ctx, "CSINode "+nodeName+" lists "+driver, 2*time.Minute, func(ctx context.Context) (bool, error) {
 		cn, err := n.kube.StorageV1().CSINodes().Get(ctx, nodeName, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		for _, d := range cn.Spec.Drivers {
-			if d.Name == hostpath.Name {
+			if d.Name == driver {
 				return true, nil
 			}
 		}
@@ -521,11 +538,35 @@ func (pc *podCase) expectLog(pod, got, want string) {
 	}
 }
 
-// podCases run in this order against one deployment of the driver.
-var podCases = []struct {
+// caseDef is one pods case: a subtest of its name, run with a podCase of its own.
+type caseDef struct {
 	name string
 	run  func(pc *podCase)
-}{
+}
+
+// runCases creates the test namespace and runs cases in order, each a subtest timed as a
+// phase. A failed case may leave the driver in a state the next ones would trip on; they still
+// run, each reporting its own result, and the failure logs the pods of driverNS.
+func (n *node) runCases(ctx context.Context, t *testing.T, cases []caseDef, driverNS string) {
+	t.Helper()
+	if _, err := n.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range cases {
+		if !t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			pc := &podCase{t: t, ctx: ctx, n: n, prefix: tc.name}
+			t.Cleanup(pc.cleanup)
+			tc.run(pc)
+			n.phases = append(n.phases, phase{"case " + tc.name, time.Since(start)})
+		}) {
+			t.Logf("case %s failed; driver pods: %s", tc.name, n.podSummary(ctx, driverNS))
+		}
+	}
+}
+
+// podCases run in this order against one deployment of the driver.
+var podCases = []caseDef{
 	{"filesystem-dir", func(pc *podCase) { pc.writeThenRead("csikit-hostpath") }},
 	{"filesystem-ext4", func(pc *podCase) { pc.writeThenRead("csikit-hostpath-ext4") }},
 	{"block", (*podCase).block},

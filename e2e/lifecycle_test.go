@@ -458,19 +458,7 @@ func (l *lifecycle) run() {
 		if _, err := l.snaps.SnapshotV1().VolumeSnapshots(testNS).Create(ctx, vs, metav1.CreateOptions{}); err != nil {
 			return err
 		}
-		return poll(ctx, "snap-1 ready", 2*time.Minute, func(ctx context.Context) (bool, error) {
-			vs, err := l.snaps.SnapshotV1().VolumeSnapshots(testNS).Get(ctx, "snap-1", metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			if st := vs.Status; st != nil {
-				if st.Error != nil && st.Error.Message != nil {
-					return false, errors.New(*st.Error.Message)
-				}
-				return ptr.Deref(st.ReadyToUse, false), nil
-			}
-			return false, nil
-		})
+		return poll(ctx, "snap-1 ready", 2*time.Minute, snapshotReady(l.snaps, "snap-1"))
 	})
 	cs := l.expectCall("snapshot", calls, "CreateSnapshot")
 	l.checkRequest("snapshot", cs, "secrets", "password")
@@ -815,4 +803,22 @@ func randomHex() string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// snapshotReady is a poll condition: the VolumeSnapshot name in testNS is ready to use. A
+// snapshot whose status carries an error ends the poll with that error.
+func snapshotReady(snaps *snapclient.Clientset, name string) func(context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		vs, err := snaps.SnapshotV1().VolumeSnapshots(testNS).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if st := vs.Status; st != nil {
+			if st.Error != nil && st.Error.Message != nil {
+				return false, errors.New(*st.Error.Message)
+			}
+			return ptr.Deref(st.ReadyToUse, false), nil
+		}
+		return false, nil
+	}
 }

@@ -253,6 +253,11 @@ func (n *node) serviceRoute(t *testing.T) error {
 	port := n.server[strings.LastIndex(n.server, ":")+1:]
 	rule := []string{"PREROUTING", "-t", "nat", "-s", podSubnet, "-d", serviceIP + "/32", "-p", "tcp", "--dport", "443",
 		"-m", "comment", "--comment", "csikit-e2e kubernetes Service", "-j", "DNAT", "--to-destination", nodeIP + ":" + port}
+	return appendRule(t, rule)
+}
+
+// appendRule appends an iptables rule (chain first) for the test's lifetime.
+func appendRule(t *testing.T, rule []string) error {
 	if out, err := exec.Command("iptables", append([]string{"-A"}, rule...)...).CombinedOutput(); err != nil {
 		return fmt.Errorf("iptables: %w: %s", err, out)
 	}

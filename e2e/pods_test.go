@@ -160,5 +160,3 @@ func localHTTP(args []string) ([]string, string, error) {
 	addr := "127.0.0.1:" + strconv.Itoa(p)
 	return withFlag(args, "http-endpoint", addr), addr, nil
 }
-
-func slices_clone[T any](s []T) []T { return append([]T(nil), s...) }
