@@ -130,7 +130,7 @@ func BenchmarkChainLogSink(b *testing.B) {
 }
 
 // BenchmarkChainMetrics: what turning metrics on adds to a call, as a ratio of p50 latencies in
-// one interleaved run (issue 10's target: <= 3%). Both servers are the whole driver logging at info
+// one interleaved run (target: <= 3%). Both servers are the whole driver logging at info
 // to a file; "csikit-metrics" also records every call into a Prometheus registry.
 func BenchmarkChainMetrics(b *testing.B) {
 	dir := b.TempDir()
@@ -145,7 +145,7 @@ func BenchmarkChainMetrics(b *testing.B) {
 	interleave(b, []target{startCsikit(b, dir, "csikit", zapcore.InfoLevel), serveUnix(b, dir, "csikit-metrics", withMetrics.Serve)})
 }
 
-// BenchmarkChainTracing: what turning tracing on adds to a call (issue 10's target: <= 3% at
+// BenchmarkChainTracing: what turning tracing on adds to a call (target: <= 3% at
 // p50), as a ratio of p50 latencies in one interleaved run against the same driver without
 // tracing. Spans go to an exporter that drops them. "always" samples every call (the worst case);
 // "ratio-0.1" is what operators run, ParentBased(TraceIDRatioBased(0.1)): the calls carry no
@@ -180,8 +180,8 @@ func BenchmarkChainTracing(b *testing.B) {
 // start a server span, handed to an exporter that drops it, with csikit's attribute step inside
 // the chain: "span-interceptor" from csikit's interceptor in front of the chain
 // (tracing.UnarySpanInterceptor), "span-stats-handler" from csikit's stats handler
-// (tracing.ServerOption), "otelgrpc" from otelgrpc v0.72.0's server stats handler, as csikit did
-// until issue 10's second round. "-always" samples every call, "-ratio" one in ten
+// (tracing.ServerOption), "otelgrpc" from otelgrpc v0.72.0's server stats handler, for comparison.
+// "-always" samples every call, "-ratio" one in ten
 // (ParentBased(TraceIDRatioBased(0.1)), the calls carry no traceparent). Spans go through the
 // SDK's batch span processor (sdktrace.WithBatcher), as with otelenv.NewProvider.
 func BenchmarkChainTracingBreakdown(b *testing.B) {

@@ -32,7 +32,7 @@ const (
 	// name is the one Kubernetes v1.36.1 uses (test/utils/image, kubeadm's PauseVersion).
 	pauseImage = "registry.k8s.io/pause:3.10.2"
 	// busyboxImage is the name Kubernetes v1.36.1's e2e framework uses for busybox, so the
-	// storage suite (issue 21 part 3) finds it too.
+	// storage suite finds it too.
 	busyboxImage = "registry.k8s.io/e2e-test-images/busybox:1.37.0-1"
 )
 

@@ -110,7 +110,7 @@ func (pc *podCase) clone() {
 // onlineExpansion: a pod keeps an XFS volume mounted while its claim grows; the pod sees the
 // larger file system (node expansion done online) and its data is still there. XFS because it
 // grows online with CAP_SYS_ADMIN, which the privileged node plugin has; a mounted ext4 needs
-// CAP_SYS_RESOURCE, which this machine kind withholds even from root (issue 21).
+// CAP_SYS_RESOURCE, which this machine kind withholds even from root.
 func (pc *podCase) onlineExpansion() {
 	class := pc.prefix + "-xfs"
 	if _, err := pc.n.kube.StorageV1().StorageClasses().Create(pc.ctx, &storagev1.StorageClass{

@@ -21,7 +21,7 @@ import (
 
 // The one-node cluster with a kubelet: the control plane of cluster_test.go, plus containerd
 // (Debian's, CRI) with runc, the CNI bridge plugin and kubelet v1.36.1, all as processes of the
-// test. What this machine kind needs (issue 21): cgroup v1, so kubelet runs with failCgroupV1:
+// test. What this machine kind needs: cgroup v1, so kubelet runs with failCgroupV1:
 // false and the cgroupfs driver; no CAP_SYS_RESOURCE, so containerd restricts oom_score_adj; no
 // registry, so images are built here and imported (images_test.go); no dummy interface and a
 // loopback node IP refused by kubelet, so the node IP lives on the CNI bridge, which the test

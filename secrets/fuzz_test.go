@@ -340,7 +340,7 @@ func FuzzScrub(f *testing.F) {
 	})
 }
 
-// TestMountFlagValuesNeverLeak is the mount-flag property of issue 6 (2.4): for random option
+// TestMountFlagValuesNeverLeak is the mount-flag property: for random option
 // lists, no option value appears in the redacted request, its zap log line, or an error message
 // or panic report that quotes the flags once scrubbed, whatever the value's length.
 func TestMountFlagValuesNeverLeak(t *testing.T) {

@@ -138,7 +138,7 @@ func TestMountOptionValuesAreSensitive(t *testing.T) {
 		{"bare flags stay readable", []string{"ro", "noatime"}, []string{"ro", "noatime"}, nil},
 		{"a key=value option hides its value and keeps its key",
 			[]string{"password=hunter2"}, []string{"password=" + Placeholder}, []string{"hunter2"}},
-		{"every option of a comma-separated list hides its own value (issue 6, 2.4)",
+		{"every option of a comma-separated list hides its own value",
 			[]string{"user=bob,password=hunter2hunter"},
 			[]string{"user=" + Placeholder + ",password=" + Placeholder}, []string{"hunter2hunter", "bob"}},
 		{"short values are secret too", []string{"uid=1", "x=ab"},

@@ -55,7 +55,7 @@
 //     volumes, create again (same group), get (same group, members and creation time), wait until
 //     ready, restore a member into a new volume, delete twice, then get is NOT_FOUND (and so is
 //     GetSnapshot of a member, with GET_SNAPSHOT). (csi-sanity only checks argument errors.)
-//   - CheckVolumeGroups: the volume-group service of seed 001 (volumegroup.Controller), when
+//   - CheckVolumeGroups: the volume-group service (volumegroup.Controller), when
 //     GetPluginInfo's manifest lists it under plugin.ManifestVolumeGroupRPCs: the lifecycle
 //     (create empty, get, membership set to exactly the list asked for, emptied, listed, deleted
 //     with its volumes), repeated calls (same group and answer; other parameters under the same
@@ -63,7 +63,7 @@
 //     get or modify of a missing group, and a missing volume, NOT_FOUND; a member deleted alone
 //     FAILED_PRECONDITION), ListVolumeGroups across pages of 1, 3 and 7 (every group once, an
 //     invalid token ABORTED), and concurrent membership changes of one group (identical ones
-//     answer identically or are ABORTED; the group ends as one caller asked). The rows seed 001
+//     answer identically or are ABORTED; the group ends as one caller asked). The rows the volume-group spec
 //     leaves to the driver (an incompatible volume INVALID_ARGUMENT, the member limit
 //     RESOURCE_EXHAUSTED, a group in use FAILED_PRECONDITION, joining at CreateVolume, a group
 //     snapshot of a whole volume group) run when Options.VolumeGroups says how to produce them,

@@ -72,7 +72,7 @@ type Options struct {
 	// logger of its own); for CSIEndpoint, nil means log lines are not searched.
 	Logs func() string
 	// VolumeGroups says what the volume-group specs (CheckVolumeGroups) may expect of a plugin
-	// that serves volumegroup.Controller beyond what seed 001 demands of every one.
+	// that serves volumegroup.Controller beyond what the volume-group spec demands of every one.
 	VolumeGroups VolumeGroupOptions
 	// Disable switches off csikit's own spec groups, each with the reason to print.
 	Disable map[Check]string

@@ -19,14 +19,14 @@ import (
 	"github.com/csikit/csikit/driver/plugin"
 )
 
-// CheckVolumeGroups names csikit's specs for the volume-group service of seed 001
+// CheckVolumeGroups names csikit's specs for the volume-group service
 // (volumegroup.Controller). They run when GetPluginInfo's manifest lists the served group RPCs
 // under plugin.ManifestVolumeGroupRPCs, which every csikit plugin with Config.VolumeGroups does,
 // and are skipped otherwise.
 const CheckVolumeGroups Check = "volume-groups"
 
-// VolumeGroupOptions describe what the volume-group specs may expect of a driver beyond seed 001.
-// Seed 001 leaves some error rows to the driver (which volumes are incompatible, whether there is
+// VolumeGroupOptions describe what the volume-group specs may expect of a driver beyond the volume-group spec.
+// The volume-group spec leaves some error rows to the driver (which volumes are incompatible, whether there is
 // a member limit, what puts a group in use); each option turns on the spec for one such row, and
 // the spec is skipped, saying which option it needs, while the option is unset.
 type VolumeGroupOptions struct {
@@ -230,7 +230,7 @@ func describeVolumeGroups(check Check, body func(sc *sanity.TestContext, v *vgFi
 	})
 }
 
-// describeVolumeGroupSpecs adds the volume-group specs of seed 001 to the suite.
+// describeVolumeGroupSpecs adds the volume-group specs to the suite.
 func describeVolumeGroupSpecs() {
 	describeVolumeGroups(CheckVolumeGroups, func(sc *sanity.TestContext, v *vgFixture) {
 		ctx := context.Background()

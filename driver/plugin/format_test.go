@@ -35,7 +35,7 @@ func (b mountFailing) NodePublishVolume(_ context.Context, r *driver.NodePublish
 	return errors.New(msg)
 }
 
-// TestMountFlagValuesNeverLeakOverTheWire is the mount-flag property of issue 6 (2.4) through
+// TestMountFlagValuesNeverLeakOverTheWire is the mount-flag property through
 // a real server: for random option lists, no option value reaches the status message or any
 // log line, whether the backend returns an error quoting the flags or panics with them.
 func TestMountFlagValuesNeverLeakOverTheWire(t *testing.T) {

@@ -155,7 +155,7 @@ func (nearBucketGetter) GetBucket(context.Context, *bucket.GetBucketRequest) (bu
 	return bucket.Bucket{}, nil
 }
 
-// GrantBucketAccess answers a value where a pointer is expected: the slip of issue 18, which
+// GrantBucketAccess answers a value where a pointer is expected: a slip once made in memorys3, which
 // once turned the RPC into UNIMPLEMENTED without a word.
 func (nearBucketAccessGranter) GrantBucketAccess(context.Context, *bucket.GrantBucketAccessRequest) (bucket.Access, error) {
 	return bucket.Access{}, nil

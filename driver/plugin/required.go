@@ -10,15 +10,15 @@ import (
 )
 
 // validation checks csi.v1 from the start, with its REQUIRED fields generated from the spec. The
-// services beside CSI join it here: their fields marked REQUIRED in their protos (seed 001's
-// volume groups, both COSI versions) are registered with validation.RegisterRequired, which also
+// services beside CSI join it here: their fields marked REQUIRED in their protos (the
+// volume-group spec, both COSI versions) are registered with validation.RegisterRequired, which also
 // turns on its generic rules (size limits, secret maps, no negative integers) for their packages.
 // This is set-up code run by New, once per process, rather than an init function writing into
 // validation's tables whenever this package is linked.
 
 // requiredFields lists, per proto message, the fields (or oneofs) that must be set.
 var requiredFields = map[string][]string{
-	// seed 001 ("This field is REQUIRED").
+	// The volume-group spec ("This field is REQUIRED").
 	"volumegroup.CreateVolumeGroupRequest":            {"name"},
 	"volumegroup.DeleteVolumeGroupRequest":            {"volume_group_id"},
 	"volumegroup.ModifyVolumeGroupMembershipRequest":  {"volume_group_id"},
@@ -36,7 +36,7 @@ var requiredFields = map[string][]string{
 	"cosi.v1alpha1.DriverGetInfoResponse":           {"name"},
 	"cosi.v1alpha1.DriverCreateBucketResponse":      {"bucket_id"},
 	"cosi.v1alpha1.DriverGrantBucketAccessResponse": {"account_id"},
-	// COSI v1alpha2 (seed 004, driver/bucket/cosiv1alpha2).
+	// COSI v1alpha2 (the draft spec, driver/bucket/cosiv1alpha2).
 	"sigs.k8s.io.cosi.v1alpha2.DriverCreateBucketRequest":                      {"name"},
 	"sigs.k8s.io.cosi.v1alpha2.DriverGetExistingBucketRequest":                 {"existing_bucket_id"},
 	"sigs.k8s.io.cosi.v1alpha2.DriverDeleteBucketRequest":                      {"bucket_id"},

@@ -44,7 +44,7 @@ func members(vg *vgpb.VolumeGroup) string {
 	return strings.Join(ids, ",")
 }
 
-// TestVolumeGroupLifecycle walks seed 001's semantics over the socket: idempotent create by name,
+// TestVolumeGroupLifecycle walks the volume-group spec's semantics over the socket: idempotent create by name,
 // membership set to exactly the list, a member cannot be deleted alone, deleting the group
 // deletes its volumes, and every row of the error table.
 func TestVolumeGroupLifecycle(t *testing.T) {

@@ -1,6 +1,6 @@
 // Package volumegroup is the volume-group contract: what a backend implements so that package
 // plugin serves the volumegroup.Controller service of github.com/IBM/csi-volume-group (the one
-// the IBM volume-group operator speaks; seed 001), beside the CSI services on the same socket.
+// the IBM volume-group operator speaks), beside the CSI services on the same socket.
 // Volume groups keep several volumes consistent together.
 //
 // A backend implements Controller (CreateVolumeGroup, DeleteVolumeGroup,
@@ -8,7 +8,7 @@
 // (ControllerGetVolumeGroup) and Lister or PageLister (ListVolumeGroups, a full listing the plugin
 // sorts and pages, or one page after a cursor). It answers with a Group, whose members are
 // driver.Volume values, and returns the sentinels of package driver (driver.ErrNotFound,
-// driver.ErrAlreadyExists, ...), which the plugin maps to the codes of seed 001's error table.
+// driver.ErrAlreadyExists, ...), which the plugin maps to the codes of the volume-group spec's error table.
 //
 // Each request type is named after the method that receives it (CreateVolumeGroupRequest,
 // DeleteVolumeGroupRequest, ModifyVolumeGroupMembershipRequest, ControllerGetVolumeGroupRequest,
@@ -19,7 +19,7 @@
 //
 // # Errors
 //
-// The plugin answers the sentinels of package driver with these codes (seed 001's error table):
+// The plugin answers the sentinels of package driver with these codes (the volume-group spec's error table):
 //
 //   - driver.ErrNotFound: NOT_FOUND, but OK from DeleteVolumeGroup: a delete of what is gone has
 //     reached its goal.

@@ -45,7 +45,7 @@ cleanup() {
     umount -l "$m" 2>/dev/null
   done
   if [ -n "$own_cluster" ]; then
-    # Its stderr stays: a "stray process" line there is a daemon the pid files lost (issue 20).
+    # Its stderr stays: a "stray process" line there is a daemon the pid files lost.
     "$own_cluster/bin/ceph-down.sh" --purge "$own_cluster" >/dev/null
   fi
   if grep -qF " $dir" /proc/self/mountinfo; then

@@ -42,7 +42,7 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 
 // BenchmarkDurableOps measures, in one run and interleaved call by call, the disk's flush
 // latency (fsyncProbe) and hostpath's sequential CreateVolume and DeleteVolume of directory
-// volumes over the unix socket, each acknowledged only once durable (issue 12, target 4: <= 1.5x
+// volumes over the unix socket, each acknowledged only once durable (target: <= 1.5x
 // one flush per operation). It reports the p50 of each and the ratios.
 //
 //	go test -run '^$' -bench 'BenchmarkDurableOps$' -benchtime 2000x ./examples/hostpath/

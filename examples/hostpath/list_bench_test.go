@@ -119,8 +119,8 @@ func createVolumes(tb testing.TB, ctrl csi.ControllerClient, prefix string, n, c
 }
 
 // BenchmarkListVolumes10k lists 10,000 directory volumes over the unix socket in pages of 100,
-// following next_token to the end, and checks that every volume is listed exactly once (issue 12,
-// target 3: <= 50 ms for the whole listing). In the same loop, interleaved, a bare grpc-go server
+// following next_token to the end, and checks that every volume is listed exactly once
+// (target: <= 50 ms for the whole listing). In the same loop, interleaved, a bare grpc-go server
 // answers the same 100 recorded responses over its own unix socket: the cost of the protocol
 // alone (encoding, the socket, decoding in the client), which no driver can go below.
 //

@@ -161,7 +161,7 @@ func TestMinimalDriver(t *testing.T) {
 }
 
 // TestRepeatedCreateIsComparedNotFingerprinted: a retry is answered with the volume when the
-// volume fits it, whatever else differs in the request's ranges (issue 6, 2.6).
+// volume fits it, whatever else differs in the request's ranges.
 func TestRepeatedCreateIsComparedNotFingerprinted(t *testing.T) {
 	p := serve(t)
 	ctx := context.Background()

@@ -395,7 +395,7 @@ func TestStopAndStartDaemons(t *testing.T) {
 // itself blocklisted, which its own shutdown on SIGTERM can provoke; the mgr on a failover). The
 // pid ceph-down.sh stops must stay the daemon's across a respawn: when the daemons forked into
 // the background, the respawned image forked a new daemon and the pid in the pid file exited,
-// and ceph-down.sh, taking that exit for the daemon's, left a ceph-mds running (issue 20). After
+// and ceph-down.sh, taking that exit for the daemon's, left a ceph-mds running. After
 // a respawn, and with a stop landing in the middle of one, the pid file still names the one
 // process of the daemon, and the stop leaves no process of it, without the safety net of
 // ceph-down.sh (its "stray process" line) having to act.

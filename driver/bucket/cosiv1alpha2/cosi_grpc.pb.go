@@ -1,5 +1,5 @@
 // COSI v1alpha2 wire definitions for csikit, written by the csikit project from the COSI
-// specification draft (spec.md, package sigs.k8s.io.cosi.v1alpha2; csikit seed 004).
+// specification draft (spec.md, package sigs.k8s.io.cosi.v1alpha2).
 //
 // What was filled in: that draft leaves DriverGetExistingBucketRequest/Response,
 // DriverDeleteBucketRequest, DriverGrantBucketAccessRequest/Response and

@@ -32,7 +32,7 @@
 //
 // # Volume groups
 //
-// Volume groups (volumegroup.Controller of seed 001) are served in every mode with a controller.
+// Volume groups (volumegroup.Controller) are served in every mode with a controller.
 // A group is a named set of this driver's volumes and takes no parameters. A volume is in one
 // group at most; it joins through ModifyVolumeGroupMembership (which sets the members to exactly
 // the list given) or at creation, through the CreateVolume parameter ParamVolumeGroup or its

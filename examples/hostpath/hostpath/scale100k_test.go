@@ -183,25 +183,24 @@ func vmRSS(tb testing.TB) int64 {
 	return 0
 }
 
-// BenchmarkScale100k is issue 12's target 5. Directory volumes are created one after the other
-// over the unix socket, listed in pages of 100 (every volume exactly once, twice: the first pass
-// decodes every record, the second finds the listing cache warm), the driver is restarted on
-// that state (start-up reconciliation), and all are deleted one after the other. It reports the
-// mean latency of the last 5% of the calls of each phase (5,000 of 100,000) against the first
-// 5%, the listing time, the state database's bytes per volume, the process's resident memory and
-// Go heap with every volume created (driver and benchmark client share the process), and the
-// start-up time.
-//
-// With fsync=on every change is durable before it is acknowledged, as the driver runs; on this
-// machine's disk that makes 100,000 creates and deletes take tens of minutes, so the full count
-// is also run with fsync=off (bbolt's NoSync, set only here) and the durable run is made at
-// 20,000 volumes. A durable run also times a flush of the disk before every tenth call and
-// reports its mean in the first and last windows: on a shared host the flush time moves by a
-// factor of two or three within minutes, which the ratio then measures as much as the driver.
-// One iteration is a whole run: use -benchtime 1x.
-//
-//	go test -run '^$' -bench 'BenchmarkScale100k/volumes=100000/fsync=off' -benchtime 1x -count 3 -timeout 90m ./examples/hostpath/hostpath/
-//	go test -run '^$' -bench 'BenchmarkScale100k/volumes=20000/fsync=on' -benchtime 1x -count 3 -timeout 90m ./examples/hostpath/hostpath/
+// BenchmarkScale100k measures a driver holding 100,000 volumes. Directory volumes are created one
+// after the other over the unix socket, listed in pages of 100 (every volume exactly once, twice:
+// the first pass decodes every record, the second finds the listing cache warm), the driver is
+// restarted on that state (start-up reconciliation), and all are deleted one after the other. It
+// reports the mean latency of the last 5% of the calls of each phase (5,000 of 100,000) against the
+// first 5%, the listing time, the state database's bytes per volume, the process's resident memory
+// and Go heap with every volume created (driver and benchmark client share the process), and the
+// start-up time.  With fsync=on every change is durable before it is acknowledged, as the driver
+// runs; on this machine's disk that makes 100,000 creates and deletes take tens of minutes, so the
+// full count is also run with fsync=off (bbolt's NoSync, set only here) and the durable run is made
+// at 20,000 volumes. A durable run also times a flush of the disk before every tenth call and
+// reports its mean in the first and last windows: on a shared host the flush time moves by a factor
+// of two or three within minutes, which the ratio then measures as much as the driver. One
+// iteration is a whole run: use -benchtime 1x.  go test -run '^$' -bench
+// 'BenchmarkScale100k/volumes=100000/fsync=off' -benchtime 1x -count 3 -timeout 90m
+// ./examples/hostpath/hostpath/ go test -run '^$' -bench
+// 'BenchmarkScale100k/volumes=20000/fsync=on' -benchtime 1x -count 3 -timeout 90m
+// ./examples/hostpath/hostpath/
 func BenchmarkScale100k(b *testing.B) {
 	for _, bc := range []struct {
 		n     int

@@ -75,7 +75,7 @@ func TestGrantAfterBucketDelete(t *testing.T) {
 	}
 }
 
-// TestRevokeGivenBuckets: a revoke takes out the buckets it names and nothing else (seed 004:
+// TestRevokeGivenBuckets: a revoke takes out the buckets it names and nothing else (COSI spec:
 // "Revokes access to given bucket(s)"); the account and its keys go with its last bucket.
 func TestRevokeGivenBuckets(t *testing.T) {
 	srv := s3Fixture(t)

@@ -26,7 +26,7 @@ func hashedName(cosiName string) string {
 	return "cosi-" + hex.EncodeToString(sum[:16])
 }
 
-// TestHashedNameIsNotAnotherClaimsName is the collision of issue 18: a name that is not a
+// TestHashedNameIsNotAnotherClaimsName is a collision a review found: a name that is not a
 // valid S3 name maps to "cosi-<hash>", itself a valid COSI name. Claiming that string must give
 // another bucket, so the second claimant neither reads nor deletes the first one's objects.
 func TestHashedNameIsNotAnotherClaimsName(t *testing.T) {
@@ -158,7 +158,7 @@ var validS3ID = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
 // reserved for hashed names. Every pair is also created through the backend.
 func FuzzS3Name(f *testing.F) {
 	long := strings.Repeat("a", 64)
-	f.Add(long, hashedName(long)) // the collision of issue 18
+	f.Add(long, hashedName(long)) // the collision a review found
 	for i := 0; i+1 < len(nameSeeds); i++ {
 		f.Add(nameSeeds[i], nameSeeds[i+1])
 	}

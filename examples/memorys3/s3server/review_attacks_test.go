@@ -1,6 +1,6 @@
 package s3server
 
-// Tests of the third review of memorys3 (issue 18, round "attack18b"), each named for the rule
+// Tests from an adversarial review of memorys3, each named for the rule
 // it holds. Each one failed on the code the review was written against; its comment says what
 // an attacker did, what it cost the other tenants, and what holds it now.
 
