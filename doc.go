@@ -1,10 +1,10 @@
 // Package csikit is a Go SDK for writing storage drivers for Kubernetes and other container
-// orchestrators. A storage vendor implements a few small Go interfaces about their storage (a
-// contract package); csikit serves them as a CSI plugin (and, beside it, a COSI bucket driver or a
-// volume-group service) that honours every MUST of the spec: field validation and size limits,
-// secret redaction in logs and errors, per-resource ABORTED locking, tamper-evident pagination
-// tokens, the per-RPC error codes, capability derivation, and unix socket handling with graceful
-// shutdown.
+// orchestrators. A storage vendor implements a few small Go interfaces about their storage, in a
+// contract package. csikit serves them as a CSI plugin, and beside it a COSI bucket driver or a
+// volume-group service. The plugin honours every MUST of the spec. It validates fields and size
+// limits, redacts secrets in logs and errors, and answers ABORTED for a resource in use. It issues
+// tamper-evident pagination tokens and the per-RPC error codes. It derives capabilities from the
+// interfaces, and handles unix sockets with graceful shutdown.
 //
 // The packages, from the vendor's view inwards:
 //
@@ -30,8 +30,8 @@
 //   - secrets: finding and redacting sensitive fields from the proto descriptors.
 //   - idempotency: keyed in-flight locks and request fingerprints.
 //
-// examples/minimal is a complete driver in one file; see the README for the two commands a
-// newcomer runs. The examples and cmd/csictl are modules of their own, joined to this one by the
-// repository's go.work, so that this module's go.mod lists only what its packages import; run
-// every test of the workspace with go test -race work.
+// examples/minimal is a complete driver in one file. README.md has the two commands a newcomer
+// runs, and docs/ has one guide per task. The examples and cmd/csictl are modules of their own,
+// joined to this one by the repository's go.work. So this module's go.mod lists only what its
+// packages import. Run every unit test of the workspace with go test -race work.
 package csikit
