@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every benchmark BENCHMARKS.md quotes, in the order of its table, and keeps each one's
-# output in a directory of its own (the first argument, default a new temporary one). It takes
-# about 25 minutes on a 2-core machine; the machine should be otherwise idle. The 100,000-volume
-# runs (section "hostpath at scale") are left out: they take an hour each and are listed there.
+# output in a directory of its own (the first argument, default a new temporary one). The machine
+# should be otherwise idle; each stage prints its time. The 100,000-volume runs (BENCHMARKS.md,
+# "hostpath", "At 100,000 volumes") are left out: they take an hour each and are listed there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-$(mktemp -d)}

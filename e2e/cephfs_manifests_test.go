@@ -12,7 +12,7 @@ import (
 )
 
 // TestCephFSManifestsMatchDriver checks what strict decoding cannot in deploy/kubernetes/cephfs:
-// the driver's name everywhere, every call that acts on Ceph given the Secret the README tells
+// the driver's name everywhere, every call that acts on Ceph given the Secret docs/kubernetes.md tells
 // the user to create, the ConfigMap's keys reaching the flags, host networking on both pods with
 // no host port used twice, and the node plugin's FUSE and propagation needs.
 func TestCephFSManifestsMatchDriver(t *testing.T) {

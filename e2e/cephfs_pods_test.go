@@ -78,7 +78,7 @@ func TestCephFSPods(t *testing.T) {
 		}
 	})
 	t.Logf("one-node Ceph healthy in %s (%s, mons %s)", time.Since(began).Round(100*time.Millisecond), ceph.Dir, ceph.MonHost)
-	// The caps the README gives a user: ceph-csi's, and the MDS flag p, without which the
+	// The caps docs/kubernetes.md gives a user: ceph-csi's, and the MDS flag p, without which the
 	// storage suite's VolumeAttributesClass specs (maxFiles) would be PERMISSION_DENIED.
 	out, err := ceph.Ceph(ctx, "auth", "get-or-create-key", "client."+cephfsUser,
 		"mon", "allow r", "mgr", "allow rw", "mds", "allow rwp", "osd", "allow rw tag cephfs *=*")

@@ -188,7 +188,7 @@ type bucketCase struct {
 // granted, checks that the Secret names the endpoint, and returns the bucket's name as the Secret
 // gives it and the Secret's name. When COSI v0.2.2's controller has reset the claim's readiness
 // (upstream bug, cozystack/cozystack#3032: the access is then never granted), it deletes the
-// claim and creates it again under a new name, the way out the README gives users, at most twice.
+// claim and creates it again under a new name, the way out docs/kubernetes.md gives users, at most twice.
 // The access is created only once its claim is ready: in a CI run, an access made under a reset
 // claim was still not deleted 2 minutes after its deletion.
 func (b *bucketCase) claimAndAccess(base, endpoint string) (bucket, creds string) {

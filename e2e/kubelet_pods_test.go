@@ -225,7 +225,7 @@ func podsWorkDir(t *testing.T) (work, logDir string) {
 }
 
 // logTimings logs how long each phase of the run took and the whole run since start: the
-// numbers the README and the CI log quote.
+// numbers docs/kubernetes.md and the CI log quote.
 func (n *node) logTimings(t *testing.T, start time.Time) {
 	for _, p := range n.phases {
 		t.Logf("timing %-30s %s", p.name, p.took.Round(100*time.Millisecond))

@@ -79,9 +79,9 @@ func ids(t *testing.T, js string, path ...string) []string {
 	return got
 }
 
-// TestQuickStartAgainstHostpath runs the README's quick start ("Try it with csictl") through
-// csictl's own command code against the hostpath example driver: create, publish, snapshot,
-// list, delete, asserting every exit code and the JSON answers. The node steps (stage, publish,
+// TestQuickStartAgainstHostpath runs the quick start of examples/hostpath/README.md ("Try it
+// with csictl") through csictl's own command code against the hostpath example driver: create,
+// publish, snapshot, list, delete, asserting every exit code and the JSON answers. The node steps (stage, publish,
 // stats, unpublish, unstage) mount a loop device and run only as root.
 func TestQuickStartAgainstHostpath(t *testing.T) {
 	p, dir := startHostpath(t)
@@ -178,7 +178,7 @@ func TestQuickStartAgainstHostpath(t *testing.T) {
 }
 
 // TestKubernetesTestDriverForHostpath writes hostpath's definition for Kubernetes' storage e2e
-// suite with csictl, as the README tells a driver author to, and checks that it turns on what
+// suite with csictl, as docs/proving-a-driver.md tells a driver author to, and checks that it turns on what
 // hostpath advertises (snapshots, clones, group snapshots, online expansion, topology, its
 // attach limit, capacity, ReadWriteOncePod) plus what the flags say, and that a bad flag is a
 // usage error.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the upstream csi-sanity v5.6.0 binary against a freshly started hostpath driver, with the
-# command line README.md gives ("Check it with csi-sanity"), and fails on any failure other than
+# command line docs/proving-a-driver.md gives ("The upstream csi-sanity binary"), and fails on any failure other than
 # the documented csi-sanity Topology artefact.
 #
 #   examples/hostpath/sanity.sh mount|block

@@ -34,7 +34,7 @@ type knownFailure struct {
 	Why string
 }
 
-// knownFailures are the failures README.md documents ("Check it with csi-sanity").
+// knownFailures are the failures docs/proving-a-driver.md documents ("The upstream csi-sanity binary").
 var knownFailures = []knownFailure{{
 	Spec:        "CreateSnapshot [Controller Server] should succeed when creating a snapshot with accessibility requirements",
 	MustContain: []string{"*csi.Topology", "to equal"},
