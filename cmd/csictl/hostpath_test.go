@@ -79,10 +79,10 @@ func ids(t *testing.T, js string, path ...string) []string {
 	return got
 }
 
-// TestQuickStartAgainstHostpath runs the quick start of examples/hostpath/README.md ("Try it
-// with csictl") through csictl's own command code against the hostpath example driver: create,
-// publish, snapshot, list, delete, asserting every exit code and the JSON answers. The node steps (stage, publish,
-// stats, unpublish, unstage) mount a loop device and run only as root.
+// TestQuickStartAgainstHostpath runs the quick start of examples/hostpath/README.md ("Try it with
+// csictl") through csictl's own command code against the hostpath example driver: create, publish,
+// snapshot, list, delete, asserting every exit code and the JSON answers. The node steps (stage,
+// publish, stats, unpublish, unstage) mount a loop device and run only as root.
 func TestQuickStartAgainstHostpath(t *testing.T) {
 	p, dir := startHostpath(t)
 	const capArg = "mount,ext4,single-node-writer"
