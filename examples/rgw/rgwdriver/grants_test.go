@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"google.golang.org/grpc/codes"
 
 	"github.com/csikit/csikit/driver/bucket"
 	cosi2 "github.com/csikit/csikit/driver/bucket/cosiv1alpha2"
@@ -185,56 +184,9 @@ func TestMultiBucketRevoke(t *testing.T) {
 	}
 }
 
-// TestGrantAfterBucketDeleted: a grant repeated after its bucket was deleted is NOT_FOUND, and
-// once the bucket is created again it answers the same account and key, which reach the new
-// bucket; the key reaches nothing while the bucket is gone, and nothing of the old bucket's
-// policy survives into the new one.
-func TestGrantAfterBucketDeleted(t *testing.T) {
-	b, c := newBackend(t)
-	_, w, _ := served(t, b)
-	ctx := callCtx(t)
-	bk, err := w.create(ctx, "bc-regrant")
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, k, err := w.grant(ctx, "ba-regrant", map[string]cosi2.AccessMode_Mode{bk: rw})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.remove(ctx, bk); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := w.grant(ctx, "ba-regrant", map[string]cosi2.AccessMode_Mode{bk: rw}); code(err) != codes.NotFound {
-		t.Errorf("grant of a deleted bucket: %v, want NOT_FOUND", err)
-	}
-	if _, err := w.create(ctx, "bc-regrant"); err != nil {
-		t.Fatal(err)
-	}
-	cl := s3As(c.RGW.Endpoint, k)
-	if _, err := cl.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bk)}); s3Code(err) != "AccessDenied" {
-		t.Errorf("the old key on the re-created bucket before the grant: %q, want AccessDenied", s3Code(err))
-	}
-	id2, k2, err := w.grant(ctx, "ba-regrant", map[string]cosi2.AccessMode_Mode{bk: rw})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if id2 != id || k2 != k {
-		t.Error("the repeated grant answered another account or key")
-	}
-	if _, err := cl.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bk)}); err != nil {
-		t.Errorf("after the repeated grant: %v", err)
-	}
-	if err := w.revoke(ctx, id, bk); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.remove(ctx, bk); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestConcurrentGrantsOneBucket grants eight accounts one bucket at once: each grant rewrites the
 // bucket's policy, and none may lose another's statement, so every key works afterwards; then
-// eight revokes at once leave the policy empty and every key refused.
+// eight revokes at once leave the bucket's own Denies alone and every key refused.
 func TestConcurrentGrantsOneBucket(t *testing.T) {
 	b, c := newBackend(t)
 	_, w, _ := served(t, b)
