@@ -70,11 +70,30 @@ func TestAccessModes(t *testing.T) {
 	}
 
 	// Multipart uploads are writes: read-write and write-only run one to completion, read-only
-	// cannot start one.
+	// cannot start one. Their listings are reads (keys, and the parts' MD5s): read-write only.
 	for name, want := range map[string]string{"rw": "", "wo": "", "ro": denied, "other": denied} {
 		if got := multipart(ctx, s3As(ep, keys[name]), bktA, "mp-"+name); got != want {
 			t.Errorf("multipart upload with the %s key: %q, want %q", name, got, want)
 		}
+	}
+	up, err := s3As(ep, keys["rw"]).CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(bktA), Key: aws.String("mp-open")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"rw": "", "wo": denied, "ro": denied, "other": denied} {
+		c := s3As(ep, keys[name])
+		_, err := c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(bktA)})
+		if got := s3Code(err); got != want {
+			t.Errorf("listing the uploads in progress with the %s key: %q, want %q", name, got, want)
+		}
+		_, err = c.ListParts(ctx, &s3.ListPartsInput{Bucket: aws.String(bktA), Key: aws.String("mp-open"), UploadId: up.UploadId})
+		if got := s3Code(err); got != want {
+			t.Errorf("listing an upload's parts with the %s key: %q, want %q", name, got, want)
+		}
+	}
+	if _, err := s3As(ep, keys["rw"]).AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(bktA),
+		Key: aws.String("mp-open"), UploadId: up.UploadId}); err != nil {
+		t.Fatal(err)
 	}
 
 	// Nothing beyond objects: no bucket of its own, no delete or policy of the granted bucket.
@@ -315,9 +334,6 @@ func multipart(ctx context.Context, c *s3.Client, bucketName, key string) string
 	part, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String(bucketName), Key: aws.String(key), UploadId: up.UploadId,
 		PartNumber: aws.Int32(1), Body: strings.NewReader("one part")})
 	if err != nil {
-		return s3Code(err)
-	}
-	if _, err := c.ListParts(ctx, &s3.ListPartsInput{Bucket: aws.String(bucketName), Key: aws.String(key), UploadId: up.UploadId}); err != nil {
 		return s3Code(err)
 	}
 	_, err = c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String(bucketName), Key: aws.String(key),

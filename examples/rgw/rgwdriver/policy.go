@@ -34,13 +34,15 @@ import (
 // bucket's own, so it finds and replaces exactly its own, in a fixed order (anyone else's first,
 // as they were), and a repeated grant writes nothing.
 
-// readActions and writeActions are what each half of an access mode allows, as memorys3's
-// authorisation table: reading lists and gets objects; writing puts and deletes them and runs
-// multipart uploads (whose listings show keys, not data).
+// readActions and writeActions are what each half of an access mode allows: reading lists and
+// gets objects; writing puts and deletes them and runs multipart uploads (create, upload parts,
+// complete: s3:PutObject; abort). uploadListActions, the listings of uploads in progress and of
+// their parts, are reads: they show other writers' keys and each part's ETag, the MD5 of its
+// data, against which a guess is confirmed offline. Only read-write has them.
 var (
-	readActions  = []string{"s3:GetBucketLocation", "s3:ListBucket", "s3:GetObject"}
-	writeActions = []string{"s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload",
-		"s3:ListMultipartUploadParts", "s3:ListBucketMultipartUploads"}
+	readActions       = []string{"s3:GetBucketLocation", "s3:ListBucket", "s3:GetObject"}
+	writeActions      = []string{"s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"}
+	uploadListActions = []string{"s3:ListMultipartUploadParts", "s3:ListBucketMultipartUploads"}
 	// objectActions are every action on a bucket's objects and listings that some statement
 	// could let in; an account is denied those its mode does not allow.
 	objectActions = []string{"s3:GetBucketLocation", "s3:ListBucket", "s3:ListBucketVersions", "s3:GetObject", "s3:GetObjectVersion",
@@ -55,7 +57,7 @@ var (
 func modeActions(m bucket.AccessMode) ([]string, error) {
 	switch m {
 	case bucket.ReadWrite:
-		return append(slices.Clone(readActions), writeActions...), nil
+		return slices.Concat(readActions, writeActions, uploadListActions), nil
 	case bucket.ReadOnly:
 		return slices.Clone(readActions), nil
 	case bucket.WriteOnly:

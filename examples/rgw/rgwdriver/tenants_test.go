@@ -541,12 +541,15 @@ func TestObjectACLWritesRefused(t *testing.T) {
 // adminUser is the uid of the cluster's admin user (ceph-up.sh): an RGW user no grant names.
 const adminUser = "csikit-admin"
 
-// TestWriteOnlyConditionalPuts pins what a write-only key learns on RGW 16.2. Reads tell it
-// nothing: GET and HEAD are refused alike for objects that exist and objects that do not. But a
-// PUT's If-None-Match and If-Match headers are answered before the write, and RGW gives a bucket
+// TestWhatWriteOnlyKeysLearn pins what a write-only key learns on RGW 16.2. Reads tell it
+// nothing: GET and HEAD are refused alike for objects that exist and objects that do not, and
+// so are the listings of multipart uploads in progress and of their parts, whose ETags are the
+// MD5s of the parts (a guess of another writer's data confirmed offline). But a PUT's
+// If-None-Match and If-Match headers are answered before the write, and RGW gives a bucket
 // policy no condition key for them, so such a key learns whether an object exists and confirms a
-// guess of its content (the MD5 of the guess). Keys not granted the bucket learn nothing.
-func TestWriteOnlyConditionalPuts(t *testing.T) {
+// guess of its content (the MD5 of the guess), one request per guess. Keys not granted the
+// bucket learn nothing.
+func TestWhatWriteOnlyKeysLearn(t *testing.T) {
 	b, c := newBackend(t)
 	_, w, _ := served(t, b)
 	ctx := callCtx(t)
@@ -570,6 +573,31 @@ func TestWriteOnlyConditionalPuts(t *testing.T) {
 	}
 	md5Of := func(s string) string { sum := md5.Sum([]byte(s)); return hex.EncodeToString(sum[:]) }
 	woc := s3As(ep, woKey)
+	rwc := s3As(ep, rwKey)
+	up, err := rwc.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(bk), Key: aws.String("payroll")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rwc.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String(bk), Key: aws.String("payroll"), UploadId: up.UploadId,
+		PartNumber: aws.Int32(1), Body: strings.NewReader(salary)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := woc.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(bk)}); s3Code(err) != "AccessDenied" {
+		t.Errorf("write-only listing of the uploads in progress: %q, want AccessDenied", s3Code(err))
+	}
+	parts, err := woc.ListParts(ctx, &s3.ListPartsInput{Bucket: aws.String(bk), Key: aws.String("payroll"), UploadId: up.UploadId})
+	if s3Code(err) != "AccessDenied" {
+		etag := ""
+		if err == nil && len(parts.Parts) > 0 {
+			etag = aws.ToString(parts.Parts[0].ETag)
+		}
+		t.Errorf("write-only listing of another account's parts: %q (first part's ETag %s, MD5 of its data %s), want AccessDenied",
+			s3Code(err), etag, md5Of(salary))
+	}
+	if _, err := rwc.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(bk), Key: aws.String("payroll"),
+		UploadId: up.UploadId}); err != nil {
+		t.Fatal(err)
+	}
 	for _, key := range []string{"salary", "missing"} {
 		out, err := woc.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bk), Key: aws.String(key)})
 		if err == nil {

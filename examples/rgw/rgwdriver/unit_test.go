@@ -205,8 +205,12 @@ func TestPolicyEdits(t *testing.T) {
 	}
 	p2, changed, err := withGrant(p, "bc-1", owner, uid, bucket.WriteOnly)
 	if err != nil || !changed || len(statements(t, p2)) != 2+len(statements(t, p0)) || statements(t, p2)[0].actions() != strings.Join(writeActions, ",")+"," ||
-		!strings.Contains(statements(t, p2)[1].actions(), "s3:GetObject,") {
+		!strings.Contains(statements(t, p2)[1].actions(), "s3:GetObject,") || !strings.Contains(statements(t, p2)[1].actions(), "s3:ListMultipartUploadParts,") {
 		t.Errorf("mode change: %s, %v", p2, err)
+	}
+	if rwp, _, _ := withGrant(p0, "bc-1", owner, uid, bucket.ReadWrite); !strings.Contains(statements(t, rwp)[0].actions(), "s3:ListMultipartUploadParts,") ||
+		strings.Contains(statements(t, rwp)[1].actions(), "s3:ListMultipartUploadParts,") {
+		t.Errorf("read-write and the listings of uploads: %s", rwp)
 	}
 	// Another account's statements, and one an administrator wrote, are kept, in a fixed order.
 	admin := `{"Version":"2012-10-17","Statement":[{"Sid":"ops","Effect":"Deny","Principal":"*","Action":"s3:DeleteBucket","Resource":"arn:aws:s3:::bc-1"}]}`
