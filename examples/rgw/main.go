@@ -26,6 +26,9 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/csikit/csikit/driver/bucket"
 	"github.com/csikit/csikit/driver/cmdline"
@@ -102,7 +105,53 @@ func run(ctx context.Context, args []string, out io.Writer, started chan<- struc
 	if started != nil {
 		close(started)
 	}
+	stop := closeBuckets(ctx, backend, pcfg.Logger)
+	defer stop()
 	return d.Run(ctx)
+}
+
+// Waits between the attempts of closeBuckets.
+const (
+	closeRetryFirst = time.Second
+	closeRetryMax   = time.Minute
+)
+
+// closeBuckets runs backend.CloseBuckets beside the driver until it succeeds, waiting longer
+// after each fault, so that buckets an earlier version left open are closed even if RGW is down
+// when the driver starts (which must not keep it from serving). stop ends it and waits for it.
+func closeBuckets(ctx context.Context, backend *rgwdriver.Backend, logger *zap.Logger) (stop func()) {
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		wait := closeRetryFirst
+		for {
+			err := backend.CloseBuckets(ctx)
+			if err == nil {
+				logger.Info("every bucket of the driver is closed to everyone but its grants")
+				return
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			logger.Warn("closing the driver's buckets; retrying", zap.Error(err), zap.Duration("in", wait))
+			timer := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return
+			case <-timer.C:
+			}
+			wait = min(2*wait, closeRetryMax)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // rgwConfig reads the endpoint and admin key from the config file, then the flags.

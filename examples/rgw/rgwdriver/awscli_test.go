@@ -96,7 +96,10 @@ func TestAWSCLI(t *testing.T) {
 	b, c := newBackend(t)
 	_, w, _ := served(t, b)
 	cli := newAWSCLI(t, c.RGW.Endpoint)
-	ctx := callCtx(t)
+	// The deadline spans every CLI run below, each starting a Python interpreter: seconds apiece
+	// on a loaded machine, more than callCtx's minute for the lot.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 	bk, err := w.create(ctx, "bc-cli")
 	if err != nil {
 		t.Fatal(err)

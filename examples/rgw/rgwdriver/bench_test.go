@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/ceph/go-ceph/rgw/admin"
 	"go.uber.org/zap"
 	cosi1 "sigs.k8s.io/container-object-storage-interface/proto"
@@ -22,7 +23,8 @@ import (
 // BenchmarkCOSICycle is one bucket's life through the driver's COSI socket on the one-node
 // Ceph, per wire version: create, grant (read-write), revoke, delete. "direct" is the same
 // work done straight on RGW with no driver, as the driver does it at the least (S3 create as the
-// owner, admin create user with key, put policy, delete policy, admin delete user and bucket):
+// owner, put the closed policy and the public access block, admin create user with key, put the
+// policy with the grant, put it without, admin delete user and bucket):
 // the floor the driver's cycle is measured against; "v1alpha2-default-http-client" is the driver
 // on Go's default HTTP client, without NewHTTPClient's quick ACKs. Cycles per second = 1e9/ns/op.
 func BenchmarkCOSICycle(b *testing.B) {
@@ -111,16 +113,28 @@ func BenchmarkCOSICycle(b *testing.B) {
 			if _, err := oc.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
 				b.Fatal(err)
 			}
+			deny := func(admitted string) string {
+				return `{"Sid":"d","Effect":"Deny","NotPrincipal":{"AWS":["arn:aws:iam:::user/` + rgwdriver.DefaultOwnerUID + `"` + admitted +
+					`]},"Action":["s3:*"],"Resource":["arn:aws:s3:::` + name + `/*"]}`
+			}
+			closedPolicy := `{"Version":"2012-10-17","Statement":[` + deny("") + `]}`
+			if _, err := oc.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: aws.String(name), Policy: aws.String(closedPolicy)}); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := oc.PutPublicAccessBlock(ctx, &s3.PutPublicAccessBlockInput{Bucket: aws.String(name),
+				PublicAccessBlockConfiguration: &s3types.PublicAccessBlockConfiguration{IgnorePublicAcls: aws.Bool(true)}}); err != nil {
+				b.Fatal(err)
+			}
 			if _, err := api.CreateUser(ctx, admin.User{ID: uid, DisplayName: name, MaxBuckets: new(-1), GenerateKey: new(true)}); err != nil {
 				b.Fatal(err)
 			}
 			policy := `{"Version":"2012-10-17","Statement":[{"Sid":"s","Effect":"Allow","Principal":{"AWS":["arn:aws:iam:::user/` + uid +
-				`"]},"Action":["s3:GetObject","s3:PutObject"],"Resource":["arn:aws:s3:::` + name + `/*"]}]}`
-			if _, err := oc.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: aws.String(name), Policy: aws.String(policy)}); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := oc.DeleteBucketPolicy(ctx, &s3.DeleteBucketPolicyInput{Bucket: aws.String(name)}); err != nil {
-				b.Fatal(err)
+				`"]},"Action":["s3:GetObject","s3:PutObject"],"Resource":["arn:aws:s3:::` + name + `/*"]},` +
+				deny(`,"arn:aws:iam:::user/`+uid+`"`) + `]}`
+			for _, p := range []string{policy, closedPolicy} {
+				if _, err := oc.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: aws.String(name), Policy: aws.String(p)}); err != nil {
+					b.Fatal(err)
+				}
 			}
 			if err := api.RemoveUser(ctx, admin.User{ID: uid}); err != nil {
 				b.Fatal(err)

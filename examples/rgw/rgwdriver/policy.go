@@ -15,26 +15,34 @@ import (
 // evaluates a bucket policy before ACLs: an explicit Deny refuses, an Allow admits, and only
 // when neither matches do ACLs decide. ACLs are the hole to close: a user owns the objects it
 // uploads, and an object's owner may do anything with it (a write-only key reading back what it
-// wrote) and set its ACL (public-read, for anyone on the network), which policies alone, with
-// only Allows, never see. So the driver writes, for each bucket:
+// wrote, a revoked key reading what it left behind) and set its ACL (public-read, for anyone on
+// the network), which policies alone, with only Allows, never see. So every bucket of the driver
+// has, from its creation to its deletion, whatever its grants:
 //
-//   - per account, an Allow of its mode's actions and a Deny of every other object action
-//     (Pacific's RGW ignores NotAction, so the Deny lists them);
-//   - once, a Deny of everything to every principal but the owner and the granted accounts
-//     (NotPrincipal), which anonymous requests and other RGW users meet whatever an object's
-//     ACL says.
+//   - a Deny of everything to every principal but the owner and the accounts granted now
+//     (NotPrincipal), which anonymous requests, other RGW users and revoked accounts meet whatever
+//     an object's ACL or owner says: with no grant it is the whole policy, never no policy;
+//   - a Deny of PutObject carrying an ACL: a canned ACL other than "private" (the default) or any
+//     x-amz-grant-* header. Pacific's RGW puts these condition keys in PutObject's environment
+//     only: CopyObject, CreateMultipartUpload and browser-form POST carry an ACL no condition
+//     sees, which the Deny above and the public access block (rgwdriver.go) leave inert;
 //
-// Statements this driver writes carry Sids derived from the user IDs, so it finds and replaces
-// exactly its own, in a fixed order (anyone else's first, as they were), and a repeated grant
-// writes nothing.
+// and per account, an Allow of its mode's actions and a Deny of every other object action, ACL
+// writes included (Pacific's RGW ignores NotAction, so the Deny lists them).
+//
+// Statements this driver writes carry Sids derived from the user IDs, or fixed ones for the
+// bucket's own, so it finds and replaces exactly its own, in a fixed order (anyone else's first,
+// as they were), and a repeated grant writes nothing.
 
-// readActions and writeActions are what each half of an access mode allows, as memorys3's
-// authorisation table: reading lists and gets objects; writing puts and deletes them and runs
-// multipart uploads (whose listings show keys, not data).
+// readActions and writeActions are what each half of an access mode allows: reading lists and
+// gets objects; writing puts and deletes them and runs multipart uploads (create, upload parts,
+// complete: s3:PutObject; abort). uploadListActions, the listings of uploads in progress and of
+// their parts, are reads: they show other writers' keys and each part's ETag, the MD5 of its
+// data, against which a guess is confirmed offline. Only read-write has them.
 var (
-	readActions  = []string{"s3:GetBucketLocation", "s3:ListBucket", "s3:GetObject"}
-	writeActions = []string{"s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload",
-		"s3:ListMultipartUploadParts", "s3:ListBucketMultipartUploads"}
+	readActions       = []string{"s3:GetBucketLocation", "s3:ListBucket", "s3:GetObject"}
+	writeActions      = []string{"s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"}
+	uploadListActions = []string{"s3:ListMultipartUploadParts", "s3:ListBucketMultipartUploads"}
 	// objectActions are every action on a bucket's objects and listings that some statement
 	// could let in; an account is denied those its mode does not allow.
 	objectActions = []string{"s3:GetBucketLocation", "s3:ListBucket", "s3:ListBucketVersions", "s3:GetObject", "s3:GetObjectVersion",
@@ -49,7 +57,7 @@ var (
 func modeActions(m bucket.AccessMode) ([]string, error) {
 	switch m {
 	case bucket.ReadWrite:
-		return append(slices.Clone(readActions), writeActions...), nil
+		return slices.Concat(readActions, writeActions, uploadListActions), nil
 	case bucket.ReadOnly:
 		return slices.Clone(readActions), nil
 	case bucket.WriteOnly:
@@ -70,12 +78,26 @@ func deniedActions(allowed []string) []string {
 }
 
 // Sids (letters and digits): sidPrefix and the user ID's hex digits for an account's Allow, with
-// denySuffix for its Deny; strangersSid for the bucket's Deny of everyone else.
+// denySuffix for its Deny; strangersSid for the bucket's Deny of everyone else, aclSid and the
+// keys of grantHeaders for its Denies of ACLs on upload. None of the fixed ones is 32 hex digits
+// after the prefix, so none reads as an account's.
 const (
 	sidPrefix    = "csikitcosi"
 	denySuffix   = "deny"
 	strangersSid = sidPrefix + "strangers"
+	aclSid       = sidPrefix + "noaclheader"
 )
+
+// grantHeaders are the condition keys of the x-amz-grant-* headers, by the Sid of the Deny that
+// refuses a PutObject carrying one. Each has a statement of its own: the keys of one condition
+// must all match, and a PutObject with any one header must be refused.
+var grantHeaders = map[string]string{
+	sidPrefix + "nograntread":        "s3:x-amz-grant-read",
+	sidPrefix + "nograntwrite":       "s3:x-amz-grant-write",
+	sidPrefix + "nograntreadacp":     "s3:x-amz-grant-read-acp",
+	sidPrefix + "nograntwriteacp":    "s3:x-amz-grant-write-acp",
+	sidPrefix + "nograntfullcontrol": "s3:x-amz-grant-full-control",
+}
 
 func allowSid(uid string) string { return sidPrefix + strings.TrimPrefix(uid, hashedPrefix) }
 func denySid(uid string) string  { return allowSid(uid) + denySuffix }
@@ -91,7 +113,13 @@ func uidOfAllowSid(sid string) string {
 
 // ours says whether sid is one this driver writes.
 func ours(sid string) bool {
-	return sid == strangersSid || uidOfAllowSid(sid) != "" || uidOfAllowSid(strings.TrimSuffix(sid, denySuffix)) != ""
+	return bucketSid(sid) || uidOfAllowSid(sid) != "" || uidOfAllowSid(strings.TrimSuffix(sid, denySuffix)) != ""
+}
+
+// bucketSid says whether sid is one of the statements every bucket of the driver has once.
+func bucketSid(sid string) bool {
+	_, grant := grantHeaders[sid]
+	return sid == strangersSid || sid == aclSid || grant
 }
 
 type policyDoc struct {
@@ -101,12 +129,13 @@ type policyDoc struct {
 }
 
 type statement struct {
-	Sid          string              `json:"Sid"`
-	Effect       string              `json:"Effect"`
-	Principal    map[string][]string `json:"Principal,omitempty"`
-	NotPrincipal map[string][]string `json:"NotPrincipal,omitempty"`
-	Action       []string            `json:"Action"`
-	Resource     []string            `json:"Resource"`
+	Sid          string                         `json:"Sid"`
+	Effect       string                         `json:"Effect"`
+	Principal    map[string][]string            `json:"Principal,omitempty"`
+	NotPrincipal map[string][]string            `json:"NotPrincipal,omitempty"`
+	Action       []string                       `json:"Action"`
+	Resource     []string                       `json:"Resource"`
+	Condition    map[string]map[string][]string `json:"Condition,omitempty"`
 }
 
 func userARN(uid string) string { return "arn:aws:iam:::user/" + uid }
@@ -119,33 +148,38 @@ func resources(bucketName string) []string {
 var errPolicy = errors.New("the bucket policy is not a JSON policy document this driver can edit")
 
 // withGrant returns policy (a JSON policy document, or "" for none) with uid's statements set
-// to mode on bucketName, the strangers' Deny naming owner and every granted account, and every
-// statement of anyone else kept as it was. changed is false when that is policy as it stands,
-// so a repeated grant writes nothing.
+// to mode on bucketName, the bucket's own statements (strangersSid naming owner and every granted
+// account), and every statement of anyone else kept as it was. changed is false when that is
+// policy as it stands, so a repeated grant writes nothing.
 func withGrant(policy, bucketName, owner, uid string, mode bucket.AccessMode) (out string, changed bool, err error) {
 	allowed, err := modeActions(mode)
 	if err != nil {
 		return "", false, err
 	}
-	out, changed, _, err = rewrite(policy, bucketName, owner, uid, allowed)
-	return out, changed, err
+	return rewrite(policy, bucketName, owner, uid, allowed)
 }
 
-// withoutGrant returns policy without uid's statements; empty is true when no statement is left,
-// for the caller to delete the policy rather than write one with none (which RGW refuses).
-func withoutGrant(policy, bucketName, owner, uid string) (out string, changed, empty bool, err error) {
-	if policy == "" {
-		return "", false, true, nil
-	}
+// withoutGrant returns policy without uid's statements. The bucket's own statements stay, so a
+// bucket with no grant left has them alone: never no policy, which would leave its objects to
+// their ACLs.
+func withoutGrant(policy, bucketName, owner, uid string) (out string, changed bool, err error) {
 	return rewrite(policy, bucketName, owner, uid, nil)
 }
 
-// rewrite drops uid's statements and the strangers' Deny from policy, adds uid's for allowed
-// (none when allowed is nil), and the strangers' Deny again when any account is left.
-func rewrite(policy, bucketName, owner, uid string, allowed []string) (out string, changed, empty bool, err error) {
+// closed returns policy with the bucket's own statements as they should be and every account's
+// statements as they are: what a bucket no grant has touched yet, or one an earlier version of
+// this driver left without a policy, is brought to.
+func closed(policy, bucketName, owner string) (out string, changed bool, err error) {
+	return rewrite(policy, bucketName, owner, "", nil)
+}
+
+// rewrite drops uid's statements (none when uid is "") and the bucket's own from policy, adds
+// uid's for allowed (none when allowed is nil), and the bucket's own again, naming the accounts
+// left.
+func rewrite(policy, bucketName, owner, uid string, allowed []string) (out string, changed bool, err error) {
 	doc, err := parsePolicy(policy)
 	if err != nil {
-		return "", false, false, err
+		return "", false, err
 	}
 	var others []json.RawMessage
 	accounts := map[string]json.RawMessage{} // allow Sid -> its statement
@@ -153,12 +187,12 @@ func rewrite(policy, bucketName, owner, uid string, allowed []string) (out strin
 	for _, s := range doc.Statement {
 		sid, err := sidOf(s)
 		if err != nil {
-			return "", false, false, err
+			return "", false, err
 		}
 		switch {
 		case !ours(sid):
 			others = append(others, s)
-		case sid == strangersSid, sid == allowSid(uid), sid == denySid(uid):
+		case bucketSid(sid), uid != "" && (sid == allowSid(uid) || sid == denySid(uid)):
 		case uidOfAllowSid(sid) != "":
 			accounts[sid] = s
 		default:
@@ -182,19 +216,59 @@ func rewrite(policy, bucketName, owner, uid string, allowed []string) (out strin
 		}
 		admitted = append(admitted, userARN(uidOfAllowSid(sid)))
 	}
-	if len(accounts) > 0 {
-		s, _ := json.Marshal(statement{Sid: strangersSid, Effect: "Deny", NotPrincipal: map[string][]string{"AWS": admitted},
-			Action: []string{"s3:*"}, Resource: res})
-		doc.Statement = append(doc.Statement, s)
-	}
-	if len(doc.Statement) == 0 {
-		return "", policy != "", true, nil
-	}
+	doc.Statement = append(doc.Statement, bucketStatements(bucketName, admitted)...)
 	b, err := json.Marshal(doc)
 	if err != nil {
-		return "", false, false, err
+		return "", false, err
 	}
-	return string(b), string(b) != policy, false, nil
+	return string(b), string(b) != policy, nil
+}
+
+// bucketStatements are the statements every bucket of the driver has once: the Deny of everyone
+// but admitted, and the Denies of PutObject carrying an ACL.
+func bucketStatements(bucketName string, admitted []string) []json.RawMessage {
+	everyone := map[string][]string{"AWS": {"*"}}
+	objects := []string{"arn:aws:s3:::" + bucketName + "/*"}
+	out := []statement{
+		{Sid: strangersSid, Effect: "Deny", NotPrincipal: map[string][]string{"AWS": admitted}, Action: []string{"s3:*"},
+			Resource: resources(bucketName)},
+		// s3:x-amz-acl is "" in PutObject's environment when the header is absent. RGW reads a
+		// list of values as "any of them", so "neither empty nor private" takes two operators.
+		{Sid: aclSid, Effect: "Deny", Principal: everyone, Action: []string{"s3:PutObject"}, Resource: objects,
+			Condition: map[string]map[string][]string{"StringNotEquals": {"s3:x-amz-acl": {""}},
+				"StringNotLike": {"s3:x-amz-acl": {"private"}}}},
+	}
+	for _, sid := range slices.Sorted(maps.Keys(grantHeaders)) {
+		// The key is in the environment only when its header is in the request.
+		out = append(out, statement{Sid: sid, Effect: "Deny", Principal: everyone, Action: []string{"s3:PutObject"}, Resource: objects,
+			Condition: map[string]map[string][]string{"StringLike": {grantHeaders[sid]: {"*"}}}})
+	}
+	raw := make([]json.RawMessage, len(out))
+	for i, s := range out {
+		raw[i], _ = json.Marshal(s) // strings, slices and maps of strings: cannot fail
+	}
+	return raw
+}
+
+// accountsIn lists the user IDs of the accounts policy grants anything, in order.
+func accountsIn(policy string) ([]string, error) {
+	doc, err := parsePolicy(policy)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, s := range doc.Statement {
+		sid, err := sidOf(s)
+		if err != nil {
+			return nil, err
+		}
+		if uid := uidOfAllowSid(sid); uid != "" {
+			seen[uid] = true
+		} else if uid := uidOfAllowSid(strings.TrimSuffix(sid, denySuffix)); uid != "" {
+			seen[uid] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen)), nil
 }
 
 func parsePolicy(policy string) (policyDoc, error) {

@@ -14,18 +14,27 @@
 //     (ALREADY_EXISTS), deleted (FAILED_PRECONDITION) or granted (FAILED_PRECONDITION). A
 //     bucket's name is derived from its COSI name alone, injectively (BucketName), and is its
 //     COSI bucket ID.
+//   - Every bucket is closed for its whole life, whatever its grants: its policy always holds a
+//     Deny of everyone but the owner and the accounts granted now, and Denies of PutObject
+//     carrying an ACL (policy.go); its public access block has IgnorePublicAcls, so that even
+//     without the policy no ACL opens an object to anonymous or every authenticated request.
+//     Create, get, grant and revoke all leave a bucket so; CloseBuckets brings every bucket of
+//     the driver to it (those an earlier version left without a policy).
 //   - A grant is an RGW user of its own, "cosi-" and a hash of the account name (AccountUID), with
 //     one S3 key and no right to create buckets, plus statements naming it in the policy of each
 //     granted bucket: an Allow of its mode's actions (read-write, read-only, write-only) and a
-//     Deny of every other object action, and, once per bucket, a Deny of everyone but the owner
-//     and the granted accounts, so that no object ACL a key sets opens anything (policy.go). The
-//     user's display name records the account name and what was granted, in the same admin call
-//     that creates the user and its key: a repeated grant finds the same user and answers the
-//     same key; one with other buckets or modes is ALREADY_EXISTS; a grant interrupted after the
-//     user was made is finished by its retry.
-//   - A revoke takes the account's statements out of the named buckets' policies, then deletes
-//     the user and its keys when nothing is left: from that request on, the key authenticates
-//     nowhere. Deleting a bucket deletes its objects and its policy with it.
+//     Deny of every other object action, ACL writes included. The user's display name records
+//     the account name and what was granted, in the same admin call that creates the user and
+//     its key: a repeated grant finds the same user and answers the same key; one with other
+//     buckets or modes is ALREADY_EXISTS; a grant interrupted after the user was made is
+//     finished by its retry.
+//   - A revoke takes the named buckets out of the user's record, deleting the user and its keys
+//     when nothing is left (from that request on, the key authenticates nowhere), then takes the
+//     account's statements out of those buckets' policies, which puts it under each bucket's Deny
+//     of everyone else, objects it owns there included. Deleting a bucket first revokes it from
+//     every account its policy names (so a key whose only bucket it was is deleted, and none is
+//     answered again by a grant on a later bucket of that name), then deletes it with its
+//     objects and policy.
 //
 // Every RGW fault that is not final (nothing listening, timeouts, 5xx, answers cut short) is
 // driver.ErrUnavailable, which the sidecars retry; a call's own deadline stays DEADLINE_EXCEEDED.
@@ -325,6 +334,11 @@ func (b *Backend) ownBucket(ctx context.Context, id string) error {
 	return nil
 }
 
+// closeBucket leaves bucket id closed (the package doc), with its grants as they are.
+func (b *Backend) closeBucket(ctx context.Context, id string) error {
+	return b.editPolicy(ctx, id, func(p string) (string, bool, error) { return closed(p, id, b.ownerUID) })
+}
+
 // CreateBucket implements bucket.Provisioner: the bucket is created by the owner, or found
 // already owned by it (a repeat). A bucket of that name someone else owns is ALREADY_EXISTS.
 func (b *Backend) CreateBucket(ctx context.Context, req *bucket.CreateBucketRequest) (*bucket.Bucket, error) {
@@ -341,7 +355,6 @@ func (b *Backend) CreateBucket(ctx context.Context, req *bucket.CreateBucketRequ
 	var exists *s3types.BucketAlreadyExists
 	switch {
 	case err == nil, errors.As(err, &owned):
-		return b.info(id), nil
 	case errors.As(err, &exists):
 		// RGW answers this for a bucket of another user, and on some versions for its own: ask.
 		if err := b.ownBucket(ctx, id); err != nil {
@@ -351,9 +364,15 @@ func (b *Backend) CreateBucket(ctx context.Context, req *bucket.CreateBucketRequ
 			}
 			return nil, err
 		}
-		return b.info(id), nil
+	default:
+		return nil, b.ownerError(ctx, fmt.Sprintf("creating bucket %q", id), err)
 	}
-	return nil, b.ownerError(ctx, fmt.Sprintf("creating bucket %q", id), err)
+	// Closed before its first grant; a create interrupted before this is finished by its retry,
+	// which finds the bucket its own.
+	if err := b.closeBucket(ctx, id); err != nil {
+		return nil, err
+	}
+	return b.info(id), nil
 }
 
 // GetBucket implements bucket.Getter, for COSI's static provisioning: it finds the buckets of
@@ -366,12 +385,17 @@ func (b *Backend) GetBucket(ctx context.Context, req *bucket.GetBucketRequest) (
 	if err := b.ownBucket(ctx, req.ID); err != nil {
 		return nil, err
 	}
+	if err := b.closeBucket(ctx, req.ID); err != nil {
+		return nil, err
+	}
 	return b.info(req.ID), nil
 }
 
-// DeleteBucket implements bucket.Provisioner: the bucket goes with its objects and its policy,
-// so no grant reaches a later bucket of the same name. A bucket of someone else is refused,
-// never deleted.
+// DeleteBucket implements bucket.Provisioner: every account the bucket's policy names loses it
+// first (its user and key go with its last bucket), then the bucket goes with its objects and
+// its policy, so no key of this bucket reaches a later bucket of the same name, nor is answered
+// again by a grant on one. The revokes come before the delete, so a retry after a crash finds
+// in the policy whoever is left. A bucket of someone else is refused, never deleted.
 func (b *Backend) DeleteBucket(ctx context.Context, req *bucket.DeleteBucketRequest) error {
 	if err := noParameters("bucket", req.Parameters); err != nil {
 		return err
@@ -382,11 +406,48 @@ func (b *Backend) DeleteBucket(ctx context.Context, req *bucket.DeleteBucketRequ
 		}
 		return err
 	}
-	err := b.admin.RemoveBucket(ctx, admin.Bucket{Bucket: req.ID, PurgeObject: new(true)})
-	if errors.Is(err, admin.ErrNoSuchBucket) {
-		return nil
+	for {
+		uids, err := b.removeUngranted(ctx, req.ID)
+		if err != nil || len(uids) == 0 {
+			return err
+		}
+		// Accounts a grant adds meanwhile are found by the next look.
+		for _, uid := range uids {
+			if err := b.revoke(ctx, uid, []string{req.ID}); err != nil && !errors.Is(err, driver.ErrNotFound) {
+				return err
+			}
+		}
 	}
-	return rgwError(ctx, fmt.Sprintf("deleting bucket %q", req.ID), err)
+}
+
+// removeUngranted deletes bucket id with its objects if its policy grants no account (or finds
+// it gone), else answers the accounts it grants. It holds the bucket's lock, under which every
+// grant adds its statements, so none is added between the look and the delete.
+func (b *Backend) removeUngranted(ctx context.Context, id string) ([]string, error) {
+	unlock, err := b.locks.lock(ctx, "bucket/"+id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	policy, err := b.readPolicy(ctx, id)
+	if errors.Is(err, driver.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	uids, err := accountsIn(policy)
+	if err != nil {
+		return nil, fmt.Errorf("bucket %q: %w: %w", id, err, driver.ErrFailedPrecondition)
+	}
+	if len(uids) > 0 {
+		return uids, nil
+	}
+	err = b.admin.RemoveBucket(ctx, admin.Bucket{Bucket: id, PurgeObject: new(true)})
+	if err != nil && !errors.Is(err, admin.ErrNoSuchBucket) {
+		return nil, rgwError(ctx, fmt.Sprintf("deleting bucket %q", id), err)
+	}
+	return nil, nil
 }
 
 // GrantBucketAccess implements bucket.AccessGranter.
@@ -444,10 +505,7 @@ func (b *Backend) GrantBucketAccess(ctx context.Context, req *bucket.GrantBucket
 	}
 	for _, id := range want.bucketsOf() {
 		mode, _ := modeOf(want.Buckets[id])
-		if err := b.editPolicy(ctx, id, func(p string) (string, bool, bool, error) {
-			out, changed, err := withGrant(p, id, b.ownerUID, uid, mode)
-			return out, changed, false, err
-		}); err != nil {
+		if err := b.editPolicy(ctx, id, func(p string) (string, bool, error) { return withGrant(p, id, b.ownerUID, uid, mode) }); err != nil {
 			return nil, err
 		}
 	}
@@ -459,67 +517,78 @@ func (b *Backend) GrantBucketAccess(ctx context.Context, req *bucket.GrantBucket
 	return out, nil
 }
 
-// RevokeBucketAccess implements bucket.AccessGranter: the account's statements leave the named
-// buckets' policies (every granted bucket's when none is named, which only a Go caller can do),
-// and when nothing is left granted the user and its keys are deleted.
+// RevokeBucketAccess implements bucket.AccessGranter: the named buckets (every granted one when
+// none is named, which only a Go caller can do) leave the account's record, its user and keys
+// going with the last, and its statements leave their policies, which leaves it under each
+// bucket's Deny of everyone else.
 func (b *Backend) RevokeBucketAccess(ctx context.Context, req *bucket.RevokeBucketAccessRequest) error {
-	uid := req.AccountID
-	if !validAccountUID(uid) {
-		return fmt.Errorf("account %q: %w", uid, driver.ErrNotFound)
+	if !validAccountUID(req.AccountID) {
+		return fmt.Errorf("account %q: %w", req.AccountID, driver.ErrNotFound)
 	}
+	return b.revoke(ctx, req.AccountID, req.BucketIDs)
+}
+
+// revoke takes the buckets targets (every granted one when none is named) from account uid:
+// first from its user's record (deleting the user and its keys with its last bucket), then from
+// each target's policy, whatever the record said. In that order a revoke interrupted anywhere is
+// finished by its retry, or by a retried delete of the bucket, which finds the statements still
+// in the policy; the other order could leave a user whose record names a bucket it no longer
+// has, which a grant on a later bucket of that name would take for a repeat. ErrNotFound when
+// uid is no user of this driver, once its statements are out all the same.
+func (b *Backend) revoke(ctx context.Context, uid string, targets []string) error {
 	unlock, err := b.locks.lock(ctx, "account/"+uid)
 	if err != nil {
 		return err
 	}
 	defer unlock()
 	u, err := b.admin.GetUser(ctx, admin.User{ID: uid})
-	if errors.Is(err, admin.ErrNoSuchUser) {
-		return fmt.Errorf("account %q: %w", uid, driver.ErrNotFound)
-	}
-	if err != nil {
+	missing := errors.Is(err, admin.ErrNoSuchUser)
+	if err != nil && !missing {
 		return rgwError(ctx, fmt.Sprintf("reading RGW user %q", uid), err)
 	}
-	rec, err := parseRecord(u.DisplayName)
-	if err != nil {
-		return fmt.Errorf("RGW user %q was not created by this driver: %w", uid, driver.ErrNotFound)
-	}
-	targets := req.BucketIDs
-	if len(targets) == 0 {
-		targets = rec.bucketsOf()
-	}
-	left := maps.Clone(rec.Buckets)
-	for _, id := range targets {
-		if _, granted := rec.Buckets[id]; !granted {
-			continue
+	rec, recErr := parseRecord(u.DisplayName) // errNotOurs for a missing user's empty name
+	if recErr == nil {
+		if len(targets) == 0 {
+			targets = rec.bucketsOf()
 		}
-		err := b.editPolicy(ctx, id, func(p string) (string, bool, bool, error) { return withoutGrant(p, id, b.ownerUID, uid) })
+		left := maps.Clone(rec.Buckets)
+		for _, id := range targets {
+			delete(left, id)
+		}
+		switch {
+		case len(left) == len(rec.Buckets):
+		case len(left) > 0:
+			rec.Buckets = left
+			if _, err := b.admin.ModifyUser(ctx, admin.User{ID: uid, DisplayName: rec.displayName()}); err != nil {
+				return rgwError(ctx, fmt.Sprintf("recording the revoke on RGW user %q", uid), err)
+			}
+		default:
+			if err := b.admin.RemoveUser(ctx, admin.User{ID: uid}); err != nil && !errors.Is(err, admin.ErrNoSuchUser) {
+				return rgwError(ctx, fmt.Sprintf("deleting RGW user %q", uid), err)
+			}
+		}
+	}
+	for _, id := range targets {
+		err := b.editPolicy(ctx, id, func(p string) (string, bool, error) { return withoutGrant(p, id, b.ownerUID, uid) })
 		if err != nil && !errors.Is(err, driver.ErrNotFound) && !errors.Is(err, driver.ErrFailedPrecondition) {
 			return err
 		}
-		delete(left, id)
 	}
-	if len(left) == len(rec.Buckets) {
-		return nil
-	}
-	if len(left) > 0 {
-		rec.Buckets = left
-		if _, err := b.admin.ModifyUser(ctx, admin.User{ID: uid, DisplayName: rec.displayName()}); err != nil {
-			return rgwError(ctx, fmt.Sprintf("recording the revoke on RGW user %q", uid), err)
-		}
-		return nil
-	}
-	err = b.admin.RemoveUser(ctx, admin.User{ID: uid})
-	if err != nil && !errors.Is(err, admin.ErrNoSuchUser) {
-		return rgwError(ctx, fmt.Sprintf("deleting RGW user %q", uid), err)
+	switch {
+	case missing:
+		return fmt.Errorf("account %q: %w", uid, driver.ErrNotFound)
+	case recErr != nil:
+		return fmt.Errorf("RGW user %q was not created by this driver: %w", uid, driver.ErrNotFound)
 	}
 	return nil
 }
 
-// editPolicy applies edit to bucket id's policy as its owner: edit returns the new policy,
-// whether it changed, and whether it is empty (deleted rather than written). Edits of one bucket
-// run one at a time. A bucket that is gone is ErrNotFound; one the owner does not own is never
-// touched (ErrFailedPrecondition).
-func (b *Backend) editPolicy(ctx context.Context, id string, edit func(string) (string, bool, bool, error)) error {
+// editPolicy applies edit to bucket id's policy as its owner (edit returns the new policy and
+// whether it changed; every edit leaves the bucket's own statements in it), then makes sure the
+// bucket's public access block ignores public ACLs. Edits of one bucket run one at a time. A
+// bucket that is gone is ErrNotFound; one the owner does not own is never touched
+// (ErrFailedPrecondition).
+func (b *Backend) editPolicy(ctx context.Context, id string, edit func(string) (string, bool, error)) error {
 	if err := b.ownBucket(ctx, id); err != nil {
 		return err
 	}
@@ -532,33 +601,99 @@ func (b *Backend) editPolicy(ctx context.Context, id string, edit func(string) (
 		return err
 	}
 	defer unlock()
-	current := ""
-	got, err := c.GetBucketPolicy(ctx, &s3.GetBucketPolicyInput{Bucket: aws.String(id)})
-	switch {
-	case err == nil:
-		current = aws.ToString(got.Policy)
-	case errorCode(err) == "NoSuchBucketPolicy":
-	case errorCode(err) == "NoSuchBucket":
-		return fmt.Errorf("bucket %q: %w", id, driver.ErrNotFound)
-	default:
-		return b.ownerError(ctx, fmt.Sprintf("reading the policy of bucket %q", id), err)
+	current, err := b.readPolicy(ctx, id)
+	if err != nil {
+		return err
 	}
-	policy, changed, empty, err := edit(current)
+	policy, changed, err := edit(current)
 	if err != nil {
 		return fmt.Errorf("bucket %q: %w: %w", id, err, driver.ErrFailedPrecondition)
 	}
-	switch {
-	case !changed:
-		return nil
-	case empty:
-		_, err = c.DeleteBucketPolicy(ctx, &s3.DeleteBucketPolicyInput{Bucket: aws.String(id)})
-	default:
+	if changed {
 		_, err = c.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: aws.String(id), Policy: aws.String(policy)})
+		if errorCode(err) == "NoSuchBucket" {
+			return fmt.Errorf("bucket %q: %w", id, driver.ErrNotFound)
+		}
+		if err != nil {
+			return b.ownerError(ctx, fmt.Sprintf("writing the policy of bucket %q", id), err)
+		}
 	}
+	return b.ignorePublicACLs(ctx, c, id)
+}
+
+// readPolicy is bucket id's policy as its owner reads it, "" for none; ErrNotFound when the
+// bucket is gone.
+func (b *Backend) readPolicy(ctx context.Context, id string) (string, error) {
+	c, err := b.ownerClient(ctx)
+	if err != nil {
+		return "", err
+	}
+	got, err := c.GetBucketPolicy(ctx, &s3.GetBucketPolicyInput{Bucket: aws.String(id)})
+	switch {
+	case err == nil:
+		return aws.ToString(got.Policy), nil
+	case errorCode(err) == "NoSuchBucketPolicy":
+		return "", nil
+	case errorCode(err) == "NoSuchBucket":
+		return "", fmt.Errorf("bucket %q: %w", id, driver.ErrNotFound)
+	}
+	return "", b.ownerError(ctx, fmt.Sprintf("reading the policy of bucket %q", id), err)
+}
+
+// ignorePublicACLs sets IgnorePublicAcls in bucket id's public access block, keeping its other
+// settings: RGW then never reads an ACL grant to everyone or to every authenticated user, which
+// keeps objects closed should the bucket policy ever be lost. BlockPublicAcls is never set by
+// the driver: Pacific's RGW refuses every PutObject under it, while CopyObject, multipart and
+// POST uploads still write public ACLs.
+func (b *Backend) ignorePublicACLs(ctx context.Context, c *s3.Client, id string) error {
+	conf := &s3types.PublicAccessBlockConfiguration{}
+	got, err := c.GetPublicAccessBlock(ctx, &s3.GetPublicAccessBlockInput{Bucket: aws.String(id)})
+	switch code := errorCode(err); {
+	case err == nil && got.PublicAccessBlockConfiguration != nil:
+		conf = got.PublicAccessBlockConfiguration
+	case err == nil, code == "NoSuchPublicAccessBlockConfiguration":
+	case code == "NoSuchBucket":
+		return fmt.Errorf("bucket %q: %w", id, driver.ErrNotFound)
+	default:
+		return b.ownerError(ctx, fmt.Sprintf("reading the public access block of bucket %q", id), err)
+	}
+	if aws.ToBool(conf.IgnorePublicAcls) {
+		return nil
+	}
+	conf.IgnorePublicAcls = aws.Bool(true)
+	_, err = c.PutPublicAccessBlock(ctx, &s3.PutPublicAccessBlockInput{Bucket: aws.String(id), PublicAccessBlockConfiguration: conf})
 	if errorCode(err) == "NoSuchBucket" {
 		return fmt.Errorf("bucket %q: %w", id, driver.ErrNotFound)
 	}
-	return b.ownerError(ctx, fmt.Sprintf("writing the policy of bucket %q", id), err)
+	return b.ownerError(ctx, fmt.Sprintf("writing the public access block of bucket %q", id), err)
+}
+
+// CloseBuckets leaves every bucket of the driver closed, as create, grant and revoke leave it
+// (the package doc): for buckets that an earlier version of this driver left without a policy
+// once their last grant was revoked, whose objects' ACLs then decided who reads them. It edits
+// only what is not so already, and may run beside any other call. A bucket deleted meanwhile is
+// skipped; the errors of the others are joined, each naming its bucket.
+func (b *Backend) CloseBuckets(ctx context.Context) error {
+	if _, err := b.ownerClient(ctx); err != nil {
+		return err
+	}
+	ids, err := b.admin.ListUsersBuckets(ctx, b.ownerUID)
+	if err != nil {
+		return rgwError(ctx, fmt.Sprintf("listing the buckets of %q", b.ownerUID), err)
+	}
+	var errs []error
+	for _, id := range ids {
+		if !ValidBucketName(id) {
+			continue // not a name this driver gives, so not one of its buckets
+		}
+		if err := b.closeBucket(ctx, id); err != nil && !errors.Is(err, driver.ErrNotFound) {
+			if ctx.Err() != nil {
+				return err
+			}
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Probe implements driver.Prober with one admin request that RGW must answer from RADOS: the

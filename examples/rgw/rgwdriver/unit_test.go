@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -116,8 +118,8 @@ func FuzzParseRecord(f *testing.F) {
 
 // looseStatement reads any statement: Principal and Action may be a string or a list.
 type looseStatement struct {
-	Sid                             string
-	Principal, NotPrincipal, Action json.RawMessage
+	Sid                                        string
+	Principal, NotPrincipal, Action, Condition json.RawMessage
 }
 
 func (s looseStatement) actions() string {
@@ -135,6 +137,16 @@ func statements(t *testing.T, policy string) []looseStatement {
 	return doc.Statement
 }
 
+// bucketSids are the Sids of the statements every bucket has once, in the order rewrite writes
+// them, after every account's.
+func bucketSids() string {
+	out := []string{strangersSid, aclSid}
+	for _, sid := range slices.Sorted(maps.Keys(grantHeaders)) {
+		out = append(out, sid)
+	}
+	return strings.Join(out, " ")
+}
+
 func TestPolicyEdits(t *testing.T) {
 	const owner = "owner"
 	uid, other := AccountUID("a"), AccountUID("b")
@@ -145,30 +157,60 @@ func TestPolicyEdits(t *testing.T) {
 		}
 		return strings.Join(out, " ")
 	}
-	p, changed, err := withGrant("", "bc-1", owner, uid, bucket.ReadOnly)
+	// A bucket no grant has touched is closed all the same.
+	p0, changed, err := closed("", "bc-1", owner)
+	if err != nil || !changed || sids(p0) != bucketSids() {
+		t.Fatalf("closing a bucket with no policy: %s, %v, %v", p0, changed, err)
+	}
+	if string(statements(t, p0)[0].NotPrincipal) != `{"AWS":["arn:aws:iam:::user/owner"]}` {
+		t.Errorf("the strangers' Deny with no grant: %s", p0)
+	}
+	if again, changed, err := closed(p0, "bc-1", owner); err != nil || changed || again != p0 {
+		t.Errorf("closing a closed bucket changed its policy: %v, %v", changed, err)
+	}
+	p, changed, err := withGrant(p0, "bc-1", owner, uid, bucket.ReadOnly)
 	if err != nil || !changed {
 		t.Fatalf("first grant: %v, %v", changed, err)
 	}
+	if fromNothing, _, _ := withGrant("", "bc-1", owner, uid, bucket.ReadOnly); fromNothing != p {
+		t.Errorf("a grant on a bucket with no policy: %s, want %s", fromNothing, p)
+	}
 	st := statements(t, p)
-	if sids(p) != allowSid(uid)+" "+denySid(uid)+" "+strangersSid {
+	if sids(p) != allowSid(uid)+" "+denySid(uid)+" "+bucketSids() {
 		t.Fatalf("first grant: %s", p)
 	}
 	if string(st[0].Principal) != `{"AWS":["arn:aws:iam:::user/`+uid+`"]}` || st[0].actions() != strings.Join(readActions, ",")+"," {
 		t.Errorf("the account's Allow: %s", p)
 	}
-	if d := st[1].actions(); strings.Contains(d, "s3:GetObject,") || !strings.Contains(d, "s3:PutObject,") || !strings.Contains(d, "s3:PutObjectAcl") {
+	if d := st[1].actions(); strings.Contains(d, "s3:GetObject,") || !strings.Contains(d, "s3:PutObject,") || !strings.Contains(d, "s3:PutObjectAcl,") ||
+		!strings.Contains(d, "s3:PutObjectVersionAcl,") {
 		t.Errorf("a read-only account's Deny: %s", d)
 	}
 	if string(st[2].NotPrincipal) != `{"AWS":["arn:aws:iam:::user/owner","arn:aws:iam:::user/`+uid+`"]}` || st[2].actions() != "s3:*," {
 		t.Errorf("the strangers' Deny: %s", p)
 	}
+	for _, s := range st[3:] {
+		if string(s.Principal) != `{"AWS":["*"]}` || s.actions() != "s3:PutObject," || len(s.Condition) == 0 {
+			t.Errorf("an ACL header's Deny: %+v", s)
+		}
+	}
+	if got := string(st[3].Condition); got != `{"StringNotEquals":{"s3:x-amz-acl":[""]},"StringNotLike":{"s3:x-amz-acl":["private"]}}` {
+		t.Errorf("the canned ACL's Deny: %s", got)
+	}
+	if got := string(st[4].Condition); got != `{"StringLike":{"s3:x-amz-grant-full-control":["*"]}}` {
+		t.Errorf("the first grant header's Deny: %s", got)
+	}
 	if again, changed, err := withGrant(p, "bc-1", owner, uid, bucket.ReadOnly); err != nil || changed || again != p {
 		t.Errorf("repeated grant changed the policy: %v, %v", changed, err)
 	}
 	p2, changed, err := withGrant(p, "bc-1", owner, uid, bucket.WriteOnly)
-	if err != nil || !changed || len(statements(t, p2)) != 3 || statements(t, p2)[0].actions() != strings.Join(writeActions, ",")+"," ||
-		!strings.Contains(statements(t, p2)[1].actions(), "s3:GetObject,") {
+	if err != nil || !changed || len(statements(t, p2)) != 2+len(statements(t, p0)) || statements(t, p2)[0].actions() != strings.Join(writeActions, ",")+"," ||
+		!strings.Contains(statements(t, p2)[1].actions(), "s3:GetObject,") || !strings.Contains(statements(t, p2)[1].actions(), "s3:ListMultipartUploadParts,") {
 		t.Errorf("mode change: %s, %v", p2, err)
+	}
+	if rwp, _, _ := withGrant(p0, "bc-1", owner, uid, bucket.ReadWrite); !strings.Contains(statements(t, rwp)[0].actions(), "s3:ListMultipartUploadParts,") ||
+		strings.Contains(statements(t, rwp)[1].actions(), "s3:ListMultipartUploadParts,") {
+		t.Errorf("read-write and the listings of uploads: %s", rwp)
 	}
 	// Another account's statements, and one an administrator wrote, are kept, in a fixed order.
 	admin := `{"Version":"2012-10-17","Statement":[{"Sid":"ops","Effect":"Deny","Principal":"*","Action":"s3:DeleteBucket","Resource":"arn:aws:s3:::bc-1"}]}`
@@ -184,7 +226,7 @@ func TestPolicyEdits(t *testing.T) {
 	if allowSid(other) < allowSid(uid) {
 		first, second = other, uid
 	}
-	if got, want := sids(p3), "ops "+allowSid(first)+" "+denySid(first)+" "+allowSid(second)+" "+denySid(second)+" "+strangersSid; got != want {
+	if got, want := sids(p3), "ops "+allowSid(first)+" "+denySid(first)+" "+allowSid(second)+" "+denySid(second)+" "+bucketSids(); got != want {
 		t.Fatalf("statements %s, want %s", got, want)
 	}
 	if !strings.Contains(string(statements(t, p3)[5].NotPrincipal), other) || !strings.Contains(string(statements(t, p3)[5].NotPrincipal), uid) {
@@ -193,25 +235,38 @@ func TestPolicyEdits(t *testing.T) {
 	if again, changed, _ := withGrant(p3, "bc-1", owner, other, bucket.ReadWrite); changed || again != p3 {
 		t.Error("repeating the first account's grant reordered the policy")
 	}
-	p4, changed, empty, err := withoutGrant(p3, "bc-1", owner, uid)
-	if err != nil || !changed || empty {
-		t.Fatalf("revoke: %v %v %v", changed, empty, err)
+	if got, err := accountsIn(p3); err != nil || !slices.Equal(got, []string{first, second}) {
+		t.Errorf("accountsIn: %v, %v, want %s %s", got, err, first, second)
 	}
-	if got, want := sids(p4), "ops "+allowSid(other)+" "+denySid(other)+" "+strangersSid; got != want || strings.Contains(p4, uid) {
+	p4, changed, err := withoutGrant(p3, "bc-1", owner, uid)
+	if err != nil || !changed {
+		t.Fatalf("revoke: %v %v", changed, err)
+	}
+	if got, want := sids(p4), "ops "+allowSid(other)+" "+denySid(other)+" "+bucketSids(); got != want || strings.Contains(p4, uid) {
 		t.Errorf("revoke left %s, want %s", got, want)
 	}
-	if _, changed, _, _ := withoutGrant(p4, "bc-1", owner, uid); changed {
+	if _, changed, _ := withoutGrant(p4, "bc-1", owner, uid); changed {
 		t.Error("a second revoke changed the policy")
 	}
-	if _, _, empty, _ := withoutGrant(p, "bc-1", owner, uid); !empty {
-		t.Error("revoking the only account does not leave the policy empty")
+	// Revoking the last grant leaves the bucket's own statements: never no policy.
+	if p5, _, err := withoutGrant(p, "bc-1", owner, uid); err != nil || p5 != p0 {
+		t.Errorf("revoking the only account: %s, %v, want %s", p5, err, p0)
 	}
-	if p5, _, empty, _ := withoutGrant(p4, "bc-1", owner, other); empty || sids(p5) != "ops" {
-		t.Errorf("revoking the last account: %s", p5)
+	if p6, _, _ := withoutGrant(p4, "bc-1", owner, other); sids(p6) != "ops "+bucketSids() {
+		t.Errorf("revoking the last account: %s", p6)
+	}
+	if p7, changed, _ := withoutGrant("", "bc-1", owner, uid); !changed || p7 != p0 {
+		t.Errorf("revoking from a bucket with no policy: %s, want %s", p7, p0)
+	}
+	if got, err := accountsIn(p0); err != nil || len(got) != 0 {
+		t.Errorf("accountsIn of a closed bucket with no grant: %v, %v", got, err)
 	}
 	for _, bad := range []string{"not json", `{"Statement":[]}`, `{"Version":"2012-10-17","Statement":[1]}`} {
 		if _, _, err := withGrant(bad, "bc-1", owner, uid, bucket.ReadOnly); !errors.Is(err, errPolicy) {
 			t.Errorf("withGrant(%q): %v, want errPolicy", bad, err)
+		}
+		if _, err := accountsIn(bad); !errors.Is(err, errPolicy) {
+			t.Errorf("accountsIn(%q): %v, want errPolicy", bad, err)
 		}
 	}
 }
@@ -233,7 +288,7 @@ func sameJSON(a, b []string) bool {
 
 // FuzzPolicy: whatever policy a bucket has, a grant then a revoke of one account either refuses
 // it whole or ends with none of the account's statements, every statement of others as it was,
-// and the strangers' Deny exactly when some account is left.
+// and the bucket's own statements, once each, naming every account left.
 func FuzzPolicy(f *testing.F) {
 	f.Add(`{"Version":"2012-10-17","Statement":[{"Sid":"ops","Effect":"Allow"}]}`, 1)
 	f.Add("", 2)
@@ -246,32 +301,33 @@ func FuzzPolicy(f *testing.F) {
 		if err != nil {
 			return
 		}
-		revoked, _, empty, err := withoutGrant(granted, "bc-1", "owner", uid)
+		revoked, _, err := withoutGrant(granted, "bc-1", "owner", uid)
 		if err != nil {
 			t.Fatalf("revoke of a policy withGrant wrote: %v", err)
 		}
 		before, _ := parsePolicy(policy)
 		after, _ := parsePolicy(revoked)
-		if empty != (len(after.Statement) == 0) {
-			t.Fatalf("empty = %v with %d statements", empty, len(after.Statement))
-		}
 		var othersBefore, othersAfter []string
-		accounts := 0
+		var accounts []string
 		for _, s := range before.Statement {
 			if sid, _ := sidOf(s); !ours(sid) {
 				othersBefore = append(othersBefore, string(s))
 			}
 		}
-		strangers := false
+		own := map[string]int{}
+		var strangers statement
 		for _, s := range after.Statement {
 			sid, _ := sidOf(s)
 			switch {
 			case sid == allowSid(uid) || sid == denySid(uid):
 				t.Fatalf("the account's statement survived its revoke: %s", revoked)
-			case sid == strangersSid:
-				strangers = true
+			case bucketSid(sid):
+				own[sid]++
+				if sid == strangersSid {
+					_ = json.Unmarshal(s, &strangers)
+				}
 			case uidOfAllowSid(sid) != "":
-				accounts++
+				accounts = append(accounts, userARN(uidOfAllowSid(sid)))
 			case !ours(sid):
 				othersAfter = append(othersAfter, string(s))
 			}
@@ -279,8 +335,11 @@ func FuzzPolicy(f *testing.F) {
 		if !sameJSON(othersBefore, othersAfter) {
 			t.Fatalf("others' statements changed:\n%v\n%v", othersBefore, othersAfter)
 		}
-		if strangers != (accounts > 0) {
-			t.Fatalf("strangers' Deny %v with %d accounts left", strangers, accounts)
+		if len(own) != 2+len(grantHeaders) || slices.ContainsFunc(slices.Collect(maps.Values(own)), func(n int) bool { return n != 1 }) {
+			t.Fatalf("the bucket's own statements: %v", own)
+		}
+		if want := append([]string{userARN("owner")}, accounts...); !slices.Equal(strangers.NotPrincipal["AWS"], want) {
+			t.Fatalf("the strangers' Deny admits %v, want %v", strangers.NotPrincipal["AWS"], want)
 		}
 	})
 }
