@@ -3,7 +3,9 @@
 // (Mounter.Bind), idempotent mounts of a tmpfs, NFS or FUSE filesystem (Mounter.Mount),
 // read-only mounts that really are read-only, unpublish that removes every mount stacked at a
 // target before it removes the target, format-and-mount, filesystem resize, "is this path a mount
-// point, and of what" (At, SourceOf) and "which mounts still reach this directory" (MountsOf).
+// point, and of what" (At, SourceOf), "which mounts still reach this directory" (MountsOf), and
+// loop devices for volumes that are image files (AttachLoop, FindLoop, DetachLoop), found again
+// from the kernel's record after a restart.
 //
 // Errors that a CSI backend returns as they are wrap the sentinels of package driver: a target
 // already holding something else wraps driver.ErrAlreadyExists, a mount the caller does not own
