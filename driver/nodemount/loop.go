@@ -273,8 +273,10 @@ func fileKind(m os.FileMode) string {
 	switch {
 	case m.IsDir():
 		return "directory"
+	case m&os.ModeCharDevice != 0:
+		return "character device"
 	case m&os.ModeDevice != 0:
-		return "device"
+		return "block device"
 	}
 	return "special file"
 }
