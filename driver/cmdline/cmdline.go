@@ -118,10 +118,13 @@ func Register(fs *flag.FlagSet, d Defaults) *Settings {
 //   - HTTPEndpoint, MetricsPath and Metrics: from the HTTP flags, as Diagnostics sets them.
 //   - TracerProvider: from the OTEL_* variables, as Tracing sets it (a provider already in cfg
 //     is kept).
+//   - klog (k8s.io/mount-utils' logger): routed into cfg.Logger, as RouteKlog does, so that its
+//     lines are JSON lines of the plugin's log rather than text on stderr.
 //
-// On error cfg is left as it was. Defer flush right after Apply: deferred calls run after Run
-// returns, once the in-flight calls have drained, and flush then sends the spans of the last
-// calls (within five seconds) and syncs the logger Apply built.
+// On error cfg is left as it was and klog is untouched. Defer flush right after Apply: deferred
+// calls run after Run returns, once the in-flight calls have drained, and flush then sends the
+// spans of the last calls (within five seconds), sends klog back to stderr and syncs the logger
+// Apply built.
 func (s *Settings) Apply(ctx context.Context, cfg *plugin.Config) (flush func(), err error) {
 	c := *cfg
 	if s.Endpoint != "" {
@@ -144,8 +147,10 @@ func (s *Settings) Apply(ctx context.Context, cfg *plugin.Config) (flush func(),
 		return nil, err
 	}
 	*cfg = c
+	restoreKlog := RouteKlog(c.Logger)
 	return func() {
 		flushTraces()
+		restoreKlog()
 		if built != nil {
 			_ = built.Sync() // stderr: nothing to do about a failure at exit
 		}
