@@ -98,8 +98,8 @@ type Config struct {
 	// Endpoint is where Run listens: unix:///abs/path.sock (COSI: a name ending in ".sock"), or
 	// tcp://host:port with AllowTCP. Empty means $CSI_ENDPOINT; for a plugin whose only backend is
 	// COSI it means $COSI_ENDPOINT, and for one with COSI and a CSI or volume-group backend,
-	// $CSI_ENDPOINT, else $COSI_ENDPOINT. A binary that takes its endpoint from a flag must put it
-	// here: cmdline.Settings.Apply does.
+	// whichever of $CSI_ENDPOINT and $COSI_ENDPOINT is set (Run refuses two different values). A
+	// binary that takes its endpoint from a flag must put it here: cmdline.Settings.Apply does.
 	Endpoint string
 	// AllowTCP lets Endpoint be tcp://host:port (a debugging extension, never a default).
 	AllowTCP bool
@@ -481,6 +481,13 @@ func (d *Plugin) endpoint() (endpoint.Endpoint, error) {
 		vars = append(vars, "COSI_ENDPOINT")
 	}
 	raw, from := d.cfg.Endpoint, "Config.Endpoint"
+	if raw == "" && len(vars) == 2 {
+		// One socket serves both: two variables naming two sockets leave no right choice.
+		if a, b := os.Getenv(vars[0]), os.Getenv(vars[1]); a != "" && b != "" && a != b {
+			return endpoint.Endpoint{}, fmt.Errorf("no endpoint to listen on: Config.Endpoint is empty, and $%s (%s) and $%s (%s) name different sockets "+
+				"while the plugin serves CSI and COSI on one socket: unset one, or set Config.Endpoint", vars[0], a, vars[1], b)
+		}
+	}
 	for _, v := range vars {
 		if raw != "" {
 			break
