@@ -91,8 +91,11 @@ type Config struct {
 	// TokenKey signs pagination tokens. Empty means a random key per process (tokens then die with
 	// the process, which the spec allows); set the same key on replicas that share listings.
 	TokenKey []byte
-	// CheckResponses validates every response against the spec and answers INTERNAL for one that
-	// breaks it. Meant for tests and conformance runs; it costs a walk of every response.
+	// CheckResponses validates every response against every rule of the spec (required fields,
+	// names, topology keys, ...) and answers INTERNAL for one that breaks it. Meant for tests and
+	// conformance runs. The size limits (a 128-byte ID, a 4 KiB map) are checked on every
+	// response whatever this says, so an oversized value never reaches the CO
+	// (validation.ResponseSizes).
 	CheckResponses bool
 
 	// Endpoint is where Run listens: unix:///abs/path.sock (COSI: a name ending in ".sock"), or

@@ -156,6 +156,12 @@ func TestUnaryInterceptor(t *testing.T) {
 			t.Fatalf("resp %v, err %v", resp, err)
 		}
 	})
+	t.Run("oversized response without checks", func(t *testing.T) {
+		p := &fakePlugin{info: &csi.GetPluginInfoResponse{Name: "test.csikit.io", VendorVersion: rep('v', 200)}}
+		c := csi.NewIdentityClient(serve(t, p, WithResponseChecks(false)))
+		_, err := c.GetPluginInfo(ctx, &csi.GetPluginInfoRequest{})
+		wantStatus(t, err, codes.Internal, "plugin bug: GetPluginInfoResponse.vendor_version: 200 bytes, the limit is 128")
+	})
 	t.Run("nil response with checks", func(t *testing.T) {
 		p := &fakePlugin{info: nil}
 		c := csi.NewIdentityClient(serve(t, p, WithResponseChecks(true)))

@@ -452,6 +452,54 @@ func TestEveryValidMessagePasses(t *testing.T) {
 	}
 }
 
+// TestResponseSizes: ResponseSizes checks the size limits of every field, nested ones too, and
+// nothing else: a response missing a required field or with a bad name passes it.
+func TestResponseSizes(t *testing.T) {
+	vol := func(f func(v *csi.Volume)) *csi.CreateVolumeResponse {
+		v := validVolume()
+		f(v)
+		return &csi.CreateVolumeResponse{Volume: v}
+	}
+	tests := []struct {
+		name string
+		msg  proto.Message
+		want string // "" for none
+	}{
+		{"valid", &csi.CreateVolumeResponse{Volume: validVolume()}, ""},
+		{"a long ID", vol(func(v *csi.Volume) { v.VolumeId = rep('v', 300) }),
+			"plugin bug: CreateVolumeResponse.volume.volume_id: 300 bytes, the limit is 128"},
+		{"a big context", vol(func(v *csi.Volume) { v.VolumeContext = map[string]string{"k": rep('x', 5000)} }),
+			"plugin bug: CreateVolumeResponse.volume.volume_context: 5001 bytes in total, the limit is 4096"},
+		{"a long topology value in a list", vol(func(v *csi.Volume) {
+			v.AccessibleTopology = []*csi.Topology{{Segments: map[string]string{"zone": "a"}}, {Segments: map[string]string{"zone": rep('z', 5000)}}}
+		}), "plugin bug: CreateVolumeResponse.volume.accessible_topology[1].segments: 5004 bytes in total, the limit is 4096"},
+		{"a node ID within its own limit", &csi.NodeGetInfoResponse{NodeId: rep('n', 200)}, ""},
+		{"a node ID past its own limit", &csi.NodeGetInfoResponse{NodeId: rep('n', 300)},
+			"plugin bug: NodeGetInfoResponse.node_id: 300 bytes, the limit is 256"},
+		{"a long published node in a listing", &csi.ListVolumesResponse{Entries: []*csi.ListVolumesResponse_Entry{{
+			Volume: validVolume(), Status: &csi.ListVolumesResponse_VolumeStatus{PublishedNodeIds: []string{"n1", rep('n', 300)}}}}},
+			"plugin bug: ListVolumesResponse.entries[0].status.published_node_ids[1]: 300 bytes, the limit is 256"},
+		{"a missing required field is not a size", &csi.CreateVolumeResponse{Volume: &csi.Volume{CapacityBytes: 1}}, ""},
+		{"a bad plugin name is not a size", &csi.GetPluginInfoResponse{Name: "bad_name"}, ""},
+		{"not a CSI message", wrapperspb.String(rep('x', 500)), ""},
+	}
+	for _, tt := range tests {
+		err := ResponseSizes(tt.msg)
+		if tt.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v; want none", tt.name, err)
+			}
+			continue
+		}
+		if status.Code(err) != codes.Internal || status.Convert(err).Message() != tt.want {
+			t.Errorf("%s: %v; want INTERNAL %q", tt.name, err, tt.want)
+		}
+	}
+	if err := ResponseSizes(nil); err != nil {
+		t.Errorf("ResponseSizes(nil) = %v", err)
+	}
+}
+
 func TestNilAndForeign(t *testing.T) {
 	if err := Request(nil); err != nil {
 		t.Errorf("Request(nil) = %v", err)
