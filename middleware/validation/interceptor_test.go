@@ -131,7 +131,7 @@ func TestUnaryInterceptor(t *testing.T) {
 		req := validCreateVolume()
 		req.VolumeCapabilities[1].AccessMode.Mode = csi.VolumeCapability_AccessMode_UNKNOWN
 		_, err := c.CreateVolume(ctx, req)
-		wantStatus(t, err, codes.InvalidArgument, "CreateVolumeRequest.volume_capabilities[1].access_mode.mode: required field is missing")
+		wantStatus(t, err, codes.InvalidArgument, "CreateVolume: volume_capabilities[1].access_mode.mode: required field is missing")
 		if p.calls.Load() != 0 {
 			t.Fatalf("handler ran %d times", p.calls.Load())
 		}
@@ -217,7 +217,7 @@ func TestStreamInterceptor(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = recvAll(s)
-		wantStatus(t, err, codes.OutOfRange, "GetMetadataAllocatedRequest.starting_offset: must not be negative")
+		wantStatus(t, err, codes.OutOfRange, "GetMetadataAllocated: starting_offset: must not be negative")
 		if p.calls.Load() != 0 {
 			t.Fatalf("handler ran")
 		}
@@ -230,7 +230,7 @@ func TestStreamInterceptor(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = recvAll(s)
-		wantStatus(t, err, codes.InvalidArgument, "GetMetadataAllocatedRequest.snapshot_id: required field is missing")
+		wantStatus(t, err, codes.InvalidArgument, "GetMetadataAllocated: snapshot_id: required field is missing")
 	})
 	t.Run("invalid response with checks", func(t *testing.T) {
 		p := &fakePlugin{blocks: []*csi.GetMetadataAllocatedResponse{good, bad, good}}

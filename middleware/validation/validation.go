@@ -43,9 +43,11 @@ import (
 // Request checks a request message. It returns nil when the message is valid or is not a message
 // of a checked package (csi.v1 and registered ones), else a gRPC status error: INVALID_ARGUMENT,
 // except a negative starting_offset of GetMetadataAllocated and GetMetadataDelta, which is
-// OUT_OF_RANGE as the spec's error tables say. The message names the field:
+// OUT_OF_RANGE as the spec's error tables say. The message names the RPC, the field and what is
+// wrong with it (the limit, for a size):
 //
-//	CreateVolumeRequest.volume_capabilities[1].access_mode.mode: required field is missing
+//	CreateVolume: volume_capabilities[1].access_mode.mode: required field is missing
+//	CreateVolume: name: 300 bytes, the limit is 128
 func Request(m proto.Message) error {
 	if m == nil {
 		return nil
@@ -64,7 +66,7 @@ func Request(m proto.Message) error {
 // Response checks a message the plugin is about to send. A violation is a bug in the plugin,
 // reported as INTERNAL:
 //
-//	plugin bug: CreateVolumeResponse.volume.volume_id: required field is missing
+//	CreateVolume: plugin bug: CreateVolumeResponse.volume.volume_id: required field is missing
 func Response(m proto.Message) error {
 	if m == nil {
 		return nil
@@ -75,7 +77,7 @@ func Response(m proto.Message) error {
 		return nil
 	}
 	if v := checkMessage(pm, p); v != nil {
-		return status.Error(codes.Internal, "plugin bug: "+v.message(p.name))
+		return status.Error(codes.Internal, v.responseMessage(p.name))
 	}
 	return nil
 }
@@ -85,7 +87,7 @@ func Response(m proto.Message) error {
 // maps (4 KiB in total) and totalled lists, nested ones included. A violation is a bug in the
 // plugin, reported as INTERNAL in Response's form:
 //
-//	plugin bug: CreateVolumeResponse.volume.volume_id: 300 bytes, the limit is 128
+//	CreateVolume: plugin bug: CreateVolumeResponse.volume.volume_id: 300 bytes, the limit is 128
 //
 // The interceptors run it on every response: a CO may refuse or truncate an oversized value it
 // stores (an ID, a context), so the breach must not reach it, and a walk of a response that
@@ -100,7 +102,7 @@ func ResponseSizes(m proto.Message) error {
 		return nil
 	}
 	if v := checkSizes(pm, p); v != nil {
-		return status.Error(codes.Internal, "plugin bug: "+v.message(p.name))
+		return status.Error(codes.Internal, v.responseMessage(p.name))
 	}
 	return nil
 }

@@ -45,15 +45,47 @@ func (v *violation) atKey(k string) *violation {
 	return v.at("[" + strconv.Quote(k) + "]")
 }
 
+// message is the violation in the form every message of csikit takes, the RPC first, then the
+// field, then the problem:
+//
+//	CreateVolume: volume_capabilities[1].access_mode.mode: required field is missing
+//
+// root is the message type's name. For a request (FooRequest) the RPC is Foo and the path is the
+// field's path within the request; for any other message the path starts with the type's name.
 func (v *violation) message(root string) string {
 	var b strings.Builder
-	b.WriteString(root)
-	for i := len(v.path) - 1; i >= 0; i-- {
-		b.WriteString(v.path[i])
+	if rpc, ok := strings.CutSuffix(root, "Request"); ok && rpc != "" {
+		b.WriteString(rpc)
+		b.WriteString(": ")
+		if n := len(v.path); n > 0 {
+			// The first segment is ".field"; without the type's name before it, it loses its dot.
+			b.WriteString(strings.TrimPrefix(v.path[n-1], "."))
+			for i := n - 2; i >= 0; i-- {
+				b.WriteString(v.path[i])
+			}
+			b.WriteString(": ")
+		}
+	} else {
+		b.WriteString(root)
+		for i := len(v.path) - 1; i >= 0; i-- {
+			b.WriteString(v.path[i])
+		}
+		b.WriteString(": ")
 	}
-	b.WriteString(": ")
 	b.WriteString(v.problem)
 	return b.String()
+}
+
+// responseMessage is a violation of a response, a plugin bug, named after its RPC when the type
+// is a response (FooResponse):
+//
+//	CreateVolume: plugin bug: CreateVolumeResponse.volume.volume_id: 300 bytes, the limit is 128
+func (v *violation) responseMessage(root string) string {
+	msg := "plugin bug: " + v.message(root)
+	if rpc, ok := strings.CutSuffix(root, "Response"); ok && rpc != "" {
+		return rpc + ": " + msg
+	}
+	return msg
 }
 
 func tooLong(n, limit int) *violation {
