@@ -110,11 +110,13 @@ func (r CapacityRange) Contains(size int64) bool {
 	return size >= r.RequiredBytes && (r.LimitBytes == 0 || size <= r.LimitBytes)
 }
 
-// String shows the range as [required, limit], with "-" for a bound that is not set.
+// String shows the range as [required, limit] bytes, with "no limit" for a bound that is not set:
+// "[1048576, no limit] bytes". Messages that print a range use it, so an unset bound reads the
+// same everywhere.
 func (r CapacityRange) String() string {
 	bound := func(n int64) string {
 		if n == 0 {
-			return "-"
+			return "no limit"
 		}
 		return strconv.FormatInt(n, 10)
 	}

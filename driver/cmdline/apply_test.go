@@ -40,7 +40,7 @@ func TestHelpStatesEachDefaultOnce(t *testing.T) {
 		usage[name] += line + "\n"
 	}
 	want := map[string][]string{
-		"endpoint":        {`(default $CSI_ENDPOINT, else "unix:///built/in.sock")`},
+		"endpoint":        {`(default $CSI_ENDPOINT ($COSI_ENDPOINT for a plugin that serves only COSI), else "unix:///built/in.sock")`},
 		"log-level":       {"(default $LOG_LEVEL, else info)"},
 		"http-endpoint":   {"(default none: no HTTP server)"},
 		"metrics-address": {"deprecated"},

@@ -1,8 +1,8 @@
 // Package cmdline gives every plugin binary the same operator knobs, with defaults that let the
 // binary start with no arguments at all:
 //
-//   - --endpoint, default $CSI_ENDPOINT (COSI drivers: $COSI_ENDPOINT), else the driver's default:
-//     where the plugin listens;
+//   - --endpoint, default $CSI_ENDPOINT ($COSI_ENDPOINT for a plugin that serves only COSI),
+//     else the driver's default: where the plugin listens;
 //   - --log-level, default $LOG_LEVEL, else info: what is logged (debug: redacted payloads);
 //   - --http-endpoint (and its deprecated spelling --metrics-address) and --metrics-path: the
 //     diagnostics HTTP server (/metrics, /healthz, /livez, /readyz), off by default;
@@ -34,8 +34,9 @@ import (
 type Defaults struct {
 	// Endpoint, e.g. "unix:///tmp/csi.sock".
 	Endpoint string
-	// EndpointEnv is the variable read for the endpoint; empty means CSI_ENDPOINT (COSI drivers
-	// pass COSI_ENDPOINT).
+	// EndpointEnv is the variable read for the endpoint; empty means CSI_ENDPOINT. A plugin that
+	// serves only COSI reads $COSI_ENDPOINT whatever this says (see Settings.Apply), so a COSI
+	// driver needs to set it only to read a variable of its own as well.
 	EndpointEnv string
 	// LogLevel is debug, info, warn or error; empty means info.
 	LogLevel string
@@ -44,7 +45,9 @@ type Defaults struct {
 // Settings holds the values the flags resolved to, once the flag set is parsed. Apply puts them
 // into a plugin.Config.
 type Settings struct {
-	// Endpoint is where the plugin listens.
+	// Endpoint is where the plugin listens: the --endpoint flag, else the variable Defaults
+	// names ($CSI_ENDPOINT), else the default. Apply may take $COSI_ENDPOINT instead when the
+	// flag was not given and the plugin serves COSI (see Apply).
 	Endpoint string
 	// LogLevel is the minimum level logged; debug shows redacted request and response payloads.
 	LogLevel string
@@ -56,13 +59,37 @@ type Settings struct {
 	MetricsAddress string
 	// MetricsPath is the HTTP path metrics are served on.
 	MetricsPath string
+
+	// What Register knew, for Apply to pick the endpoint by the services the plugin serves.
+	registered    bool
+	endpointEnv   string // the variable Defaults named, CSI_ENDPOINT when it named none
+	envNamed      bool   // Defaults named it
+	endpointDef   string // Defaults.Endpoint
+	endpointGiven bool   // --endpoint was on the command line
+}
+
+// endpointFlag is the --endpoint flag: it records that the operator gave it, which Apply needs
+// to tell the operator's choice from a default read from the environment.
+type endpointFlag struct{ s *Settings }
+
+func (f endpointFlag) String() string {
+	if f.s == nil { // the flag package formats a zero value to tell whether a default is set
+		return ""
+	}
+	return f.s.Endpoint
+}
+
+func (f endpointFlag) Set(v string) error {
+	f.s.Endpoint, f.s.endpointGiven = v, true
+	return nil
 }
 
 // Register adds the operator's flags to fs and returns the Settings they fill; read them after
 // fs.Parse, or hand them all to a plugin.Config with Settings.Apply. The flags:
 //
 //   - --endpoint: where the plugin listens, unix:///abs/path.sock. Default: the variable
-//     d.EndpointEnv names ($CSI_ENDPOINT when empty), else d.Endpoint.
+//     d.EndpointEnv names ($CSI_ENDPOINT when empty), else d.Endpoint; for a plugin that serves
+//     COSI, Apply also reads $COSI_ENDPOINT (see Apply).
 //   - --log-level: debug, info, warn or error; debug logs redacted request and response payloads.
 //     Default: $LOG_LEVEL, else d.LogLevel, else info.
 //   - --http-endpoint: the TCP address (":8080") of the diagnostics HTTP server, which serves
@@ -84,13 +111,16 @@ func Register(fs *flag.FlagSet, d Defaults) *Settings {
 	if level == "" {
 		level = "info"
 	}
-	s := &Settings{}
+	s := &Settings{registered: true, endpointEnv: env, envNamed: d.EndpointEnv != "", endpointDef: d.Endpoint}
 	endpointDefault := "$" + env
+	if env != cosiEndpointEnv {
+		endpointDefault += " ($" + cosiEndpointEnv + " for a plugin that serves only COSI)"
+	}
 	if d.Endpoint != "" {
 		endpointDefault += fmt.Sprintf(", else %q", d.Endpoint)
 	}
-	fs.StringVar(&s.Endpoint, "endpoint", envOr(env, d.Endpoint),
-		fmt.Sprintf("where to listen: unix:///abs/path.sock (default %s)", endpointDefault))
+	s.Endpoint = envOr(env, d.Endpoint)
+	fs.Var(endpointFlag{s}, "endpoint", fmt.Sprintf("where to listen: unix:///abs/path.sock (default %s)", endpointDefault))
 	fs.StringVar(&s.LogLevel, "log-level", envOr("LOG_LEVEL", level),
 		fmt.Sprintf("debug, info, warn or error; debug logs redacted payloads (default $LOG_LEVEL, else %s)", level))
 	// The usage above states these two defaults, variable first; the flag package would add the
@@ -112,20 +142,33 @@ func Register(fs *flag.FlagSet, d Defaults) *Settings {
 //
 //   - Endpoint: the --endpoint value (flag, variable or default) when it is not empty. It wins
 //     over an Endpoint already in cfg: it is the operator's choice, or the driver's own default.
+//     Without the flag, the variable follows the services cfg serves: a plugin that serves only
+//     COSI listens on $COSI_ENDPOINT (and on the variable Defaults.EndpointEnv names, if any),
+//     whatever Defaults say; one that serves CSI and COSI on one socket takes $CSI_ENDPOINT (or
+//     the variable Defaults name) or $COSI_ENDPOINT, whichever is set. Two variables that name
+//     different sockets, or a COSI-only plugin that finds $CSI_ENDPOINT set and $COSI_ENDPOINT
+//     not, are an error naming the variables: picking one would be a guess.
 //   - Logger: a logger at --log-level, as Logger builds it, unless cfg.Logger is set already. A
 //     driver whose backend needs the logger before Apply builds it with Logger and sets
 //     cfg.Logger to it first.
 //   - HTTPEndpoint, MetricsPath and Metrics: from the HTTP flags, as Diagnostics sets them.
 //   - TracerProvider: from the OTEL_* variables, as Tracing sets it (a provider already in cfg
 //     is kept).
+//   - klog (k8s.io/mount-utils' logger): routed into cfg.Logger, as RouteKlog does, so that its
+//     lines are JSON lines of the plugin's log rather than text on stderr.
 //
-// On error cfg is left as it was. Defer flush right after Apply: deferred calls run after Run
-// returns, once the in-flight calls have drained, and flush then sends the spans of the last
-// calls (within five seconds) and syncs the logger Apply built.
+// On error cfg is left as it was and klog is untouched. Defer flush right after Apply: deferred
+// calls run after Run returns, once the in-flight calls have drained, and flush then sends the
+// spans of the last calls (within five seconds), sends klog back to stderr and syncs the logger
+// Apply built.
 func (s *Settings) Apply(ctx context.Context, cfg *plugin.Config) (flush func(), err error) {
 	c := *cfg
-	if s.Endpoint != "" {
-		c.Endpoint = s.Endpoint
+	ep, err := s.endpointFor(&c)
+	if err != nil {
+		return nil, err
+	}
+	if ep != "" {
+		c.Endpoint = ep
 	}
 	var built *zap.Logger
 	if c.Logger == nil {
@@ -144,8 +187,10 @@ func (s *Settings) Apply(ctx context.Context, cfg *plugin.Config) (flush func(),
 		return nil, err
 	}
 	*cfg = c
+	restoreKlog := RouteKlog(c.Logger)
 	return func() {
 		flushTraces()
+		restoreKlog()
 		if built != nil {
 			_ = built.Sync() // stderr: nothing to do about a failure at exit
 		}
@@ -209,6 +254,58 @@ func (s *Settings) Tracing(ctx context.Context, cfg *plugin.Config) (flush func(
 			log.Warn("flushing traces", zap.Error(err))
 		}
 	}, nil
+}
+
+// cosiEndpointEnv is the variable COSI's sidecar deployments set, and plugin.Run reads for a
+// plugin that serves COSI.
+const cosiEndpointEnv = "COSI_ENDPOINT"
+
+// endpointFor picks the endpoint for the services cfg serves (see Apply).
+func (s *Settings) endpointFor(cfg *plugin.Config) (string, error) {
+	if !s.registered || s.endpointGiven || cfg.COSI == nil {
+		return s.Endpoint, nil // the flag, a hand-made Settings, or a plugin without COSI
+	}
+	servesCSI := cfg.Controller != nil || cfg.Node != nil || cfg.GroupController != nil ||
+		cfg.SnapshotMetadata != nil || cfg.VolumeGroups != nil
+	// The variables that may name the socket, first the one that wins alone.
+	vars := []string{cosiEndpointEnv}
+	if servesCSI || s.envNamed {
+		vars = append(vars, s.endpointEnv)
+	}
+	if servesCSI {
+		vars[0], vars[1] = vars[1], vars[0]
+	}
+	var set []string // "$NAME (value)" of each variable set, for an error
+	chosen := ""
+	for i, v := range vars {
+		if i > 0 && v == vars[0] {
+			break
+		}
+		val := os.Getenv(v)
+		if val == "" {
+			continue
+		}
+		set = append(set, fmt.Sprintf("$%s (%s)", v, val))
+		if chosen != "" && val != chosen {
+			what := "the plugin serves only COSI, on"
+			if servesCSI {
+				what = "the plugin serves CSI and COSI on one socket, at"
+			}
+			return "", fmt.Errorf("endpoint: %s and %s name different sockets, and %s one of them: unset one, or pass --endpoint",
+				set[0], set[1], what)
+		}
+		chosen = val
+	}
+	if chosen != "" {
+		return chosen, nil
+	}
+	if !servesCSI && !s.envNamed {
+		if v := os.Getenv(s.endpointEnv); v != "" {
+			return "", fmt.Errorf("endpoint: the plugin serves only COSI, which listens on $%s, and $%s is not set while $%s (%s) is: "+
+				"set %s, or pass --endpoint", cosiEndpointEnv, cosiEndpointEnv, s.endpointEnv, v, cosiEndpointEnv)
+		}
+	}
+	return s.endpointDef, nil
 }
 
 func envOr(name, def string) string {

@@ -274,9 +274,10 @@ func describeSecretCanary() {
 			ignore := func(any, error) {} // error paths: only the leak check matters
 
 			req := f.createVolumeReq("csikit-canary")
-			vol := f.r.MustCreateVolume(ctx, req).GetVolume()
-			f.r.MustCreateVolume(ctx, req)
+			vol := f.createVolumeStep(ctx, "CreateVolume", req)
+			f.createVolumeStep(ctx, "CreateVolume repeated", req)
 			id := vol.GetVolumeId()
+			expanded := false // the volume snapshotted below was expanded first
 
 			By("taking error paths with secrets")
 			bigger := proto.Clone(req).(*csi.CreateVolumeRequest)
@@ -311,13 +312,15 @@ func describeSecretCanary() {
 					MutableParameters: map[string]string{"csikit-unknown-key": "x"}}))
 			}
 			if f.caps.has(csi.ControllerServiceCapability_RPC_EXPAND_VOLUME) {
+				By("ControllerExpandVolume")
 				_, err := f.ctrl.ControllerExpandVolume(ctx, sanity.MakeExpandVolumeReq(sc, id))
 				Expect(err).NotTo(HaveOccurred(), "ControllerExpandVolume")
+				expanded = true
 			}
 			if f.caps.has(csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME) {
 				By("publishing and unpublishing")
 				if f.caps.nodeID != "" {
-					f.r.MustControllerPublishVolume(ctx, f.controllerPublishReq(vol))
+					f.publishStep(ctx, "ControllerPublishVolume", f.controllerPublishReq(vol))
 					_, err := f.ctrl.ControllerUnpublishVolume(ctx, sanity.MakeControllerUnpublishVolumeReq(sc, id, f.caps.nodeID))
 					Expect(err).NotTo(HaveOccurred(), "ControllerUnpublishVolume")
 				}
@@ -326,10 +329,13 @@ func describeSecretCanary() {
 				ignore(f.r.ControllerPublishVolume(ctx, wrongNode)) // NOT_FOUND
 			}
 			if f.caps.has(csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT) {
-				By("snapshotting")
+				of := "the volume"
+				if expanded {
+					of = "the expanded volume"
+				}
 				sreq := sanity.MakeCreateSnapshotReq(sc, sanity.UniqueString("csikit-canary-snap"), id)
-				snap := f.r.MustCreateSnapshot(ctx, sreq).GetSnapshot()
-				f.r.MustCreateSnapshot(ctx, sreq)
+				snap := f.createSnapshotStep(ctx, "CreateSnapshot of "+of, sreq).GetSnapshot()
+				f.createSnapshotStep(ctx, "CreateSnapshot of "+of+" repeated", sreq)
 				ignore(f.r.CreateSnapshot(ctx, sanity.MakeCreateSnapshotReq(sc, sanity.UniqueString("csikit-canary-snap-none"),
 					sc.Config.IDGen.GenerateUniqueValidVolumeID())))
 				if f.caps.has(csi.ControllerServiceCapability_RPC_GET_SNAPSHOT) {
@@ -346,9 +352,10 @@ func describeSecretCanary() {
 				restore := f.createVolumeReq("csikit-canary-restore")
 				restore.VolumeContentSource = &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Snapshot{
 					Snapshot: &csi.VolumeContentSource_SnapshotSource{SnapshotId: snap.GetSnapshotId()}}}
-				restored := f.r.MustCreateVolume(ctx, restore).GetVolume()
+				restored := f.createVolumeStep(ctx, "CreateVolume from a snapshot of "+of, restore)
+				By("DeleteVolume of the restored volume")
 				_, err := f.r.DeleteVolume(ctx, sanity.MakeDeleteVolumeReq(sc, restored.GetVolumeId()))
-				Expect(err).NotTo(HaveOccurred(), "DeleteVolume of the restored volume")
+				Expect(err).NotTo(HaveOccurred(), "DeleteVolume of the volume restored from a snapshot of %s", of)
 				missing := f.createVolumeReq("csikit-canary-nosource")
 				missing.VolumeContentSource = &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Snapshot{
 					Snapshot: &csi.VolumeContentSource_SnapshotSource{SnapshotId: "csikit-no-such-snapshot"}}}

@@ -99,6 +99,12 @@ var children = map[string]func(t *testing.T) drivertest.Result{
 	"unprivileged": func(t *testing.T) drivertest.Result {
 		return drivertest.CSI(t, fullConfig(newMem()), memOptions())
 	},
+	// A driver with a capacity bug: it cannot restore a snapshot larger than the size asked for.
+	"capacity-bug": func(t *testing.T) drivertest.Result {
+		opts := memOptions()
+		opts.NoMounts = true
+		return drivertest.CSI(t, fullConfig(&undersizedRestore{Driver: newMem()}), opts)
+	},
 	// A driver with planted faults that only csikit's own specs detect.
 	"faulty": func(t *testing.T) drivertest.Result {
 		f := &faulty{Driver: newMem()}
@@ -191,6 +197,40 @@ func TestProfiles(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestConformanceFailureNamesTheOperation: a driver with a capacity bug fails the secret canary,
+// whose lifecycle restores a snapshot of an expanded volume. The failure must say that this
+// operation failed, not only which spec (nor only csi-sanity's "volume create failed").
+func TestConformanceFailureNamesTheOperation(t *testing.T) {
+	if os.Getenv("DRIVERTEST_CHILD") != "" {
+		t.Skip("child process")
+	}
+	res := runChild(t, "capacity-bug")
+	const spec = "csikit secret-canary no secret sent with any controller, group or snapshot metadata call appears in a response, an error or a log line"
+	got, ok := res.Failures[spec]
+	if !ok {
+		t.Fatalf("the driver with a capacity bug passed %q; failures: %v", spec, res.Failures)
+	}
+	for _, want := range []string{"CreateVolume from a snapshot of the expanded volume", "OutOfRange", "snapshot holds"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q failed with:\n%s\nwant it to name %q", spec, got, want)
+		}
+	}
+}
+
+// undersizedRestore is the in-memory backend with a capacity bug: it restores a snapshot only
+// into a volume no larger than the size the request asks for, so a snapshot of a volume that was
+// expanded since it was created cannot be restored at the volume's original size.
+type undersizedRestore struct{ *memdriver.Driver }
+
+func (u *undersizedRestore) CreateVolume(ctx context.Context, req *driver.CreateVolumeRequest) (*driver.Volume, error) {
+	if id := req.Source.SnapshotID; id != "" && req.Capacity.RequiredBytes > 0 {
+		if snap, err := u.Driver.GetSnapshot(ctx, &driver.GetSnapshotRequest{SnapshotID: id}); err == nil && snap.SizeBytes > req.Capacity.RequiredBytes {
+			return nil, fmt.Errorf("the snapshot holds %d bytes, more than the %d asked for: %w", snap.SizeBytes, req.Capacity.RequiredBytes, driver.ErrOutOfRange)
+		}
+	}
+	return u.Driver.CreateVolume(ctx, req)
 }
 
 func show(m map[string]string) string {

@@ -174,7 +174,43 @@ func (f *fixture) createVolumeReq(name string) *csi.CreateVolumeRequest {
 
 func (f *fixture) mustCreateVolume(name string) *csi.Volume {
 	GinkgoHelper()
-	return f.r.MustCreateVolume(context.Background(), f.createVolumeReq(name)).GetVolume()
+	return f.createVolumeStep(context.Background(), "CreateVolume "+name, f.createVolumeReq(name))
+}
+
+// The step helpers are csi-sanity's Must* calls with the operation named: a spec runs many
+// operations, and its failure says which one failed ("CreateVolume from a snapshot of an expanded
+// volume: ...") and not only which spec, nor only csi-sanity's "volume create failed". Each also
+// marks the step (By), so the spec's report shows how far it got. What they create is cleaned up
+// as csi-sanity's own calls are.
+
+// createVolumeStep is CreateVolume as the step named step.
+func (f *fixture) createVolumeStep(ctx context.Context, step string, req *csi.CreateVolumeRequest) *csi.Volume {
+	GinkgoHelper()
+	By(step)
+	resp, err := f.r.CreateVolume(ctx, req)
+	Expect(err).NotTo(HaveOccurred(), "%s", step)
+	Expect(resp.GetVolume().GetVolumeId()).NotTo(BeEmpty(), "%s: the response has no volume ID", step)
+	return resp.GetVolume()
+}
+
+// createSnapshotStep is CreateSnapshot as the step named step.
+func (f *fixture) createSnapshotStep(ctx context.Context, step string, req *csi.CreateSnapshotRequest) *csi.CreateSnapshotResponse {
+	GinkgoHelper()
+	By(step)
+	resp, err := f.r.CreateSnapshot(ctx, req)
+	Expect(err).NotTo(HaveOccurred(), "%s", step)
+	Expect(resp.GetSnapshot().GetSnapshotId()).NotTo(BeEmpty(), "%s: the response has no snapshot ID", step)
+	return resp
+}
+
+// publishStep is ControllerPublishVolume as the step named step.
+func (f *fixture) publishStep(ctx context.Context, step string, req *csi.ControllerPublishVolumeRequest) *csi.ControllerPublishVolumeResponse {
+	GinkgoHelper()
+	By(step)
+	resp, err := f.r.ControllerPublishVolume(ctx, req)
+	Expect(err).NotTo(HaveOccurred(), "%s", step)
+	Expect(resp).NotTo(BeNil(), "%s: no response", step)
+	return resp
 }
 
 func (f *fixture) volumeCapability() *csi.VolumeCapability {

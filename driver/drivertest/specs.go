@@ -147,8 +147,8 @@ func describePagination() {
 					first = vol.GetVolumeId()
 				}
 				for s := range pageItems / 5 {
-					snap := f.r.MustCreateSnapshot(ctx, sanity.MakeCreateSnapshotReq(sc,
-						sanity.UniqueString(fmt.Sprintf("csikit-page-snap-%d-%d", v, s)), vol.GetVolumeId())).GetSnapshot()
+					name := sanity.UniqueString(fmt.Sprintf("csikit-page-snap-%d-%d", v, s))
+					snap := f.createSnapshotStep(ctx, "CreateSnapshot "+name, sanity.MakeCreateSnapshotReq(sc, name, vol.GetVolumeId())).GetSnapshot()
 					want = append(want, snap.GetSnapshotId())
 					if v == 0 {
 						ofFirst = append(ofFirst, snap.GetSnapshotId())
@@ -272,7 +272,7 @@ func describeGroupSnapshot() {
 				vreq := f.createVolumeReq("csikit-group-restore")
 				vreq.VolumeContentSource = &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Snapshot{
 					Snapshot: &csi.VolumeContentSource_SnapshotSource{SnapshotId: member.GetSnapshotId()}}}
-				restored := f.r.MustCreateVolume(ctx, vreq).GetVolume()
+				restored := f.createVolumeStep(ctx, "CreateVolume from a member of the group snapshot", vreq)
 				Expect(restored.GetContentSource().GetSnapshot().GetSnapshotId()).To(Equal(member.GetSnapshotId()), "restored volume's content_source")
 				_, err := f.r.DeleteVolume(ctx, sanity.MakeDeleteVolumeReq(sc, restored.GetVolumeId()))
 				Expect(err).NotTo(HaveOccurred(), "DeleteVolume of the restored volume")
@@ -316,8 +316,8 @@ func describeConcurrency() {
 				}
 			}
 			got := oneProceeds("CreateVolume", res, errs)
-			again := f.r.MustCreateVolume(ctx, req)
-			sameAnswer("CreateVolume", got, again)
+			again := f.createVolumeStep(ctx, "CreateVolume repeated after the concurrent calls", req)
+			sameAnswer("CreateVolume", got, &csi.CreateVolumeResponse{Volume: again})
 			if listing {
 				after := len(walkPages("ListVolumes", 0, 1000, f.listVolumeIDs))
 				Expect(after).To(Equal(before+1), "%d identical concurrent CreateVolume calls made %d volumes", concurrentCalls, after-before)
@@ -396,13 +396,12 @@ func describeIdempotency() {
 		It(itRepeatController, func() {
 			f.caps.require(csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME)
 			req := f.createVolumeReq("csikit-repeat")
-			first := f.r.MustCreateVolume(ctx, req)
-			sameAnswer("CreateVolume", first, f.r.MustCreateVolume(ctx, req))
-			vol := first.GetVolume()
+			vol := f.createVolumeStep(ctx, "CreateVolume", req)
+			sameAnswer("CreateVolume", vol, f.createVolumeStep(ctx, "CreateVolume repeated", req))
 
 			if f.caps.has(csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME) && f.caps.nodeID != "" {
 				preq := f.controllerPublishReq(vol)
-				sameAnswer("ControllerPublishVolume", f.r.MustControllerPublishVolume(ctx, preq), f.r.MustControllerPublishVolume(ctx, preq))
+				sameAnswer("ControllerPublishVolume", f.publishStep(ctx, "ControllerPublishVolume", preq), f.publishStep(ctx, "ControllerPublishVolume repeated", preq))
 				ureq := sanity.MakeControllerUnpublishVolumeReq(sc, vol.GetVolumeId(), f.caps.nodeID)
 				for i := range 2 {
 					_, err := f.ctrl.ControllerUnpublishVolume(ctx, ureq)
@@ -419,8 +418,8 @@ func describeIdempotency() {
 			}
 			if f.caps.has(csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT) {
 				sreq := sanity.MakeCreateSnapshotReq(sc, sanity.UniqueString("csikit-repeat-snap"), vol.GetVolumeId())
-				s1 := f.r.MustCreateSnapshot(ctx, sreq)
-				sameAnswer("CreateSnapshot", s1, f.r.MustCreateSnapshot(ctx, sreq))
+				s1 := f.createSnapshotStep(ctx, "CreateSnapshot", sreq)
+				sameAnswer("CreateSnapshot", s1, f.createSnapshotStep(ctx, "CreateSnapshot repeated", sreq))
 				dreq := sanity.MakeDeleteSnapshotReq(sc, s1.GetSnapshot().GetSnapshotId())
 				for i := range 2 {
 					_, err := f.r.DeleteSnapshot(ctx, dreq)
@@ -518,7 +517,7 @@ func (f *fixture) controllerPublish(vol *csi.Volume) map[string]string {
 	if !f.caps.has(csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME) {
 		return nil
 	}
-	return f.r.MustControllerPublishVolume(context.Background(), f.controllerPublishReq(vol)).GetPublishContext()
+	return f.publishStep(context.Background(), "ControllerPublishVolume", f.controllerPublishReq(vol)).GetPublishContext()
 }
 
 func (f *fixture) nodeStageReq(vol *csi.Volume, pc map[string]string) *csi.NodeStageVolumeRequest {

@@ -365,7 +365,7 @@ func describeVolumeGroupSpecs() {
 				By("adding a volume of incompatible parameters")
 				req := v.createVolumeReq("csikit-vg-incompatible-params")
 				req.Parameters = params
-				c := v.r.MustCreateVolume(ctx, req).GetVolume().GetVolumeId()
+				c := v.createVolumeStep(ctx, "CreateVolume with incompatible parameters", req).GetVolumeId()
 				_, err := v.vg.ModifyVolumeGroupMembership(ctx, v.modifyReq(id, a, c))
 				expectCode(err, codes.InvalidArgument, "ModifyVolumeGroupMembership adding an incompatible volume")
 				v.expectMembers(id, []string{a}, "after a refused modify")
@@ -396,7 +396,7 @@ func describeVolumeGroupSpecs() {
 			id := v.mustCreateGroup("csikit-vg-inuse").GetVolumeGroupId()
 			vol := v.mustCreateVolume("csikit-vg-inuse-vol")
 			v.setMembers(id, vol.GetVolumeId())
-			v.r.MustControllerPublishVolume(ctx, v.controllerPublishReq(vol))
+			v.publishStep(ctx, "ControllerPublishVolume of the member", v.controllerPublishReq(vol))
 			dreq := &vgpb.DeleteVolumeGroupRequest{VolumeGroupId: id, Secrets: v.secrets()}
 			_, err := v.vg.DeleteVolumeGroup(ctx, dreq)
 			expectCode(err, codes.FailedPrecondition, "DeleteVolumeGroup with a published member")
@@ -500,7 +500,7 @@ func describeVolumeGroupSpecs() {
 				req.Parameters = map[string]string{}
 			}
 			req.Parameters[v.opts.JoinParameter] = id
-			vol := v.r.MustCreateVolume(ctx, req).GetVolume()
+			vol := v.createVolumeStep(ctx, "CreateVolume with the join parameter", req)
 			v.expectMembers(id, []string{vol.GetVolumeId()}, "after CreateVolume with the join parameter")
 			_, err := v.ctrl.DeleteVolume(ctx, sanity.MakeDeleteVolumeReq(sc, vol.GetVolumeId()))
 			expectCode(err, codes.FailedPrecondition, "DeleteVolume of a volume that joined at creation")

@@ -2,6 +2,8 @@ package nodemount_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/csikit/csikit/driver"
 	"github.com/csikit/csikit/driver/nodemount"
@@ -52,4 +54,59 @@ func ExampleMounter_Mount() {
 		return m.Unpublish(r.TargetPath)
 	}
 	_, _, _ = scratch, export, unpublish
+}
+
+// A node backend whose volumes are image files stages one by attaching it to a loop device and
+// formatting and mounting the device; unstaging takes the mount off and detaches the device.
+// Both are idempotent, so a CO's retry after a crash at any point finds what the first call
+// left: AttachLoop returns the device already attached, FormatAndMount the mount already made.
+// After a restart of the driver, FindLoop finds the device from the image alone (for
+// NodeExpandVolume, NodeGetVolumeStats or a block publish), with nothing kept in memory.
+func ExampleAttachLoop() {
+	m := nodemount.New()
+	imageOf := func(volumeID string) string { return "/var/lib/my-driver/images/" + volumeID + ".img" }
+	stage := func(r *driver.NodeStageVolumeRequest) error {
+		dev, err := nodemount.AttachLoop(imageOf(r.VolumeID))
+		if err != nil {
+			return err
+		}
+		return m.FormatAndMount(dev, r.StagingTargetPath, "ext4", nodemount.Options{MountFlags: r.Capability.MountFlags})
+	}
+	unstage := func(r *driver.NodeUnstageVolumeRequest) error {
+		if err := m.Unpublish(r.StagingTargetPath); err != nil {
+			return err
+		}
+		return nodemount.DetachLoop(imageOf(r.VolumeID))
+	}
+	expand := func(r *driver.NodeExpandVolumeRequest) (int64, error) {
+		dev, err := nodemount.FindLoop(imageOf(r.VolumeID))
+		if err != nil || dev == "" {
+			return 0, fmt.Errorf("volume %q is not staged on this node: %w", r.VolumeID, driver.ErrFailedPrecondition)
+		}
+		size, err := nodemount.RefreshLoopSize(dev) // the controller grew the image
+		if err != nil {
+			return 0, err
+		}
+		return size, m.Resize(dev, r.StagingTargetPath)
+	}
+	_, _, _ = stage, unstage, expand
+}
+
+// FindLoop asks the kernel which loop device an image file is attached to; "" means none.
+func ExampleFindLoop() {
+	dir, err := os.MkdirTemp("", "images")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	image := filepath.Join(dir, "vol-1.img")
+	if err := os.WriteFile(image, nil, 0o600); err != nil {
+		fmt.Println(err)
+		return
+	}
+	dev, err := nodemount.FindLoop(image)
+	fmt.Printf("%q %v\n", dev, err)
+	// Output:
+	// "" <nil>
 }

@@ -3,7 +3,9 @@
 // (Mounter.Bind), idempotent mounts of a tmpfs, NFS or FUSE filesystem (Mounter.Mount),
 // read-only mounts that really are read-only, unpublish that removes every mount stacked at a
 // target before it removes the target, format-and-mount, filesystem resize, "is this path a mount
-// point, and of what" (At, SourceOf) and "which mounts still reach this directory" (MountsOf).
+// point, and of what" (At, SourceOf), "which mounts still reach this directory" (MountsOf), and
+// loop devices for volumes that are image files (AttachLoop, FindLoop, DetachLoop), found again
+// from the kernel's record after a restart.
 //
 // Errors that a CSI backend returns as they are wrap the sentinels of package driver: a target
 // already holding something else wraps driver.ErrAlreadyExists, a mount the caller does not own
@@ -108,7 +110,16 @@ func (m *Mounter) Bind(source, target string, o Options) error {
 // missing and formatting device as fsType first if it holds no filesystem at all (mount-utils'
 // SafeFormatAndMount: a device with another filesystem or a partition table is never formatted;
 // an ext filesystem is checked before it is mounted). It is idempotent like Bind.
+//
+// device must be a block device. An image file is refused before anything is formatted or
+// created, with advice to attach it first (AttachLoop): mkfs would format the file, and mount
+// would then mount it through a loop device of its own that the mount table shows instead of
+// the file, which no later call could recognise or detach. The refusal wraps no driver
+// sentinel: it is a fault of the driver, not of the CO's request, so the CO gets INTERNAL.
 func (m *Mounter) FormatAndMount(device, target, fsType string, o Options) error {
+	if err := checkBlockDevice(device); err != nil {
+		return err
+	}
 	same := func(cur *Info, p string) (string, error) { return m.compare(cur, p, device, o) }
 	return m.mountAt(device, target, true, o, same, func(p string) error {
 		var opts []string
@@ -117,6 +128,24 @@ func (m *Mounter) FormatAndMount(device, target, fsType string, o Options) error
 		}
 		return m.fm.FormatAndMountSensitive(device, p, fsType, opts, o.MountFlags)
 	})
+}
+
+// checkBlockDevice refuses a device path that exists and is not a block device, naming what it
+// is. A path that does not exist is left to mount-utils, whose error names it, and to tests that
+// run mount-utils' fakes on device names that exist nowhere.
+func checkBlockDevice(device string) error {
+	fi, err := os.Stat(device)
+	if err != nil {
+		return nil
+	}
+	switch {
+	case fi.Mode()&os.ModeDevice != 0 && fi.Mode()&os.ModeCharDevice == 0:
+		return nil
+	case fi.Mode().IsRegular():
+		return fmt.Errorf("format and mount %s: it is a regular file, not a block device; attach it to a loop device "+
+			"with nodemount.AttachLoop and pass the device it returns (nothing was formatted)", device)
+	}
+	return fmt.Errorf("format and mount %s: it is a %s, not a block device (nothing was formatted)", device, fileKind(fi.Mode()))
 }
 
 // mountAt is the part Bind, FormatAndMount and Mount share: prepare target, accept what is already

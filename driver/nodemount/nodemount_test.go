@@ -348,6 +348,58 @@ func TestBlockBindPublishesTheDeviceNodeOnAFile(t *testing.T) {
 	}
 }
 
+// TestFormatAndMountRefusesWhatIsNoBlockDevice: a driver whose volumes are image files passed
+// the file itself. FormatAndMount must refuse before it formats anything, pointing at the loop
+// device helper, and leave the file as it was: no filesystem written, nothing mounted, no
+// target created.
+func TestFormatAndMountRefusesWhatIsNoBlockDevice(t *testing.T) {
+	testenv.Tool(t, "blkid", "util-linux")
+	testenv.Tool(t, "mkfs.ext4", "e2fsprogs")
+	tests := []struct {
+		name   string
+		source func(t *testing.T, dir string) string
+		want   []string // what the error must say
+	}{
+		{"an image file", func(t *testing.T, dir string) string {
+			image := filepath.Join(dir, "vol.img")
+			writeImage(t, image, 32<<20)
+			return image
+		}, []string{"is a regular file, not a block device", "nodemount.AttachLoop"}},
+		{"a directory", func(t *testing.T, dir string) string {
+			return dir
+		}, []string{"is a directory, not a block device"}},
+		{"a character device", func(t *testing.T, dir string) string {
+			return "/dev/null"
+		}, []string{"is a character device, not a block device"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir, err := filepath.EvalSymlinks(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			source := tt.source(t, dir)
+			target := filepath.Join(dir, "staging", "mount")
+			t.Cleanup(func() { _ = unix.Unmount(target, unix.MNT_DETACH) })
+			m := New()
+			err = m.FormatAndMount(source, target, "ext4", Options{})
+			for _, w := range tt.want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("FormatAndMount(%s) = %v; want an error saying %q", tt.name, err, w)
+				}
+			}
+			if fi, err := os.Stat(source); err != nil || fi.Mode().IsRegular() {
+				if format, err := m.DiskFormat(source); err != nil || format != "" {
+					t.Errorf("after the refusal the source holds %q (%v); want it left unformatted", format, err)
+				}
+			}
+			if _, err := os.Lstat(target); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the target was created (%v); want nothing done", err)
+			}
+		})
+	}
+}
+
 func TestFormatAndMountThenResize(t *testing.T) {
 	needRoot(t)
 	image, dev := loopDevice(t, 32<<20)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/csikit/csikit/driver"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
@@ -18,7 +17,7 @@ type controllerServer struct {
 
 // checkModes rejects the two alpha access modes unless the service advertises them; a CO that
 // sends them anyway would otherwise get a volume the plugin does not know how to share.
-func (d *Plugin) checkModes(svc service, field string, caps ...*csi.VolumeCapability) error {
+func (d *Plugin) checkModes(r rpc, svc service, field string, caps ...*csi.VolumeCapability) error {
 	if (svc == svcController && d.caps.controller[csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER]) ||
 		(svc == svcNode && d.caps.node[csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER]) {
 		return nil
@@ -29,8 +28,7 @@ func (d *Plugin) checkModes(svc service, field string, caps ...*csi.VolumeCapabi
 			if len(caps) > 1 {
 				field = fmt.Sprintf("%s[%d]", field, i)
 			}
-			return status.Errorf(codes.InvalidArgument,
-				"%s.access_mode: %s needs the SINGLE_NODE_MULTI_WRITER capability, which this plugin does not advertise; use SINGLE_NODE_WRITER", field, m)
+			return invalid(r, field+".access_mode", "%s needs the SINGLE_NODE_MULTI_WRITER capability, which this plugin does not advertise; use SINGLE_NODE_WRITER", m)
 		}
 	}
 	return nil
@@ -38,22 +36,22 @@ func (d *Plugin) checkModes(svc service, field string, caps ...*csi.VolumeCapabi
 
 func (s *controllerServer) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest) (*csi.CreateVolumeResponse, error) {
 	f := &s.d.caps.features
-	if err := s.d.checkModes(svcController, "volume_capabilities", req.GetVolumeCapabilities()...); err != nil {
+	if err := s.d.checkModes(rpcCreateVolume, svcController, "volume_capabilities", req.GetVolumeCapabilities()...); err != nil {
 		return nil, err
 	}
 	if len(req.GetMutableParameters()) > 0 && !s.d.caps.hasController(csi.ControllerServiceCapability_RPC_MODIFY_VOLUME) {
-		return nil, status.Error(codes.InvalidArgument, "mutable_parameters: this plugin does not advertise MODIFY_VOLUME, so it takes no mutable parameters")
+		return nil, invalid(rpcCreateVolume, "mutable_parameters", "this plugin does not advertise MODIFY_VOLUME, so it takes no mutable parameters")
 	}
 	topology := requirementFromCSI(req.GetAccessibilityRequirements())
 	if topology != nil && !f.VolumeAccessibilityConstraints {
-		return nil, status.Error(codes.InvalidArgument, "accessibility_requirements: this plugin does not advertise VOLUME_ACCESSIBILITY_CONSTRAINTS, so it takes no topology")
+		return nil, invalid(rpcCreateVolume, "accessibility_requirements", "this plugin does not advertise VOLUME_ACCESSIBILITY_CONSTRAINTS, so it takes no topology")
 	}
 	src := sourceFromCSI(req.GetVolumeContentSource())
 	if src.SnapshotID != "" && !s.d.caps.hasController(csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT) {
-		return nil, status.Error(codes.InvalidArgument, "volume_content_source: this plugin cannot create volumes from snapshots (no CREATE_DELETE_SNAPSHOT capability)")
+		return nil, invalid(rpcCreateVolume, "volume_content_source", "this plugin cannot create volumes from snapshots (no CREATE_DELETE_SNAPSHOT capability)")
 	}
 	if src.VolumeID != "" && !f.CloneVolume {
-		return nil, status.Error(codes.InvalidArgument, "volume_content_source: this plugin cannot clone volumes (no CLONE_VOLUME capability)")
+		return nil, invalid(rpcCreateVolume, "volume_content_source", "this plugin cannot clone volumes (no CLONE_VOLUME capability)")
 	}
 	capacity := capacityFromCSI(req.GetCapacityRange())
 	vol, err := s.b.controller.CreateVolume(ctx, &driver.CreateVolumeRequest{
@@ -74,11 +72,10 @@ func (s *controllerServer) CreateVolume(ctx context.Context, req *csi.CreateVolu
 		return nil, pluginBug(rpcCreateVolume, "the backend returned no volume ID")
 	}
 	if vol.CapacityBytes != 0 && !capacity.Contains(vol.CapacityBytes) {
-		return nil, pluginBug(rpcCreateVolume, "volume %q has %d bytes, outside the requested range [%d, %d]",
-			vol.ID, vol.CapacityBytes, capacity.RequiredBytes, capacity.LimitBytes)
+		return nil, pluginBug(rpcCreateVolume, "volume %q has %d bytes, outside the requested range %s", vol.ID, vol.CapacityBytes, capacity)
 	}
 	if len(vol.AccessibleTopology) > 0 && !f.VolumeAccessibilityConstraints {
-		return nil, pluginBug(rpcCreateVolume, "volume %q reports a topology but the plugin does not advertise VOLUME_ACCESSIBILITY_CONSTRAINTS", vol.ID)
+		return nil, pluginBug(rpcCreateVolume, "volume %q reports a topology but the plugin does not advertise VOLUME_ACCESSIBILITY_CONSTRAINTS (set Features.VolumeAccessibilityConstraints in plugin.Config)", vol.ID)
 	}
 	if vol.Source.IsZero() {
 		vol.Source = src
@@ -95,11 +92,11 @@ func (s *controllerServer) DeleteVolume(ctx context.Context, req *csi.DeleteVolu
 }
 
 func (s *controllerServer) ControllerPublishVolume(ctx context.Context, req *csi.ControllerPublishVolumeRequest) (*csi.ControllerPublishVolumeResponse, error) {
-	if err := s.d.checkModes(svcController, "volume_capability", req.GetVolumeCapability()); err != nil {
+	if err := s.d.checkModes(rpcControllerPublish, svcController, "volume_capability", req.GetVolumeCapability()); err != nil {
 		return nil, err
 	}
 	if req.GetReadonly() && !s.d.caps.features.PublishReadonly {
-		return nil, status.Error(codes.InvalidArgument, "readonly: this plugin does not advertise PUBLISH_READONLY, so readonly must be false")
+		return nil, invalid(rpcControllerPublish, "readonly", "this plugin does not advertise PUBLISH_READONLY, so readonly must be false")
 	}
 	pc, err := impl[driver.ControllerPublisher](s.b.controller).ControllerPublishVolume(ctx, &driver.ControllerPublishVolumeRequest{
 		VolumeID:      req.GetVolumeId(),
@@ -129,11 +126,11 @@ func (s *controllerServer) ControllerUnpublishVolume(ctx context.Context, req *c
 // says yes or no. Modes the plugin does not advertise are declined without asking the backend.
 func (s *controllerServer) ValidateVolumeCapabilities(ctx context.Context, req *csi.ValidateVolumeCapabilitiesRequest) (*csi.ValidateVolumeCapabilitiesResponse, error) {
 	var declined error
-	if err := s.d.checkModes(svcController, "volume_capabilities", req.GetVolumeCapabilities()...); err != nil {
+	if err := s.d.checkModes(rpcValidateVolumeCaps, svcController, "volume_capabilities", req.GetVolumeCapabilities()...); err != nil {
 		declined = err
 	}
 	if len(req.GetMutableParameters()) > 0 && !s.d.caps.hasController(csi.ControllerServiceCapability_RPC_MODIFY_VOLUME) {
-		declined = status.Error(codes.InvalidArgument, "mutable_parameters: this plugin does not advertise MODIFY_VOLUME")
+		declined = invalid(rpcValidateVolumeCaps, "mutable_parameters", "this plugin does not advertise MODIFY_VOLUME")
 	}
 	err := s.b.controller.ValidateVolumeCapabilities(ctx, &driver.ValidateVolumeCapabilitiesRequest{
 		VolumeID:          req.GetVolumeId(),
@@ -168,7 +165,7 @@ func (s *controllerServer) ValidateVolumeCapabilities(ctx context.Context, req *
 
 func (s *controllerServer) GetCapacity(ctx context.Context, req *csi.GetCapacityRequest) (*csi.GetCapacityResponse, error) {
 	if req.GetAccessibleTopology() != nil && !s.d.caps.features.VolumeAccessibilityConstraints {
-		return nil, status.Error(codes.InvalidArgument, "accessible_topology: this plugin does not advertise VOLUME_ACCESSIBILITY_CONSTRAINTS, so it takes no topology")
+		return nil, invalid(rpcGetCapacity, "accessible_topology", "this plugin does not advertise VOLUME_ACCESSIBILITY_CONSTRAINTS, so it takes no topology")
 	}
 	c, err := impl[driver.CapacityReporter](s.b.controller).GetCapacity(ctx, &driver.GetCapacityRequest{
 		Capabilities: capabilitiesFromCSI(req.GetVolumeCapabilities()),
@@ -199,7 +196,7 @@ func (s *controllerServer) ControllerGetCapabilities(context.Context, *csi.Contr
 func (s *controllerServer) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequest) (*csi.CreateSnapshotResponse, error) {
 	topology := requirementFromCSI(req.GetAccessibilityRequirements())
 	if topology != nil && !s.d.caps.features.SnapshotAccessibilityConstraints {
-		return nil, status.Error(codes.InvalidArgument, "accessibility_requirements: this plugin does not advertise SNAPSHOT_ACCESSIBILITY_CONSTRAINTS, so it takes no topology")
+		return nil, invalid(rpcCreateSnapshot, "accessibility_requirements", "this plugin does not advertise SNAPSHOT_ACCESSIBILITY_CONSTRAINTS, so it takes no topology")
 	}
 	snap, err := impl[driver.Snapshotter](s.b.controller).CreateSnapshot(ctx, &driver.CreateSnapshotRequest{
 		Name:           req.GetName(),
@@ -230,7 +227,7 @@ func (d *Plugin) checkSnapshot(r rpc, snap *driver.Snapshot) error {
 		return pluginBug(r, "snapshot %q has no creation time", snap.ID)
 	}
 	if len(snap.AccessibleTopology) > 0 && !d.caps.features.SnapshotAccessibilityConstraints {
-		return pluginBug(r, "snapshot %q reports a topology but the plugin does not advertise SNAPSHOT_ACCESSIBILITY_CONSTRAINTS", snap.ID)
+		return pluginBug(r, "snapshot %q reports a topology but the plugin does not advertise SNAPSHOT_ACCESSIBILITY_CONSTRAINTS (set Features.SnapshotAccessibilityConstraints in plugin.Config)", snap.ID)
 	}
 	return nil
 }
@@ -256,7 +253,7 @@ func (s *controllerServer) GetSnapshot(ctx context.Context, req *csi.GetSnapshot
 
 func (s *controllerServer) ControllerExpandVolume(ctx context.Context, req *csi.ControllerExpandVolumeRequest) (*csi.ControllerExpandVolumeResponse, error) {
 	if c := req.GetVolumeCapability(); c != nil {
-		if err := s.d.checkModes(svcController, "volume_capability", c); err != nil {
+		if err := s.d.checkModes(rpcControllerExpand, svcController, "volume_capability", c); err != nil {
 			return nil, err
 		}
 	}

@@ -127,11 +127,11 @@ func (c *cosiCore) provisioner() bucket.Provisioner { return c.d.b.buckets }
 func (c *cosiCore) checkProtocols(r rpc, field string, ps []bucket.Protocol) error {
 	for i, p := range ps {
 		if !slices.Contains(c.d.cfg.COSI.Protocols, p) {
-			return status.Errorf(codes.InvalidArgument, "%s.%s[%d]: this driver does not serve the %v protocol (it serves %s)",
-				r, field, i, p, protocolList(c.d.cfg.COSI.Protocols))
+			return invalid(r, fmt.Sprintf("%s[%d]", field, i), "this driver does not serve the %v protocol (it serves %s)",
+				p, protocolList(c.d.cfg.COSI.Protocols))
 		}
 		if slices.Contains(ps[:i], p) {
-			return status.Errorf(codes.InvalidArgument, "%s.%s[%d]: %v is listed twice", r, field, i, p)
+			return invalid(r, fmt.Sprintf("%s[%d]", field, i), "%v is listed twice", p)
 		}
 	}
 	return nil
@@ -225,12 +225,12 @@ func (c *cosiCore) grant(ctx context.Context, req *bucket.GrantBucketAccessReque
 		return nil, err
 	}
 	if req.Authentication == bucket.AuthServiceAccount && req.ServiceAccountName == "" && req.Version != bucket.V1Alpha1 {
-		return nil, status.Errorf(codes.InvalidArgument, "%s.service_account_name: required for service-account authentication", r)
+		return nil, invalid(r, "service_account_name", "required for service-account authentication")
 	}
 	slices.SortFunc(req.Buckets, func(a, b bucket.Grant) int { return strings.Compare(a.BucketID, b.BucketID) })
 	for i := 1; i < len(req.Buckets); i++ {
 		if req.Buckets[i].BucketID == req.Buckets[i-1].BucketID {
-			return nil, status.Errorf(codes.InvalidArgument, "%s.buckets: bucket %q is listed twice", r, req.Buckets[i].BucketID)
+			return nil, invalid(r, "buckets", "bucket %q is listed twice", req.Buckets[i].BucketID)
 		}
 	}
 	if len(req.Buckets) > 1 && !c.d.cfg.COSI.MultiBucketAccess {

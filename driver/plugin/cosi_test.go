@@ -756,3 +756,75 @@ func TestBucketFingerprintsAgreeAcrossVersions(t *testing.T) {
 		t.Error("a read-only grant has the same fingerprint as a read-write one")
 	}
 }
+
+// TestCOSILogLinesNameTheWireVersion: one backend serves both COSI wire versions on one socket,
+// and their sidecars behave differently, so every log line of a COSI call says which version the
+// call came in on (cosi_version); a CSI call's lines carry no such field.
+func TestCOSILogLinesNameTheWireVersion(t *testing.T) {
+	mem := memdriver.New(memdriver.Options{})
+	cfg := bucketConfig(memdriver.NewBuckets("http://127.0.0.1:9000", "us-east-1"))
+	cfg.Controller = mem
+	logs := &lockedLog{}
+	cfg.Logger = zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), logs, zap.DebugLevel))
+	p := startCOSI(t, cfg)
+	ctx := context.Background()
+	calls := []struct {
+		method, version string
+		call            func() error
+	}{
+		{"DriverGetInfo", "v1alpha1", func() error { _, err := p.id1.DriverGetInfo(ctx, &cosi1.DriverGetInfoRequest{}); return err }},
+		{"DriverCreateBucket", "v1alpha2", func() error {
+			_, err := p.prov2.DriverCreateBucket(ctx, &cosi2.DriverCreateBucketRequest{Name: "b-v2", Protocols: []*cosi2.ObjectProtocol{s3Proto()}})
+			return err
+		}},
+		{"DriverCreateBucket", "v1alpha1", func() error {
+			_, err := p.prov1.DriverCreateBucket(ctx, &cosi1.DriverCreateBucketRequest{Name: "b-v1"})
+			return err
+		}},
+		{"CreateVolume", "", func() error {
+			_, err := csi.NewControllerClient(p.conn).CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "v",
+				VolumeCapabilities: []*csi.VolumeCapability{mountCap(snw)}})
+			return err
+		}},
+	}
+	for _, c := range calls {
+		before := len(logs.String())
+		if err := c.call(); err != nil {
+			t.Fatalf("%s (%s): %v", c.method, c.version, err)
+		}
+		var lines int
+		for _, line := range strings.Split(strings.TrimSpace(logs.String()[before:]), "\n") {
+			var e map[string]any
+			if err := json.Unmarshal([]byte(line), &e); err != nil || e["method"] != c.method {
+				continue
+			}
+			lines++
+			if got, _ := e["cosi_version"].(string); got != c.version {
+				t.Errorf("%s over %q: a %q line has cosi_version %q", c.method, c.version, e["msg"], got)
+			}
+		}
+		if lines < 2 {
+			t.Errorf("%s over %q: %d log lines of the call; want its request and call lines", c.method, c.version, lines)
+		}
+	}
+}
+
+// lockedLog is a log sink the test reads while the server may still write to it.
+type lockedLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) Sync() error { return nil }
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"fmt"
+	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/encoding"
@@ -81,7 +82,12 @@ func decodeFailure(req any) string {
 // not reach a log line or a status message.
 func describeDecodeFailure(b []byte, md protoreflect.MessageDescriptor, err error) string {
 	if bad := validation.InvalidUTF8(md, b); bad != nil {
-		return status.Convert(bad).Message()
+		// The message starts with the RPC, which undecodable puts first already.
+		msg := status.Convert(bad).Message()
+		if rpc, ok := strings.CutSuffix(string(md.Name()), "Request"); ok {
+			msg = strings.TrimPrefix(msg, rpc+": ")
+		}
+		return msg
 	}
 	return fmt.Sprintf("malformed protobuf data (%v)", err)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/csikit/csikit/driver"
 	"google.golang.org/grpc/codes"
@@ -32,7 +33,12 @@ func mapError(ctx context.Context, r rpc, err error) error {
 		if code == codes.OK {
 			return nil
 		}
-		return status.Error(code, err.Error())
+		msg := err.Error()
+		if code == codes.InvalidArgument && !strings.HasPrefix(msg, string(r)+": ") {
+			// The backend's refusal of a request reads like the library's own: the RPC first.
+			msg = string(r) + ": " + msg
+		}
+		return status.Error(code, msg)
 	}
 	if s, ok := err.(interface{ GRPCStatus() *status.Status }); ok {
 		st := s.GRPCStatus()
@@ -57,7 +63,22 @@ func mapError(ctx context.Context, r rpc, err error) error {
 			return status.Error(st.Code(), err.Error())
 		}
 	}
-	return status.Error(codes.Internal, fmt.Sprintf("%s: %v", r, err))
+	return status.Error(codes.Internal, fmt.Sprintf("%s: backend error: %v (%s)", r, err, sentinelHint))
+}
+
+// sentinelHint ends the INTERNAL answer to a plain backend error. Such an error is often one the
+// spec gives a code of its own (a volume not found, a name taken): the hint tells the driver's
+// author how to choose it, where the CO's event shows the message.
+const sentinelHint = "a plain error is INTERNAL: return an error wrapping driver.ErrNotFound, driver.ErrAlreadyExists, " +
+	"driver.ErrInvalidArgument, driver.ErrUnavailable or another driver.Err* sentinel to answer its code"
+
+// invalid answers INVALID_ARGUMENT in the form every refusal of a request takes, the one the
+// validation middleware's messages have too: the RPC, the field (its path in the request), then
+// what is wrong with it.
+//
+//	CreateVolume: readonly: this plugin does not advertise PUBLISH_READONLY, so readonly must be false
+func invalid(r rpc, field, format string, args ...any) error {
+	return status.Error(codes.InvalidArgument, string(r)+": "+field+": "+fmt.Sprintf(format, args...))
 }
 
 // sentinelCode maps the sentinels of package driver.

@@ -86,7 +86,7 @@ func ExampleNew() {
 
 	// Output:
 	// vol-pvc-1 <nil>
-	// InvalidArgument CreateVolumeRequest.volume_capabilities: required field is missing
+	// InvalidArgument CreateVolume: volume_capabilities: required field is missing
 	// <nil>
 	// Unimplemented
 }

@@ -17,18 +17,18 @@ type nodeServer struct {
 }
 
 // checkMountGroup rejects a mount group the plugin would silently ignore.
-func (d *Plugin) checkMountGroup(c *csi.VolumeCapability) error {
+func (d *Plugin) checkMountGroup(r rpc, c *csi.VolumeCapability) error {
 	if c.GetMount().GetVolumeMountGroup() != "" && !d.caps.features.VolumeMountGroup {
-		return status.Error(codes.InvalidArgument, "volume_capability.mount.volume_mount_group: this plugin does not advertise VOLUME_MOUNT_GROUP")
+		return invalid(r, "volume_capability.mount.volume_mount_group", "this plugin does not advertise VOLUME_MOUNT_GROUP")
 	}
 	return nil
 }
 
 func (s *nodeServer) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
-	if err := s.d.checkModes(svcNode, "volume_capability", req.GetVolumeCapability()); err != nil {
+	if err := s.d.checkModes(rpcNodeStage, svcNode, "volume_capability", req.GetVolumeCapability()); err != nil {
 		return nil, err
 	}
-	if err := s.d.checkMountGroup(req.GetVolumeCapability()); err != nil {
+	if err := s.d.checkMountGroup(rpcNodeStage, req.GetVolumeCapability()); err != nil {
 		return nil, err
 	}
 	err := impl[driver.NodeStager](s.b.node).NodeStageVolume(ctx, &driver.NodeStageVolumeRequest{
@@ -56,10 +56,10 @@ func (s *nodeServer) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstage
 }
 
 func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
-	if err := s.d.checkModes(svcNode, "volume_capability", req.GetVolumeCapability()); err != nil {
+	if err := s.d.checkModes(rpcNodePublish, svcNode, "volume_capability", req.GetVolumeCapability()); err != nil {
 		return nil, err
 	}
-	if err := s.d.checkMountGroup(req.GetVolumeCapability()); err != nil {
+	if err := s.d.checkMountGroup(rpcNodePublish, req.GetVolumeCapability()); err != nil {
 		return nil, err
 	}
 	// Inline ephemeral volumes are never staged: kubelet publishes them with an empty staging path.
@@ -126,7 +126,7 @@ func (s *nodeServer) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVo
 		return nil, err
 	}
 	if c := req.GetVolumeCapability(); c != nil {
-		if err := s.d.checkModes(svcNode, "volume_capability", c); err != nil {
+		if err := s.d.checkModes(rpcNodeExpand, svcNode, "volume_capability", c); err != nil {
 			return nil, err
 		}
 	}
@@ -167,7 +167,7 @@ func (s *nodeServer) NodeGetInfo(ctx context.Context, _ *csi.NodeGetInfoRequest)
 	resp := &csi.NodeGetInfoResponse{NodeId: info.NodeID, MaxVolumesPerNode: info.MaxVolumesPerNode}
 	if len(info.AccessibleTopology) > 0 {
 		if !s.d.caps.features.VolumeAccessibilityConstraints {
-			return nil, pluginBug(rpcNodeGetInfo, "the node reports a topology but the plugin does not advertise VOLUME_ACCESSIBILITY_CONSTRAINTS")
+			return nil, pluginBug(rpcNodeGetInfo, "the node reports a topology but the plugin does not advertise VOLUME_ACCESSIBILITY_CONSTRAINTS (set Features.VolumeAccessibilityConstraints in plugin.Config)")
 		}
 		resp.AccessibleTopology = &csi.Topology{Segments: info.AccessibleTopology}
 	}

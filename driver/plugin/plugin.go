@@ -91,15 +91,18 @@ type Config struct {
 	// TokenKey signs pagination tokens. Empty means a random key per process (tokens then die with
 	// the process, which the spec allows); set the same key on replicas that share listings.
 	TokenKey []byte
-	// CheckResponses validates every response against the spec and answers INTERNAL for one that
-	// breaks it. Meant for tests and conformance runs; it costs a walk of every response.
+	// CheckResponses validates every response against every rule of the spec (required fields,
+	// names, topology keys, ...) and answers INTERNAL for one that breaks it. Meant for tests and
+	// conformance runs. The size limits (a 128-byte ID, a 4 KiB map) are checked on every
+	// response whatever this says, so an oversized value never reaches the CO
+	// (validation.ResponseSizes).
 	CheckResponses bool
 
 	// Endpoint is where Run listens: unix:///abs/path.sock (COSI: a name ending in ".sock"), or
 	// tcp://host:port with AllowTCP. Empty means $CSI_ENDPOINT; for a plugin whose only backend is
 	// COSI it means $COSI_ENDPOINT, and for one with COSI and a CSI or volume-group backend,
-	// $CSI_ENDPOINT, else $COSI_ENDPOINT. A binary that takes its endpoint from a flag must put it
-	// here: cmdline.Settings.Apply does.
+	// whichever of $CSI_ENDPOINT and $COSI_ENDPOINT is set (Run refuses two different values). A
+	// binary that takes its endpoint from a flag must put it here: cmdline.Settings.Apply does.
 	Endpoint string
 	// AllowTCP lets Endpoint be tcp://host:port (a debugging extension, never a default).
 	AllowTCP bool
@@ -481,6 +484,13 @@ func (d *Plugin) endpoint() (endpoint.Endpoint, error) {
 		vars = append(vars, "COSI_ENDPOINT")
 	}
 	raw, from := d.cfg.Endpoint, "Config.Endpoint"
+	if raw == "" && len(vars) == 2 {
+		// One socket serves both: two variables naming two sockets leave no right choice.
+		if a, b := os.Getenv(vars[0]), os.Getenv(vars[1]); a != "" && b != "" && a != b {
+			return endpoint.Endpoint{}, fmt.Errorf("no endpoint to listen on: Config.Endpoint is empty, and $%s (%s) and $%s (%s) name different sockets "+
+				"while the plugin serves CSI and COSI on one socket: unset one, or set Config.Endpoint", vars[0], a, vars[1], b)
+		}
+	}
 	for _, v := range vars {
 		if raw != "" {
 			break

@@ -7,10 +7,12 @@ import (
 
 	vgpb "github.com/IBM/csi-volume-group/lib/go/volumegroup"
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/csikit/csikit/driver/bucket"
 	"github.com/csikit/csikit/middleware/locking"
 	"github.com/csikit/csikit/middleware/logging"
 	"github.com/csikit/csikit/middleware/recovery"
@@ -69,15 +71,16 @@ func (d *Plugin) Register(s grpc.ServiceRegistrar) {
 // wrap returns a copy of a generated service descriptor whose handlers run the library's chain.
 // Every method must have an rpcTable entry (TestRPCTableCoversEveryMethod).
 func (d *Plugin) wrap(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
+	log := d.loggerFor(service(desc.ServiceName))
 	out := *desc
 	out.Methods = make([]grpc.MethodDesc, len(desc.Methods))
 	for i, m := range desc.Methods {
-		out.Methods[i] = grpc.MethodDesc{MethodName: m.MethodName, Handler: d.unaryHandler(d.spec(desc, m.MethodName), m.Handler)}
+		out.Methods[i] = grpc.MethodDesc{MethodName: m.MethodName, Handler: d.unaryHandler(d.spec(desc, m.MethodName), log, m.Handler)}
 	}
 	out.Streams = make([]grpc.StreamDesc, len(desc.Streams))
 	for i, st := range desc.Streams {
 		out.Streams[i] = st
-		out.Streams[i].Handler = d.streamHandler(d.spec(desc, st.StreamName), st)
+		out.Streams[i].Handler = d.streamHandler(d.spec(desc, st.StreamName), log, st)
 	}
 	return &out
 }
@@ -100,10 +103,10 @@ func (d *Plugin) spec(desc *grpc.ServiceDesc, method string) *rpcSpec {
 // There is no request ID interceptor of its own: recovery attaches the ID (requestid.Ensure, its
 // default) before anything after it runs, so a separate interceptor in front of it would only look
 // the ID up again, at the cost of one more level on every call.
-func (d *Plugin) frontUnary(r *secrets.Redactor) []grpc.UnaryServerInterceptor {
+func (d *Plugin) frontUnary(r *secrets.Redactor, log *zap.Logger) []grpc.UnaryServerInterceptor {
 	ics := []grpc.UnaryServerInterceptor{
-		recovery.UnaryServerInterceptor(recovery.WithLogger(d.log), recovery.WithScrubber(r.ScrubAny)),
-		logging.UnaryServerInterceptor(d.log, logging.WithRedactor(r), logging.WithTraceID(tracing.TraceID)),
+		recovery.UnaryServerInterceptor(recovery.WithLogger(log), recovery.WithScrubber(r.ScrubAny)),
+		logging.UnaryServerInterceptor(log, logging.WithRedactor(r), logging.WithTraceID(tracing.TraceID)),
 	}
 	if span := tracing.UnarySpanInterceptor(d.cfg.TracerProvider); span != nil {
 		// Outermost: every step, the log lines' trace_id included, runs inside the call's span.
@@ -115,10 +118,10 @@ func (d *Plugin) frontUnary(r *secrets.Redactor) []grpc.UnaryServerInterceptor {
 	return append(ics, sanitize.UnaryServerInterceptor(sanitize.WithScrubber(r.ScrubAny)))
 }
 
-func (d *Plugin) frontStream(r *secrets.Redactor) []grpc.StreamServerInterceptor {
+func (d *Plugin) frontStream(r *secrets.Redactor, log *zap.Logger) []grpc.StreamServerInterceptor {
 	ics := []grpc.StreamServerInterceptor{
-		recovery.StreamServerInterceptor(recovery.WithLogger(d.log), recovery.WithScrubber(r.ScrubAny)),
-		logging.StreamServerInterceptor(d.log, logging.WithRedactor(r), logging.WithTraceID(tracing.TraceID)),
+		recovery.StreamServerInterceptor(recovery.WithLogger(log), recovery.WithScrubber(r.ScrubAny)),
+		logging.StreamServerInterceptor(log, logging.WithRedactor(r), logging.WithTraceID(tracing.TraceID)),
 	}
 	if span := tracing.StreamSpanInterceptor(d.cfg.TracerProvider); span != nil {
 		ics = append([]grpc.StreamServerInterceptor{span}, ics...)
@@ -127,6 +130,20 @@ func (d *Plugin) frontStream(r *secrets.Redactor) []grpc.StreamServerInterceptor
 		ics = append(ics, d.metrics.StreamServerInterceptor())
 	}
 	return append(ics, sanitize.StreamServerInterceptor(sanitize.WithScrubber(r.ScrubAny)))
+}
+
+// loggerFor is the logger of a wire service's calls. A COSI service's carries the wire version
+// the call came in on (cosi_version: v1alpha1 or v1alpha2) on every line, the panic report's
+// included: one backend serves both versions on one socket, and their sidecars call differently.
+// The field is encoded once here, so a call pays nothing for it.
+func (d *Plugin) loggerFor(svc service) *zap.Logger {
+	switch svc {
+	case svcCOSIIdentityV1alpha1, svcCOSIProvisionerV1alpha1:
+		return d.log.With(zap.String("cosi_version", string(bucket.V1Alpha1)))
+	case svcCOSIIdentityV1alpha2, svcCOSIProvisionerV1alpha2:
+		return d.log.With(zap.String("cosi_version", string(bucket.V1Alpha2)))
+	}
+	return d.log
 }
 
 // redactorFor is the redactor of a service's calls: every COSI call hides the values of
@@ -161,8 +178,8 @@ func (d *Plugin) gate(s *rpcSpec) error {
 	return nil
 }
 
-func (d *Plugin) unaryHandler(s *rpcSpec, h grpc.MethodHandler) grpc.MethodHandler {
-	ics := d.frontUnary(d.redactorFor(s.service))
+func (d *Plugin) unaryHandler(s *rpcSpec, log *zap.Logger, h grpc.MethodHandler) grpc.MethodHandler {
+	ics := d.frontUnary(d.redactorFor(s.service), log)
 	ics = append(ics, gateUnary(s.name, d.gate(s)),
 		validation.UnaryServerInterceptor(validation.WithResponseChecks(d.cfg.CheckResponses)),
 		// Valid requests only: the span gets the request's resource IDs (nothing when not
@@ -210,8 +227,8 @@ func undecodable(r rpc, reason string) error {
 	return status.Errorf(codes.InvalidArgument, "%s: the request cannot be decoded: %s", r, reason)
 }
 
-func (d *Plugin) streamHandler(s *rpcSpec, desc grpc.StreamDesc) grpc.StreamHandler {
-	front := chainStream(d.frontStream(d.redactorFor(s.service)))
+func (d *Plugin) streamHandler(s *rpcSpec, log *zap.Logger, desc grpc.StreamDesc) grpc.StreamHandler {
+	front := chainStream(d.frontStream(d.redactorFor(s.service), log))
 	inner := chainStream(append([]grpc.StreamServerInterceptor{
 		validation.StreamServerInterceptor(validation.WithResponseChecks(d.cfg.CheckResponses)),
 		tracing.StreamServerInterceptor(),

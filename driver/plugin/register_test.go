@@ -149,11 +149,11 @@ func TestUndecodableRequestIsInvalidArgumentAndLogged(t *testing.T) {
 		field        string
 	}{
 		{"CreateVolume name", "/csi.v1.Controller/CreateVolume",
-			protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "pvc-\xff\xfe"), "CreateVolumeRequest.name: must be valid UTF-8"},
+			protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "pvc-\xff\xfe"), "the request cannot be decoded: name: must be valid UTF-8"},
 		{"DeleteVolume volume_id", "/csi.v1.Controller/DeleteVolume",
-			protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "\xc3\x28"), "DeleteVolumeRequest.volume_id: must be valid UTF-8"},
-		{"nested mount flag", "/csi.v1.Controller/CreateVolume", nestedMountFlag(), "CreateVolumeRequest.volume_capabilities[1].mount.mount_flags[0]: must be valid UTF-8"},
-		{"secret value, never quoted", "/csi.v1.Controller/DeleteVolume", secretValue(), `DeleteVolumeRequest.secrets["password"]: must be valid UTF-8`},
+			protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "\xc3\x28"), "the request cannot be decoded: volume_id: must be valid UTF-8"},
+		{"nested mount flag", "/csi.v1.Controller/CreateVolume", nestedMountFlag(), "the request cannot be decoded: volume_capabilities[1].mount.mount_flags[0]: must be valid UTF-8"},
+		{"secret value, never quoted", "/csi.v1.Controller/DeleteVolume", secretValue(), `the request cannot be decoded: secrets["password"]: must be valid UTF-8`},
 		{"truncated message", "/csi.v1.Controller/DeleteVolume", []byte{0x0a, 0x10, 'a'}, "malformed protobuf data"},
 	}
 	for _, tt := range tests {

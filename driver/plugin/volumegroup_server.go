@@ -2,12 +2,11 @@ package plugin
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 
 	vgpb "github.com/IBM/csi-volume-group/lib/go/volumegroup"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/csikit/csikit/driver"
 	"github.com/csikit/csikit/driver/volumegroup"
@@ -49,10 +48,10 @@ func (s *volumeGroupServer) ModifyVolumeGroupMembership(ctx context.Context, req
 	ids := req.GetVolumeIds()
 	for i, id := range ids {
 		if id == "" {
-			return nil, status.Errorf(codes.InvalidArgument, "ModifyVolumeGroupMembershipRequest.volume_ids[%d]: must not be empty", i)
+			return nil, invalid(rpcModifyVolumeGroup, fmt.Sprintf("volume_ids[%d]", i), "must not be empty")
 		}
 		if slices.Contains(ids[:i], id) {
-			return nil, status.Errorf(codes.InvalidArgument, "ModifyVolumeGroupMembershipRequest.volume_ids[%d]: volume %q is listed twice", i, id)
+			return nil, invalid(rpcModifyVolumeGroup, fmt.Sprintf("volume_ids[%d]", i), "volume %q is listed twice", id)
 		}
 	}
 	g, err := s.b.volumeGroups.ModifyVolumeGroupMembership(ctx, &volumegroup.ModifyVolumeGroupMembershipRequest{

@@ -175,7 +175,7 @@ func TestMemoryS3EndToEnd(t *testing.T) {
 		Bucket: aws.String(b.GetBucketId()), Key: aws.String("hello")}); err == nil {
 		t.Fatal("a request signed with the wrong secret was accepted")
 	}
-	for _, line := range []string{`"code":"SignatureDoesNotMatch"`, `"msg":"response","method":"DriverGrantBucketAccess"`} {
+	for _, line := range []string{`"code":"SignatureDoesNotMatch"`, `"msg":"response","cosi_version":"v1alpha2","method":"DriverGrantBucketAccess"`} {
 		if !strings.Contains(logs(), line) {
 			t.Fatalf("the log holds no %s: it is not where this test looks\n%s", line, logs())
 		}

@@ -190,9 +190,20 @@ func (d dirs) NodeGetInfo(context.Context) (*driver.NodeInfo, error) {
 	return &driver.NodeInfo{NodeID: host}, err
 }
 
+// defaultEndpoint is where the driver listens with no arguments. Its directory holds the socket
+// and nothing else: it is what a container mounts to share the socket with the sidecars, and
+// what the socket's permissions are judged by.
+const defaultEndpoint = "unix:///tmp/csikit-minimal/csi.sock"
+
+// register adds minimal's flags to fs: cmdline's, and --root.
+func register(fs *flag.FlagSet) (*cmdline.Settings, *string) {
+	settings := cmdline.Register(fs, cmdline.Defaults{Endpoint: defaultEndpoint})
+	root := fs.String("root", filepath.Join(os.TempDir(), "csikit-minimal-volumes"), "directory that holds the volumes; never the socket's directory")
+	return settings, root
+}
+
 func main() {
-	settings := cmdline.Register(flag.CommandLine, cmdline.Defaults{Endpoint: "unix:///tmp/csikit-minimal.sock"})
-	root := flag.String("root", filepath.Join(os.TempDir(), "csikit-minimal"), "directory that holds the volumes")
+	settings, root := register(flag.CommandLine)
 	flag.Parse()
 	if err := run(context.Background(), settings, *root); err != nil {
 		fmt.Fprintln(os.Stderr, "minimal:", err)

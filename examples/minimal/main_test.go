@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"math"
 	"os"
 	"path/filepath"
@@ -426,5 +427,31 @@ func TestDeleteLeavesAFilesystemMountedOnTheVolumeAlone(t *testing.T) {
 	p.dataIntact(t, id)
 	if _, err := p.controller.DeleteVolume(context.Background(), &csi.DeleteVolumeRequest{VolumeId: id}); err != nil {
 		t.Fatalf("DeleteVolume once unmounted: %v", err)
+	}
+}
+
+// TestDefaultSocketHasADirectoryOfItsOwn: with no flag and no CSI_ENDPOINT, the socket is in a
+// directory that holds nothing else (the volumes are elsewhere), never directly in /tmp: the
+// directory is what a container mounts to share the socket, and what the socket's permissions
+// are set on.
+func TestDefaultSocketHasADirectoryOfItsOwn(t *testing.T) {
+	t.Setenv("CSI_ENDPOINT", "")
+	fs := flag.NewFlagSet("minimal", flag.ContinueOnError)
+	settings, root := register(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	sock, ok := strings.CutPrefix(settings.Endpoint, "unix://")
+	if !ok {
+		t.Fatalf("default endpoint %q is not a unix socket", settings.Endpoint)
+	}
+	dir := filepath.Dir(sock)
+	for _, shared := range []string{"/", "/tmp", filepath.Clean(os.TempDir())} {
+		if dir == shared {
+			t.Errorf("the default socket %s is directly in %s, a directory shared with everything else", sock, dir)
+		}
+	}
+	if rel, err := filepath.Rel(dir, *root); err == nil && !strings.HasPrefix(rel, "..") {
+		t.Errorf("the volumes (%s) are inside the socket's directory %s", *root, dir)
 	}
 }

@@ -32,7 +32,8 @@ if [[ -z $sanity ]]; then
 fi
 (cd "$repo" && go build -o "$work/minimal" ./examples/minimal)
 
-sock="$work/csi.sock"
+# The socket gets a directory of its own, as a deployment gives it: nothing else lives there.
+sock="$work/sock/csi.sock"
 "$work/minimal" -endpoint "unix://$sock" -root "$work/volumes" -log-level error >"$work/driver.log" 2>&1 &
 driver_pid=$!
 # Wait for the socket, bounded: the driver creates it once it listens.

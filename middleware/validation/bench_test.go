@@ -47,10 +47,30 @@ func BenchmarkResponseCreateVolume(b *testing.B) {
 	}
 }
 
+// BenchmarkResponseSizesCreateVolume is what every response costs with response checks off.
+func BenchmarkResponseSizesCreateVolume(b *testing.B) {
+	m := validResponses()[3]
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := ResponseSizes(m); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // Allocation counts are not timings: they do not depend on the machine, so they are asserted.
 func TestValidRequestsDoNotAllocate(t *testing.T) {
 	for _, m := range []proto.Message{validControllerPublish(), validCreateVolume()} {
 		if n := testing.AllocsPerRun(100, func() { _ = Request(m) }); n != 0 {
+			t.Errorf("%T: %v allocations per call, want 0", m, n)
+		}
+	}
+}
+
+// The size check runs on every response, so a valid one must cost no allocation either.
+func TestResponseSizesOfValidResponsesDoNotAllocate(t *testing.T) {
+	for _, m := range validResponses() {
+		if n := testing.AllocsPerRun(100, func() { _ = ResponseSizes(m) }); n != 0 {
 			t.Errorf("%T: %v allocations per call, want 0", m, n)
 		}
 	}

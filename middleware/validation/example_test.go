@@ -31,14 +31,14 @@ func ExampleRequest() {
 	fmt.Println(st.Message())
 	// Output:
 	// InvalidArgument
-	// CreateVolumeRequest.volume_capabilities[1].access_mode.mode: required field is missing
+	// CreateVolume: volume_capabilities[1].access_mode.mode: required field is missing
 }
 
 func ExampleResponse() {
 	err := validation.Response(&csi.CreateVolumeResponse{Volume: &csi.Volume{CapacityBytes: 1 << 30}})
 	fmt.Println(err)
 	// Output:
-	// rpc error: code = Internal desc = plugin bug: CreateVolumeResponse.volume.volume_id: required field is missing
+	// rpc error: code = Internal desc = CreateVolume: plugin bug: CreateVolumeResponse.volume.volume_id: required field is missing
 }
 
 func ExamplePluginName() {

@@ -141,7 +141,15 @@ func FuzzRequest(f *testing.F) {
 		if err := proto.Unmarshal(data[1:], m); err != nil {
 			return
 		}
-		_ = Response(m) // must not panic either
+		// Neither may panic, and the size limits are a part of the rules: a message that passes
+		// Response passes ResponseSizes.
+		if Response(m) == nil {
+			if err := ResponseSizes(m); err != nil {
+				t.Fatalf("Response passes and ResponseSizes refuses: %v", err)
+			}
+		} else {
+			_ = ResponseSizes(m)
+		}
 		err := Request(m)
 		if err == nil {
 			return

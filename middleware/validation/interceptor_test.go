@@ -131,7 +131,7 @@ func TestUnaryInterceptor(t *testing.T) {
 		req := validCreateVolume()
 		req.VolumeCapabilities[1].AccessMode.Mode = csi.VolumeCapability_AccessMode_UNKNOWN
 		_, err := c.CreateVolume(ctx, req)
-		wantStatus(t, err, codes.InvalidArgument, "CreateVolumeRequest.volume_capabilities[1].access_mode.mode: required field is missing")
+		wantStatus(t, err, codes.InvalidArgument, "CreateVolume: volume_capabilities[1].access_mode.mode: required field is missing")
 		if p.calls.Load() != 0 {
 			t.Fatalf("handler ran %d times", p.calls.Load())
 		}
@@ -155,6 +155,12 @@ func TestUnaryInterceptor(t *testing.T) {
 		if err != nil || resp.GetName() != "bad_name" {
 			t.Fatalf("resp %v, err %v", resp, err)
 		}
+	})
+	t.Run("oversized response without checks", func(t *testing.T) {
+		p := &fakePlugin{info: &csi.GetPluginInfoResponse{Name: "test.csikit.io", VendorVersion: rep('v', 200)}}
+		c := csi.NewIdentityClient(serve(t, p, WithResponseChecks(false)))
+		_, err := c.GetPluginInfo(ctx, &csi.GetPluginInfoRequest{})
+		wantStatus(t, err, codes.Internal, "plugin bug: GetPluginInfoResponse.vendor_version: 200 bytes, the limit is 128")
 	})
 	t.Run("nil response with checks", func(t *testing.T) {
 		p := &fakePlugin{info: nil}
@@ -211,7 +217,7 @@ func TestStreamInterceptor(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = recvAll(s)
-		wantStatus(t, err, codes.OutOfRange, "GetMetadataAllocatedRequest.starting_offset: must not be negative")
+		wantStatus(t, err, codes.OutOfRange, "GetMetadataAllocated: starting_offset: must not be negative")
 		if p.calls.Load() != 0 {
 			t.Fatalf("handler ran")
 		}
@@ -224,7 +230,7 @@ func TestStreamInterceptor(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = recvAll(s)
-		wantStatus(t, err, codes.InvalidArgument, "GetMetadataAllocatedRequest.snapshot_id: required field is missing")
+		wantStatus(t, err, codes.InvalidArgument, "GetMetadataAllocated: snapshot_id: required field is missing")
 	})
 	t.Run("invalid response with checks", func(t *testing.T) {
 		p := &fakePlugin{blocks: []*csi.GetMetadataAllocatedResponse{good, bad, good}}

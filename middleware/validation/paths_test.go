@@ -190,7 +190,7 @@ func TestEveryPathFieldOfEveryRequest(t *testing.T) {
 							continue
 						}
 						st, _ := status.FromError(err)
-						if want := field + ": " + tc.want; st.Code() != codes.InvalidArgument || st.Message() != want {
+						if want := strings.Replace(field, "Request.", ": ", 1) + ": " + tc.want; st.Code() != codes.InvalidArgument || st.Message() != want {
 							t.Fatalf("got %v %q, want InvalidArgument %q", st.Code(), st.Message(), want)
 						}
 					}
@@ -225,7 +225,7 @@ func TestKubeletPathsOverTheWire(t *testing.T) {
 	})
 	t.Run("a volume_path over PATH_MAX is INVALID_ARGUMENT naming the field", func(t *testing.T) {
 		_, err := c.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: volID, VolumePath: "/" + rep('p', maxPath)})
-		wantStatus(t, err, codes.InvalidArgument, "NodeGetVolumeStatsRequest.volume_path: 4097 bytes, the limit is 4096")
+		wantStatus(t, err, codes.InvalidArgument, "NodeGetVolumeStats: volume_path: 4097 bytes, the limit is 4096")
 	})
 	if n := p.calls.Load(); n != 2 {
 		t.Errorf("handlers ran %d times, want 2", n)

@@ -17,7 +17,7 @@ const maxWireDepth = 64
 // is not valid UTF-8, and returns an INVALID_ARGUMENT status naming its path the way Request
 // does:
 //
-//	CreateVolumeRequest.volume_capabilities[0].mount.mount_flags[1]: must be valid UTF-8
+//	CreateVolume: volume_capabilities[0].mount.mount_flags[1]: must be valid UTF-8
 //
 // It returns nil when it finds none, or when wire is malformed before one is found.
 //

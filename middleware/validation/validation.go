@@ -22,6 +22,9 @@
 // InvalidUTF8 names the field of an undecodable request whose string is not valid UTF-8, for the
 // decode step that runs before any interceptor.
 //
+// Responses are checked too: the interceptors check the size limits of every response
+// (ResponseSizes), and with WithResponseChecks every rule (Response).
+//
 // The rules are compiled once per message type; checking a valid request allocates nothing for
 // generated messages. Other packages (volume groups, COSI) join with RegisterRequired.
 package validation
@@ -40,9 +43,11 @@ import (
 // Request checks a request message. It returns nil when the message is valid or is not a message
 // of a checked package (csi.v1 and registered ones), else a gRPC status error: INVALID_ARGUMENT,
 // except a negative starting_offset of GetMetadataAllocated and GetMetadataDelta, which is
-// OUT_OF_RANGE as the spec's error tables say. The message names the field:
+// OUT_OF_RANGE as the spec's error tables say. The message names the RPC, the field and what is
+// wrong with it (the limit, for a size):
 //
-//	CreateVolumeRequest.volume_capabilities[1].access_mode.mode: required field is missing
+//	CreateVolume: volume_capabilities[1].access_mode.mode: required field is missing
+//	CreateVolume: name: 300 bytes, the limit is 128
 func Request(m proto.Message) error {
 	if m == nil {
 		return nil
@@ -61,7 +66,7 @@ func Request(m proto.Message) error {
 // Response checks a message the plugin is about to send. A violation is a bug in the plugin,
 // reported as INTERNAL:
 //
-//	plugin bug: CreateVolumeResponse.volume.volume_id: required field is missing
+//	CreateVolume: plugin bug: CreateVolumeResponse.volume.volume_id: required field is missing
 func Response(m proto.Message) error {
 	if m == nil {
 		return nil
@@ -72,7 +77,32 @@ func Response(m proto.Message) error {
 		return nil
 	}
 	if v := checkMessage(pm, p); v != nil {
-		return status.Error(codes.Internal, "plugin bug: "+v.message(p.name))
+		return status.Error(codes.Internal, v.responseMessage(p.name))
+	}
+	return nil
+}
+
+// ResponseSizes checks only the size limits of a message the plugin is about to send: strings
+// (128 bytes, or the field's own limit: 256 for NodeGetInfoResponse.node_id, 4096 for paths),
+// maps (4 KiB in total) and totalled lists, nested ones included. A violation is a bug in the
+// plugin, reported as INTERNAL in Response's form:
+//
+//	CreateVolume: plugin bug: CreateVolumeResponse.volume.volume_id: 300 bytes, the limit is 128
+//
+// The interceptors run it on every response: a CO may refuse or truncate an oversized value it
+// stores (an ID, a context), so the breach must not reach it, and a walk of a response that
+// checks only lengths costs little beside the call.
+func ResponseSizes(m proto.Message) error {
+	if m == nil {
+		return nil
+	}
+	pm := m.ProtoReflect()
+	p := current.Load().planFor(pm.Descriptor())
+	if p == nil {
+		return nil
+	}
+	if v := checkSizes(pm, p); v != nil {
+		return status.Error(codes.Internal, v.responseMessage(p.name))
 	}
 	return nil
 }
@@ -84,9 +114,11 @@ type config struct {
 // Option configures the interceptors.
 type Option func(*config)
 
-// WithResponseChecks turns checking of the handler's responses on or off (default off: a response
-// is the plugin's own output, so checking it belongs in tests and staging, not on the hot path).
-// A response that breaks the spec is replaced by an INTERNAL error saying so.
+// WithResponseChecks turns checking the handler's responses against every rule on or off
+// (Response). Default off: the rules beyond the size limits (required fields, names, topology
+// keys, ...) describe the plugin's own output, so checking them belongs in tests and staging. The
+// size limits are checked either way (ResponseSizes). A response that breaks a checked rule is
+// replaced by an INTERNAL error saying so.
 func WithResponseChecks(on bool) Option {
 	return func(c *config) { c.responses = on }
 }
@@ -101,8 +133,16 @@ func newConfig(opts []Option) config {
 	return c
 }
 
-// UnaryServerInterceptor rejects an invalid request before the handler runs and, with response
-// checks on, an invalid response after it.
+// checkResponse is Response or ResponseSizes, as the option says.
+func (c config) checkResponse(m proto.Message) error {
+	if c.responses {
+		return Response(m)
+	}
+	return ResponseSizes(m)
+}
+
+// UnaryServerInterceptor rejects an invalid request before the handler runs, and a response
+// past a size limit (or, with response checks on, breaking any rule) after it.
 func UnaryServerInterceptor(opts ...Option) grpc.UnaryServerInterceptor {
 	c := newConfig(opts)
 	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
@@ -112,11 +152,11 @@ func UnaryServerInterceptor(opts ...Option) grpc.UnaryServerInterceptor {
 			}
 		}
 		resp, err := handler(ctx, req)
-		if err != nil || !c.responses {
+		if err != nil {
 			return resp, err
 		}
 		if m, ok := resp.(proto.Message); ok {
-			if verr := Response(m); verr != nil {
+			if verr := c.checkResponse(m); verr != nil {
 				return nil, verr
 			}
 		}
@@ -125,12 +165,13 @@ func UnaryServerInterceptor(opts ...Option) grpc.UnaryServerInterceptor {
 }
 
 // StreamServerInterceptor checks every message the handler receives (RecvMsg returns the
-// violation, which a generated handler returns as the call's status) and, with response checks
-// on, every message it sends (SendMsg refuses to send it, and the call ends with the violation).
+// violation, which a generated handler returns as the call's status) and every message it sends
+// against the size limits, or with response checks on against every rule (SendMsg refuses to
+// send it, and the call ends with the violation).
 func StreamServerInterceptor(opts ...Option) grpc.StreamServerInterceptor {
 	c := newConfig(opts)
 	return func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		cs := &checkedStream{ServerStream: ss, responses: c.responses}
+		cs := &checkedStream{ServerStream: ss, c: c}
 		err := handler(srv, cs)
 		if cs.bad != nil {
 			return cs.bad
@@ -141,8 +182,8 @@ func StreamServerInterceptor(opts ...Option) grpc.StreamServerInterceptor {
 
 type checkedStream struct {
 	grpc.ServerStream
-	responses bool
-	bad       error // first invalid response; SendMsg runs on the handler's goroutine
+	c   config
+	bad error // first invalid response; SendMsg runs on the handler's goroutine
 }
 
 func (s *checkedStream) RecvMsg(m any) error {
@@ -156,14 +197,12 @@ func (s *checkedStream) RecvMsg(m any) error {
 }
 
 func (s *checkedStream) SendMsg(m any) error {
-	if s.responses {
-		if pm, ok := m.(proto.Message); ok {
-			if err := Response(pm); err != nil {
-				if s.bad == nil {
-					s.bad = err
-				}
-				return err
+	if pm, ok := m.(proto.Message); ok {
+		if err := s.c.checkResponse(pm); err != nil {
+			if s.bad == nil {
+				s.bad = err
 			}
+			return err
 		}
 	}
 	return s.ServerStream.SendMsg(m)

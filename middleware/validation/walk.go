@@ -45,15 +45,47 @@ func (v *violation) atKey(k string) *violation {
 	return v.at("[" + strconv.Quote(k) + "]")
 }
 
+// message is the violation in the form every message of csikit takes, the RPC first, then the
+// field, then the problem:
+//
+//	CreateVolume: volume_capabilities[1].access_mode.mode: required field is missing
+//
+// root is the message type's name. For a request (FooRequest) the RPC is Foo and the path is the
+// field's path within the request; for any other message the path starts with the type's name.
 func (v *violation) message(root string) string {
 	var b strings.Builder
-	b.WriteString(root)
-	for i := len(v.path) - 1; i >= 0; i-- {
-		b.WriteString(v.path[i])
+	if rpc, ok := strings.CutSuffix(root, "Request"); ok && rpc != "" {
+		b.WriteString(rpc)
+		b.WriteString(": ")
+		if n := len(v.path); n > 0 {
+			// The first segment is ".field"; without the type's name before it, it loses its dot.
+			b.WriteString(strings.TrimPrefix(v.path[n-1], "."))
+			for i := n - 2; i >= 0; i-- {
+				b.WriteString(v.path[i])
+			}
+			b.WriteString(": ")
+		}
+	} else {
+		b.WriteString(root)
+		for i := len(v.path) - 1; i >= 0; i-- {
+			b.WriteString(v.path[i])
+		}
+		b.WriteString(": ")
 	}
-	b.WriteString(": ")
 	b.WriteString(v.problem)
 	return b.String()
+}
+
+// responseMessage is a violation of a response, a plugin bug, named after its RPC when the type
+// is a response (FooResponse):
+//
+//	CreateVolume: plugin bug: CreateVolumeResponse.volume.volume_id: 300 bytes, the limit is 128
+func (v *violation) responseMessage(root string) string {
+	msg := "plugin bug: " + v.message(root)
+	if rpc, ok := strings.CutSuffix(root, "Response"); ok && rpc != "" {
+		return rpc + ": " + msg
+	}
+	return msg
 }
 
 func tooLong(n, limit int) *violation {
@@ -236,21 +268,8 @@ func checkLeaf(m protoreflect.Message, sv reflect.Value, fast bool, r *fieldRule
 			}
 			return nil
 		}
-		if r.total > 0 {
-			n := 0
-			for i := 0; i < list.n; i++ {
-				n += len(list.at(i))
-			}
-			if n > r.total {
-				return tooLongTotal(n, r.total).at(r.seg)
-			}
-		}
-		if r.maxLen > 0 {
-			for i := 0; i < list.n; i++ {
-				if s := list.at(i); len(s) > r.maxLen {
-					return tooLong(len(s), r.maxLen).atIndex(i).at(r.seg)
-				}
-			}
+		if v := stringListSizes(list, r); v != nil {
+			return v.at(r.seg)
 		}
 	case kOtherList:
 		if r.flags&fRequired != 0 && !m.Has(r.fd) {
@@ -275,9 +294,85 @@ func checkLeaf(m protoreflect.Message, sv reflect.Value, fast bool, r *fieldRule
 			return nil
 		}
 		if r.sub != nil {
-			if v := checkMessageMap(m.Get(r.fd).Map(), r.sub); v != nil {
+			if v := checkMessageMap(m.Get(r.fd).Map(), r.sub, checkMessage); v != nil {
 				return v.at(r.seg)
 			}
+		}
+	}
+	return nil
+}
+
+// stringListSizes checks a repeated string field's total and per-element limits.
+func stringListSizes(list strList, r *fieldRule) *violation {
+	if r.total > 0 {
+		n := 0
+		for i := 0; i < list.n; i++ {
+			n += len(list.at(i))
+		}
+		if n > r.total {
+			return tooLongTotal(n, r.total)
+		}
+	}
+	if r.maxLen > 0 {
+		for i := 0; i < list.n; i++ {
+			if s := list.at(i); len(s) > r.maxLen {
+				return tooLong(len(s), r.maxLen).atIndex(i)
+			}
+		}
+	}
+	return nil
+}
+
+// mapSize is what the spec's map limit counts: the bytes of every key and value.
+func mapSize(mp map[string]string) int {
+	n := 0
+	for k, v := range mp {
+		n += len(k) + len(v)
+	}
+	return n
+}
+
+// checkSizes is checkMessage restricted to the size limits: string lengths, map totals and
+// totalled lists, through every nested message. ResponseSizes runs it on every response, so it
+// reads fields the same allocation-free way and checks nothing else.
+func checkSizes(m protoreflect.Message, p *plan) *violation {
+	sv, fast := goStruct(m, p)
+	for i := range p.fields {
+		r := &p.fields[i]
+		var v *violation
+		switch r.kind {
+		case kString:
+			if s := m.Get(r.fd).String(); r.maxLen > 0 && len(s) > r.maxLen {
+				v = tooLong(len(s), r.maxLen)
+			}
+		case kStringList:
+			v = stringListSizes(stringList(m, sv, fast, r), r)
+		case kStringMap:
+			if r.total > 0 {
+				if n := mapSize(stringMap(m, sv, fast, r)); n > r.total {
+					v = tooLongTotal(n, r.total)
+				}
+			}
+		case kMessage:
+			if r.sub != nil && m.Has(r.fd) {
+				v = checkSizes(m.Get(r.fd).Message(), r.sub)
+			}
+		case kMessageList:
+			if r.sub != nil {
+				l := messageList(m, sv, fast, r)
+				for j := 0; j < l.n && v == nil; j++ {
+					if v = checkSizes(l.at(j), r.sub); v != nil {
+						v = v.atIndex(j)
+					}
+				}
+			}
+		case kOtherMap:
+			if r.sub != nil && m.Has(r.fd) {
+				v = checkMessageMap(m.Get(r.fd).Map(), r.sub, checkSizes)
+			}
+		}
+		if v != nil {
+			return v.at(r.seg)
 		}
 	}
 	return nil
@@ -355,11 +450,7 @@ func (l msgList) at(i int) protoreflect.Message {
 
 func checkStringMap(mp map[string]string, r *fieldRule) *violation {
 	if r.total > 0 {
-		n := 0
-		for k, v := range mp {
-			n += len(k) + len(v)
-		}
-		if n > r.total {
+		if n := mapSize(mp); n > r.total {
 			return tooLongTotal(n, r.total)
 		}
 	}
@@ -456,9 +547,10 @@ func lowerASCII(c byte) byte {
 	return c
 }
 
-// checkMessageMap checks the message values of a map field, in key order so that the reported
-// key does not depend on map order. No csi.v1 map has message values; registered packages may.
-func checkMessageMap(pm protoreflect.Map, sub *plan) *violation {
+// checkMessageMap checks the message values of a map field with check (checkMessage or
+// checkSizes), in key order so that the reported key does not depend on map order. No csi.v1 map
+// has message values; registered packages may.
+func checkMessageMap(pm protoreflect.Map, sub *plan, check func(protoreflect.Message, *plan) *violation) *violation {
 	type entry struct {
 		k protoreflect.MapKey
 		v protoreflect.Message
@@ -470,7 +562,7 @@ func checkMessageMap(pm protoreflect.Map, sub *plan) *violation {
 	})
 	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.k.String(), b.k.String()) })
 	for _, e := range entries {
-		if v := checkMessage(e.v, sub); v != nil {
+		if v := check(e.v, sub); v != nil {
 			if s, ok := e.k.Interface().(string); ok {
 				return v.atKey(s)
 			}

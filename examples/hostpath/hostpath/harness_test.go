@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/csikit/csikit/driver/drivertest"
+	"github.com/csikit/csikit/driver/nodemount"
 	"github.com/csikit/csikit/internal/testenv"
 )
 
@@ -78,17 +79,15 @@ func releaseKernelState(t *testing.T, dir string) {
 				}
 			}
 		}
-		devs, err := loopDevices()
+		loops, err := nodemount.Loops()
 		if err != nil {
 			t.Error(err)
 			return
 		}
-		for backing, ds := range devs {
-			if within(backing, real) {
-				for _, d := range ds {
-					if err := detachLoop(d); err != nil {
-						t.Errorf("cleanup: %v", err)
-					}
+		for _, l := range loops {
+			if within(l.BackingFile, real) {
+				if err := nodemount.DetachLoopDevice(l.Device); err != nil {
+					t.Errorf("cleanup: %v", err)
 				}
 			}
 		}
@@ -166,14 +165,14 @@ func entries(t *testing.T, dir string) []string {
 
 // ourLoops lists the loop devices attached to images under the state directory.
 func (e *env) ourLoops() []string {
-	devs, err := loopDevices()
+	loops, err := nodemount.Loops()
 	if err != nil {
 		panic(err)
 	}
 	var out []string
-	for backing, ds := range devs {
-		if within(backing, e.cfg.StateDir) {
-			out = append(out, ds...)
+	for _, l := range loops {
+		if within(l.BackingFile, e.cfg.StateDir) {
+			out = append(out, l.Device)
 		}
 	}
 	return out

@@ -3,7 +3,6 @@ package hostpath
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -41,7 +40,7 @@ func statID(path string) (fileID, error) {
 // directory. "" means unused.
 func backingInUse(kind, path string) (string, error) {
 	if kind == kindFile {
-		dev, err := loopFor(path)
+		dev, err := nodemount.FindLoop(path)
 		if err != nil {
 			return "", err
 		}
@@ -167,15 +166,17 @@ func mountOwner(m *nodemount.Info, kind, backing string) (owner, error) {
 	if major != loopMajor {
 		return ownerOther, nil
 	}
-	dev, attached, err := loopBacking(major, minor)
-	if errors.Is(err, os.ErrNotExist) {
-		return ownerUnknown, nil
-	}
+	loops, err := nodemount.Loops()
 	if err != nil {
 		return ownerOther, err
 	}
-	if sameBacking(dev, attached, backing) {
-		return ownerThis, nil
+	for _, l := range loops {
+		if l.Major == major && l.Minor == minor {
+			if l.Backs(backing) {
+				return ownerThis, nil
+			}
+			return ownerOther, nil
+		}
 	}
-	return ownerOther, nil
+	return ownerUnknown, nil // the device has nothing attached any more
 }

@@ -1,7 +1,6 @@
 package hostpath
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -63,36 +62,6 @@ func FuzzRootUnder(f *testing.F) {
 			t.Fatalf("rootUnder(%q) = %q: the root does not end in the volume and the rest", root, rest)
 		}
 	})
-}
-
-func TestSameBacking(t *testing.T) {
-	dir := t.TempDir()
-	img := filepath.Join(dir, "vol.img")
-	if err := createImage(img, 4096); err != nil {
-		t.Fatal(err)
-	}
-	gone := filepath.Join(dir, "gone.img")
-	noDevice := filepath.Join(dir, "no-such-loop") // the inode cannot be asked: the path decides
-	tests := []struct {
-		name, attached, backing string
-		want                    bool
-	}{
-		{"same path", img, img, true},
-		{"another file", gone, img, false},
-		{"unlinked file at the image's path", img + deletedSuffix, img, false},
-		{"unlinked image", gone + deletedSuffix, gone, true},
-		{"path only shares a prefix", img + "x", img, false},
-		// A node plugin container that attached the image is gone: the kernel names the file
-		// from that container's mount of the state directory.
-		{"named from a gone container's mount", strings.TrimPrefix(img, filepath.Dir(dir)), img, true},
-		{"a suffix that is not a whole path element", "ol.img", img, false},
-		{"a suffix of another directory", "/other/vol.img", img, false},
-	}
-	for _, tt := range tests {
-		if got := sameBacking(noDevice, tt.attached, tt.backing); got != tt.want {
-			t.Errorf("%s: sameBacking(%q, %q) = %v, want %v", tt.name, tt.attached, tt.backing, got, tt.want)
-		}
-	}
 }
 
 func TestSamePath(t *testing.T) {

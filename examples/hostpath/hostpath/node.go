@@ -337,7 +337,7 @@ func (n *Node) NodeStageVolume(ctx context.Context, req *driver.NodeStageVolumeR
 		return fmt.Errorf("staging_target_path %q already has a mount that is not this volume staged for %s access: %w",
 			req.StagingTargetPath, accessName(cp.Block), driver.ErrFailedPrecondition)
 	}
-	attached, err := loopFor(backing) // a device or mount left by a stage that did not commit is adopted
+	attached, err := nodemount.FindLoop(backing) // a device or mount left by a stage that did not commit is adopted
 	if err != nil {
 		return err
 	}
@@ -347,11 +347,11 @@ func (n *Node) NodeStageVolume(ctx context.Context, req *driver.NodeStageVolumeR
 			_ = n.mounts.Unmount(staging, nil)
 		}
 		if !committed && attached == "" && kind == kindFile {
-			_ = detachLoops(backing)
+			_ = nodemount.DetachLoop(backing)
 		}
 	}()
 	if kind == kindFile {
-		if want.Device, err = attachLoop(backing); err != nil {
+		if want.Device, err = nodemount.AttachLoop(backing); err != nil {
 			return err
 		}
 	}
@@ -511,7 +511,7 @@ func (n *Node) NodeUnstageVolume(ctx context.Context, req *driver.NodeUnstageVol
 		return err
 	}
 	if kind == kindFile {
-		if err := detachLoops(backing); err != nil {
+		if err := nodemount.DetachLoop(backing); err != nil {
 			return err
 		}
 	}
@@ -549,7 +549,7 @@ func (n *Node) NodePublishVolume(ctx context.Context, req *driver.NodePublishVol
 	}
 	source := st.Path
 	if cp.Block {
-		dev, err := loopFor(backing)
+		dev, err := nodemount.FindLoop(backing)
 		if err != nil {
 			return err
 		}
@@ -745,14 +745,14 @@ func (n *Node) NodeGetVolumeStats(ctx context.Context, req *driver.NodeGetVolume
 	if (pub != nil && pub.Block) || (st != nil && st.Block) {
 		// The loop device is looked up, not taken from a record: after a restart it may have
 		// another number, or be gone.
-		dev, err := loopFor(backing)
+		dev, err := nodemount.FindLoop(backing)
 		if err != nil {
 			return nil, err
 		}
 		if dev == "" {
 			return nil, fmt.Errorf("volume %q has no loop device attached any more, so nothing is at %q: %w", req.VolumeID, req.VolumePath, driver.ErrNotFound)
 		}
-		size, err := deviceSize(dev)
+		size, err := nodemount.DeviceSize(dev)
 		if err != nil {
 			return nil, err
 		}
@@ -781,17 +781,14 @@ func (n *Node) NodeExpandVolume(ctx context.Context, req *driver.NodeExpandVolum
 	if kind == kindDir {
 		return 0, nil
 	}
-	dev, err := loopFor(backing)
+	dev, err := nodemount.FindLoop(backing)
 	if err != nil {
 		return 0, err
 	}
 	if dev == "" {
 		return 0, fmt.Errorf("volume %q is not staged on this node: %w", req.VolumeID, driver.ErrFailedPrecondition)
 	}
-	if err := refreshLoopCapacity(dev); err != nil {
-		return 0, err
-	}
-	size, err := deviceSize(dev)
+	size, err := nodemount.RefreshLoopSize(dev)
 	if err != nil {
 		return 0, err
 	}

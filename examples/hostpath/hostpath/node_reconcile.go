@@ -68,7 +68,7 @@ func (n *Node) dropGoneRecords() (map[string]bool, error) {
 	}
 	for _, s := range staged {
 		if s.Block {
-			if dev, err := loopFor(n.l.volumeImage(s.VolumeID)); err != nil {
+			if dev, err := nodemount.FindLoop(n.l.volumeImage(s.VolumeID)); err != nil {
 				return nil, err
 			} else if dev == "" {
 				dropStaged = append(dropStaged, s.VolumeID)
@@ -112,7 +112,7 @@ func (n *Node) dropGoneRecords() (map[string]bool, error) {
 // detachUnexplainedLoops detaches loop devices on this driver's images that no staged record
 // (keep) explains and no mount uses: left by a stage that crashed before it committed.
 func (n *Node) detachUnexplainedLoops(keep map[string]bool) error {
-	devices, err := loopDevices()
+	loops, err := nodemount.Loops()
 	if err != nil {
 		return err
 	}
@@ -120,18 +120,16 @@ func (n *Node) detachUnexplainedLoops(keep map[string]bool) error {
 	if err != nil {
 		return err
 	}
-	for backing, devs := range devices {
-		if !within(backing, n.l.volumesDir()) || keep[backing] {
+	for _, l := range loops {
+		if !within(l.BackingFile, n.l.volumesDir()) || keep[l.BackingFile] {
 			continue
 		}
-		for _, dev := range devs {
-			if deviceMounted(infos, dev) {
-				continue // a stage interrupted after mounting: its retry or unstage will adopt it
-			}
-			n.log.Info("detaching an unused loop device", zap.String("device", dev), zap.String("backing", backing))
-			if err := detachLoop(dev); err != nil {
-				return err
-			}
+		if deviceMounted(infos, l.Device) {
+			continue // a stage interrupted after mounting: its retry or unstage will adopt it
+		}
+		n.log.Info("detaching an unused loop device", zap.String("device", l.Device), zap.String("backing", l.BackingFile))
+		if err := nodemount.DetachLoopDevice(l.Device); err != nil {
+			return err
 		}
 	}
 	return nil

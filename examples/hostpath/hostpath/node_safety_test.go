@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/csikit/csikit/driver/nodemount"
 	"github.com/csikit/csikit/internal/testenv"
 )
 
@@ -277,7 +278,7 @@ func TestStatsOfBlockPublicationWithoutItsLoopDevice(t *testing.T) {
 	staging, target := filepath.Join(e.dir, "st"), filepath.Join(e.dir, "tgt")
 	must(t, e.stage(vol, staging, blockCap()))
 	must(t, e.publish(vol, staging, target, blockCap()))
-	must(t, detachLoops(e.plugin.Controller.l.volumeImage(vol.GetVolumeId())))
+	must(t, nodemount.DetachLoop(e.plugin.Controller.l.volumeImage(vol.GetVolumeId())))
 	e.restart()
 	_, err := e.node.NodeGetVolumeStats(context.Background(), &csi.NodeGetVolumeStatsRequest{VolumeId: vol.GetVolumeId(), VolumePath: target})
 	wantCode(t, "NodeGetVolumeStats", err, codes.NotFound)
