@@ -64,6 +64,8 @@ func run(ctx context.Context, args []string, out io.Writer, started chan<- strin
 		maxUps     = fs.Int("max-uploads", s3server.DefaultMaxUploads, "multipart uploads in progress on the server; past it CreateMultipartUpload gets 503 SlowDown")
 		maxUpsPB   = fs.Int("max-uploads-per-bucket", s3server.DefaultMaxUploadsPerBucket, "multipart uploads in progress in one bucket; past it CreateMultipartUpload gets 503 SlowDown")
 		maxReqsKey = fs.Int("s3-max-requests-per-key", 0, "requests of one access key in progress at once; past it a request gets 503 SlowDown; 0: a quarter of --s3-max-connections, at least 1")
+		maxObjsPB  = fs.Int("max-objects-per-bucket", s3server.DefaultMaxObjectsPerBucket, "objects one bucket may hold; a PUT, copy or completed upload that would make another gets 403 QuotaExceeded")
+		maxKeyLen  = fs.Int("max-key-length", 1024, "longest key of a new object in bytes, at most S3's 1024; longer ones get KeyTooLongError (objects stored before it was lowered are still read and deleted)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -84,9 +86,12 @@ func run(ctx context.Context, args []string, out io.Writer, started chan<- strin
 		endpoint = "http://" + reachable(lis.Addr().(*net.TCPAddr))
 	}
 	if *maxObject <= 0 || *maxConns <= 0 || *idle <= 0 || *hdrTimeout <= 0 || *maxBuf <= 0 || *minRate <= 0 || *maxParts <= 0 ||
-		*upIdle <= 0 || *maxUps <= 0 || *maxUpsPB <= 0 {
+		*upIdle <= 0 || *maxUps <= 0 || *maxUpsPB <= 0 || *maxObjsPB <= 0 {
 		return errors.New("--max-object-size, --s3-max-connections, --s3-idle-timeout, --s3-header-timeout, --max-buffered-bytes, " +
-			"--s3-min-body-rate, --max-part-bytes, --upload-idle-timeout, --max-uploads and --max-uploads-per-bucket must be positive")
+			"--s3-min-body-rate, --max-part-bytes, --upload-idle-timeout, --max-uploads, --max-uploads-per-bucket and --max-objects-per-bucket must be positive")
+	}
+	if *maxKeyLen <= 0 || *maxKeyLen > 1024 {
+		return fmt.Errorf("--max-key-length must be from 1 to 1024 bytes, not %d", *maxKeyLen)
 	}
 	if *maxBufKey < 0 || *maxPartsPB < 0 || *maxReqsKey < 0 {
 		return errors.New("--max-buffered-bytes-per-key, --max-part-bytes-per-bucket and --s3-max-requests-per-key must be positive, or 0 for their default")
@@ -95,7 +100,7 @@ func run(ctx context.Context, args []string, out io.Writer, started chan<- strin
 		Limits: s3server.Limits{MaxObjectSize: *maxObject, MaxConnections: *maxConns, IdleTimeout: *idle, HeaderTimeout: *hdrTimeout,
 			MaxBufferedBytes: *maxBuf, MaxBufferedBytesPerKey: *maxBufKey, MinBodyRate: *minRate, MaxPartBytes: *maxParts,
 			MaxPartBytesPerBucket: *maxPartsPB, UploadIdleTimeout: *upIdle, MaxUploads: *maxUps, MaxUploadsPerBucket: *maxUpsPB,
-			MaxRequestsPerKey: *maxReqsKey}})
+			MaxRequestsPerKey: *maxReqsKey, MaxObjectsPerBucket: *maxObjsPB, MaxKeyLength: *maxKeyLen}})
 	if err != nil {
 		return err
 	}

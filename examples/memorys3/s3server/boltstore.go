@@ -50,6 +50,14 @@ type boltStore struct {
 	db     *bolt.DB
 	now    func() time.Time
 	bodies *budget // nil: copies are not charged (a migration)
+
+	// maxObjects bounds the objects of a bucket (MaxObjectsPerBucket); 0: no bound, and no
+	// count is kept. counts holds the objects of each bucket counted so far: a bucket is
+	// counted once, when a write first needs its count, and kept up to date by the writes
+	// (under bbolt's writer lock); a write transaction that fails forgets its bucket's count.
+	maxObjects int
+	countMu    sync.Mutex
+	counts     map[string]int
 }
 
 var _ gofakes3.Backend = (*boltStore)(nil)
@@ -292,6 +300,7 @@ func (b *boltStore) DeleteBucket(name string) error {
 
 // ForceDeleteBucket implements gofakes3.Backend: the bucket goes with its objects.
 func (b *boltStore) ForceDeleteBucket(name string) error {
+	defer b.forgetCount(name)
 	return b.db.Update(func(tx *bolt.Tx) error {
 		if b.bucket(tx, name) == nil {
 			return gofakes3.BucketNotFound(name)
@@ -414,9 +423,66 @@ func (b *boltStore) PutObject(bucket, key string, meta map[string]string, input 
 		if bk == nil {
 			return gofakes3.BucketNotFound(bucket)
 		}
-		return putObject(bk, key, meta, body, sum, modified, cond)
+		return b.putCounted(bk, bucket, key, meta, body, sum, modified, cond)
 	})
+	if err != nil {
+		b.forgetCount(bucket)
+	}
 	return gofakes3.PutObjectResult{}, err
+}
+
+// putCounted is putObject within MaxObjectsPerBucket: a new key in a bucket that holds as
+// many objects as it may is refused. It runs in a write transaction.
+func (b *boltStore) putCounted(bk *bolt.Bucket, bucket, key string, meta map[string]string, body []byte, sum [md5.Size]byte, modified time.Time, cond *gofakes3.PutConditions) error {
+	if b.maxObjects <= 0 {
+		return putObject(bk, key, meta, body, sum, modified, cond)
+	}
+	isNew := key != "" && bk.Bucket(objMetaKey).Get([]byte(key)) == nil
+	if isNew {
+		if n := b.objectCount(bk, bucket); n >= b.maxObjects {
+			return errBucketFull(bucket, n)
+		}
+	}
+	if err := putObject(bk, key, meta, body, sum, modified, cond); err != nil {
+		return err
+	}
+	if isNew {
+		b.addCount(bucket, 1)
+	}
+	return nil
+}
+
+// objectCount is the number of objects in bucket, whose bbolt bucket is bk, counted the
+// first time it is asked; it runs in a write transaction.
+func (b *boltStore) objectCount(bk *bolt.Bucket, bucket string) int {
+	b.countMu.Lock()
+	defer b.countMu.Unlock()
+	n, ok := b.counts[bucket]
+	if !ok {
+		n = bk.Bucket(objMetaKey).Stats().KeyN
+		if b.counts == nil {
+			b.counts = map[string]int{}
+		}
+		b.counts[bucket] = n
+	}
+	return n
+}
+
+// addCount adds d to bucket's count, if it was counted.
+func (b *boltStore) addCount(bucket string, d int) {
+	b.countMu.Lock()
+	defer b.countMu.Unlock()
+	if n, ok := b.counts[bucket]; ok {
+		b.counts[bucket] = n + d
+	}
+}
+
+// forgetCount drops bucket's count (a write transaction on it failed, or the bucket went):
+// it is counted again when next needed.
+func (b *boltStore) forgetCount(bucket string) {
+	b.countMu.Lock()
+	defer b.countMu.Unlock()
+	delete(b.counts, bucket)
 }
 
 // putObject stores an object in bk, checking cond against the object it replaces and keeping
@@ -497,12 +563,15 @@ func (b *boltStore) CopyObject(srcBucket, srcKey, dstBucket, dstKey string, meta
 		}
 		var sum [md5.Size]byte
 		copy(sum[:], rec.hash())
-		if err := putObject(dst, dstKey, meta, body, sum, now, nil); err != nil {
+		if err := b.putCounted(dst, dstBucket, dstKey, meta, body, sum, now, nil); err != nil {
 			return err
 		}
 		out = gofakes3.CopyObjectResult{ETag: `"` + rec.MD5 + `"`, LastModified: gofakes3.NewContentTime(now)}
 		return nil
 	})
+	if err != nil {
+		b.forgetCount(dstBucket)
+	}
 	return out, err
 }
 
@@ -513,9 +582,24 @@ func (b *boltStore) DeleteObject(bucket, key string) (gofakes3.ObjectDeleteResul
 		if bk == nil {
 			return gofakes3.BucketNotFound(bucket)
 		}
-		return deleteObject(bk, key)
+		return b.deleteCounted(bk, bucket, key)
 	})
+	if err != nil {
+		b.forgetCount(bucket)
+	}
 	return gofakes3.ObjectDeleteResult{}, err
+}
+
+// deleteCounted is deleteObject, keeping bucket's count; it runs in a write transaction.
+func (b *boltStore) deleteCounted(bk *bolt.Bucket, bucket, key string) error {
+	existed := key != "" && bk.Bucket(objMetaKey).Get([]byte(key)) != nil
+	if err := deleteObject(bk, key); err != nil {
+		return err
+	}
+	if existed {
+		b.addCount(bucket, -1)
+	}
+	return nil
 }
 
 func deleteObject(bk *bolt.Bucket, key string) error {
@@ -540,7 +624,7 @@ func (b *boltStore) DeleteMulti(bucket string, keys ...string) (gofakes3.MultiDe
 			return gofakes3.BucketNotFound(bucket)
 		}
 		for _, k := range keys {
-			if err := deleteObject(bk, k); err != nil {
+			if err := b.deleteCounted(bk, bucket, k); err != nil {
 				return err
 			}
 			out.Deleted = append(out.Deleted, gofakes3.ObjectID{Key: k})
@@ -548,6 +632,7 @@ func (b *boltStore) DeleteMulti(bucket string, keys ...string) (gofakes3.MultiDe
 		return nil
 	})
 	if err != nil {
+		b.forgetCount(bucket)
 		return gofakes3.MultiDeleteResult{}, err
 	}
 	return out, nil

@@ -93,6 +93,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case op.spec.copy && !entry.grants[op.copyBucket].allows(needRead):
 		s.refuse(w, r, id, s3err.ErrAccessDenied, res.AccessKeyID, "no read grant on copy source bucket "+op.copyBucket)
 		return
+	case op.spec.newKey && len(op.key) > s.limits.MaxKeyLength:
+		s.refuse(w, r, id, s3err.ErrKeyTooLong.With("new object keys are at most %d bytes; this one is %d", s.limits.MaxKeyLength, len(op.key)),
+			res.AccessKeyID, "key too long")
+		return
 	}
 	s.perform(w, r, id, op, res, ring, entry.load)
 }
@@ -404,6 +408,7 @@ func (c commit) commitLocked(ans *storeAnswer, r *http.Request) bool {
 var storeCodes = map[string]*s3err.Error{
 	string(codeSlowDown):       s3err.ErrSlowDown,
 	string(codeEntityTooLarge): s3err.ErrEntityTooLarge,
+	string(codeQuotaExceeded):  s3err.ErrQuotaExceeded,
 }
 
 // stillGranted says whether the key still holds what op needs, on the same buckets, in the

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/johannesboyne/gofakes3"
+
 	"github.com/csikit/csikit/examples/memorys3/s3err"
 	"github.com/csikit/csikit/examples/memorys3/sigv4"
 )
@@ -61,6 +63,9 @@ const (
 	DefaultHeaderTimeout = 10 * time.Second
 	// DefaultMaxHeaderBytes bounds a request's headers (S3 allows 8 KiB of user metadata).
 	DefaultMaxHeaderBytes = 64 << 10
+	// DefaultMaxObjectsPerBucket bounds the objects of one bucket: a listing that matches
+	// little scans the whole bucket for each page, and S3 clients list page by page.
+	DefaultMaxObjectsPerBucket = 100_000
 )
 
 // Limits bound what one request, one connection and the whole server may hold. Zero fields
@@ -124,6 +129,15 @@ type Limits struct {
 	HeaderTimeout time.Duration
 	// MaxHeaderBytes bounds the size of a request's headers (Serve only).
 	MaxHeaderBytes int
+	// MaxObjectsPerBucket bounds the objects one bucket holds: a request that would make
+	// another (a PUT, a copy or a completed upload of a new key) is refused with 403
+	// QuotaExceeded, while replacing or deleting an object is not. Zero:
+	// DefaultMaxObjectsPerBucket.
+	MaxObjectsPerBucket int
+	// MaxKeyLength bounds the key of a new object (PUT, copy, multipart upload), in bytes, at
+	// most S3's 1024; a longer one is refused with KeyTooLongError. Objects stored under
+	// longer keys before it was lowered are still read and deleted. Zero: 1024.
+	MaxKeyLength int
 }
 
 func (l Limits) withDefaults() (Limits, error) {
@@ -162,6 +176,15 @@ func (l Limits) withDefaults() (Limits, error) {
 	}
 	if l.MaxRequestsPerKey <= 0 {
 		l.MaxRequestsPerKey = max(1, l.MaxConnections/4)
+	}
+	if l.MaxObjectsPerBucket <= 0 {
+		l.MaxObjectsPerBucket = DefaultMaxObjectsPerBucket
+	}
+	switch {
+	case l.MaxKeyLength <= 0:
+		l.MaxKeyLength = gofakes3.KeySizeLimit
+	case l.MaxKeyLength > gofakes3.KeySizeLimit:
+		return l, fmt.Errorf("limits: object keys are at most %d bytes (S3's bound), not %d: %w", gofakes3.KeySizeLimit, l.MaxKeyLength, ErrInvalidArgument)
 	}
 	// A body of the largest size is held in the spool's chunks while the store makes its own
 	// copy of it (storeBackend.PutObject).

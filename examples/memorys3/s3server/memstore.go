@@ -30,6 +30,8 @@ import (
 // and a copy shares them.
 type memStore struct {
 	now func() time.Time
+	// maxObjects bounds the objects of a bucket (MaxObjectsPerBucket); 0: no bound.
+	maxObjects int
 
 	mu      sync.RWMutex
 	buckets map[string]*memBucket
@@ -258,6 +260,9 @@ func (m *memStore) put(bucket, key string, meta map[string]string, body []byte, 
 		if err := gofakes3.CheckPutConditions(cond, info); err != nil {
 			return err
 		}
+	}
+	if old == nil && m.maxObjects > 0 && len(bk.objects) >= m.maxObjects {
+		return errBucketFull(bucket, len(bk.objects))
 	}
 	merged := make(map[string]string, len(meta))
 	maps.Copy(merged, meta)

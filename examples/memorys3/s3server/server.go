@@ -145,7 +145,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	ts := timeSource{cfg.Now}
 	if cfg.StateDir == "" {
-		s.backend = newMemStore(ts.Now)
+		mem := newMemStore(ts.Now)
+		mem.maxObjects = limits.MaxObjectsPerBucket
+		s.backend = mem
 		s.state = memoryState{}
 	} else {
 		if err := s.openState(cfg.StateDir, ts); err != nil {
@@ -208,6 +210,7 @@ func (s *Server) openState(dir string, ts timeSource) error {
 	if err != nil {
 		return err
 	}
+	store.maxObjects = s.limits.MaxObjectsPerBucket
 	s.closers = append(s.closers, store.close)
 	s.backend = store
 	return nil

@@ -66,7 +66,8 @@ func TestLimitsDefaultsAndBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	if d.MaxBufferedBytesPerKey != DefaultMaxObjectSize+16*mib || d.MaxPartBytesPerBucket != DefaultMaxObjectSize+mib ||
-		d.MaxRequestsPerKey != DefaultMaxConnections/4 || d.MinBodyRate != DefaultMinBodyRate || d.UploadIdleTimeout != time.Hour {
+		d.MaxRequestsPerKey != DefaultMaxConnections/4 || d.MinBodyRate != DefaultMinBodyRate || d.UploadIdleTimeout != time.Hour ||
+		d.MaxObjectsPerBucket != DefaultMaxObjectsPerBucket || d.MaxKeyLength != 1024 {
 		t.Errorf("defaults: %+v", d)
 	}
 	for _, tc := range []struct {
@@ -87,6 +88,8 @@ func TestLimitsDefaultsAndBounds(t *testing.T) {
 		{"a bucket's share above the pool", Limits{MaxPartBytes: mib, MaxPartBytesPerBucket: mib + 1}, false, nil},
 		{"a key's requests: a quarter of the connections, at least one", Limits{MaxConnections: 3}, true,
 			func(l Limits) bool { return l.MaxRequestsPerKey == 1 }},
+		{"a key length within S3's", Limits{MaxKeyLength: 1024}, true, nil},
+		{"a key length above S3's", Limits{MaxKeyLength: 1025}, false, nil},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
 			got, err := tc.in.withDefaults()

@@ -64,6 +64,17 @@ func (b *storeBackend) PutObject(bucket, key string, meta map[string]string, inp
 	return b.Backend.PutObject(bucket, key, meta, &summedBody{Reader: bytes.NewReader(whole), whole: whole, sum: sum}, size, cond)
 }
 
+// ListBucket implements gofakes3.Backend with S3's bounds on a page: gofakes3 reads
+// max-keys=0 as no bound at all (one answer held the whole bucket), S3 as a page of no key;
+// and no page holds more than 1000 keys.
+func (b *storeBackend) ListBucket(name string, prefix *gofakes3.Prefix, page gofakes3.ListBucketPage) (*gofakes3.ObjectList, error) {
+	if page.MaxKeys <= 0 {
+		return gofakes3.NewObjectList(), nil
+	}
+	page.MaxKeys = min(page.MaxKeys, gofakes3.MaxBucketKeys)
+	return b.Backend.ListBucket(name, prefix, page)
+}
+
 // readerMD5 is the MD5 of the bytes read through r, read to its end, when r keeps one: a
 // PUT's body reaches the backend through a reader that hashes it as it arrives, for the ETag
 // (objectStore's md5Body; gofakes3's own reader has the same exported method Sum), and the

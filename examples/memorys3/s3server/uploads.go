@@ -114,7 +114,13 @@ func errSlowDown(format string, args ...any) error {
 const (
 	codeSlowDown       gofakes3.ErrorCode = "SlowDown"
 	codeEntityTooLarge gofakes3.ErrorCode = "EntityTooLarge"
+	codeQuotaExceeded  gofakes3.ErrorCode = "QuotaExceeded"
 )
+
+// errBucketFull refuses a new object in a bucket holding MaxObjectsPerBucket.
+func errBucketFull(bucket string, n int) error {
+	return gofakes3.ErrorMessagef(codeQuotaExceeded, "bucket %s holds %d objects, as many as a bucket may; delete one or replace one", bucket, n)
+}
 
 // newID makes an upload ID: a counter, so that IDs sort in the order uploads began (S3 lists
 // the uploads of a key in that order), then 64 random bits, so that an ID from before a

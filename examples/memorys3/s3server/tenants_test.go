@@ -1,0 +1,206 @@
+package s3server
+
+// Tests that one tenant (a COSI account, whatever keys and buckets it was granted) holding
+// every key and bucket it has against a bound leaves the other tenants served. Each test
+// names the rule it holds; its comment says what an attacker did and what it cost the others.
+// The sizes are shrunk to what a unit test affords, the mechanism is not.
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/johannesboyne/gofakes3"
+)
+
+// countOf counts the elements named tag in an XML document.
+func countOf(doc, tag string) int { return strings.Count(doc, "<"+tag+">") }
+
+// TestListingPagesAreBoundedAsS3BoundsThem: GET /bucket?max-keys=0 listed the whole bucket
+// in one answer (gofakes3 takes 0 for no limit): 60,000 objects of 1,000-byte keys made a
+// 70.8 MB answer, held while the client read slowly, and 40 slow listings killed the process
+// under a 4 GiB memory limit. S3 answers max-keys=0 with no key and never more than 1,000
+// keys a page; so does memorys3 now.
+func TestListingPagesAreBoundedAsS3BoundsThem(t *testing.T) {
+	f := newFixture(t, false, Config{})
+	c := f.bucketWithAccount("bkt", "rw", ReadWrite)
+	const stored = 1100
+	for i := range stored {
+		if _, err := f.srv.backend.PutObject("bkt", fmt.Sprintf("k%05d", i), map[string]string{}, strings.NewReader("x"), 1, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		rule      string
+		query     string
+		tag       string
+		want      int
+		truncated bool
+	}{
+		{"max-keys=0 answers no key", "max-keys=0", "Contents", 0, false},
+		{"max-keys=0 answers no key in a v2 listing", "list-type=2&max-keys=0", "Contents", 0, false},
+		{"max-keys=0 answers no common prefix", "max-keys=0&delimiter=0", "CommonPrefixes", 0, false},
+		{"no max-keys answers a page of 1000 keys", "", "Contents", 1000, true},
+		{"max-keys above 1000 answers 1000 keys", "max-keys=5000", "Contents", 1000, true},
+		{"a v2 listing asking for 2^31-1 keys answers 1000", "list-type=2&max-keys=2147483647", "Contents", 1000, true},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			path := "/bkt"
+			if tc.query != "" {
+				path += "?" + tc.query
+			}
+			resp := do(t, signedRequest(t, f, c, http.MethodGet, path, nil, "", time.Now(), nil))
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("%d %.300s", resp.StatusCode, resp.body)
+			}
+			got := countOf(resp.body, tc.tag)
+			truncated := strings.Contains(resp.body, "<IsTruncated>true</IsTruncated>")
+			if got != tc.want || truncated != tc.truncated {
+				t.Fatalf("a bucket of %d objects answered %d <%s> (truncated %v) in %d bytes, want %d (truncated %v)",
+					stored, got, tc.tag, truncated, len(resp.body), tc.want, tc.truncated)
+			}
+		})
+	}
+}
+
+// TestABucketHoldsAtMostMaxObjectsPerBucket: nothing bounded the objects of a bucket, which
+// made a bucket whose every listing scan is long cheap to build. A new object past
+// MaxObjectsPerBucket is refused with 403 QuotaExceeded however it would be made (PUT,
+// copy, completed upload); replacing or deleting an object is not, and another tenant's
+// bucket is not touched by the bound.
+func TestABucketHoldsAtMostMaxObjectsPerBucket(t *testing.T) {
+	for _, stateDir := range []bool{false, true} {
+		t.Run(map[bool]string{false: "in memory", true: "in a state directory"}[stateDir], func(t *testing.T) {
+			cfg := Config{Limits: Limits{MaxObjectsPerBucket: 3}}
+			if stateDir {
+				cfg.StateDir = t.TempDir()
+			}
+			f := newFixture(t, false, cfg)
+			attacker := f.awsClient(f.bucketWithAccount("bkt", "attacker", ReadWrite))
+			victim := f.awsClient(secondTenant(t, f.srv))
+			ctx := context.Background()
+			put := func(c *s3.Client, bucket, key string) error {
+				_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: strings.NewReader(key)})
+				return err
+			}
+			for i := range 3 {
+				if err := put(attacker, "bkt", fmt.Sprintf("k%d", i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			id := f.startUpload(f.keysOf("attacker"), "bkt", "mpu")
+			part, err := attacker.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("bkt"), Key: aws.String("mpu"), UploadId: aws.String(id),
+				PartNumber: aws.Int32(1), Body: strings.NewReader("part")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tc := range []struct {
+				rule string
+				do   func() error
+				code string
+			}{
+				{"a PUT of a new key is refused", func() error { return put(attacker, "bkt", "new") }, "QuotaExceeded"},
+				{"a copy to a new key is refused", func() error {
+					_, err := attacker.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("bkt"), Key: aws.String("copy"), CopySource: aws.String("bkt/k0")})
+					return err
+				}, "QuotaExceeded"},
+				{"a completed upload of a new key is refused", func() error {
+					_, err := attacker.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String("bkt"), Key: aws.String("mpu"), UploadId: aws.String(id),
+						MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{PartNumber: aws.Int32(1), ETag: part.ETag}}}})
+					return err
+				}, "QuotaExceeded"},
+				{"a PUT replacing an object is served", func() error { return put(attacker, "bkt", "k1") }, ""},
+				{"a copy replacing an object is served", func() error {
+					_, err := attacker.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("bkt"), Key: aws.String("k2"), CopySource: aws.String("bkt/k0")})
+					return err
+				}, ""},
+				{"another tenant's PUT in its own bucket is served", func() error { return put(victim, "other", "mine") }, ""},
+				{"a PUT once an object is deleted is served", func() error {
+					if _, err := attacker.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("bkt"), Key: aws.String("k0")}); err != nil {
+						return err
+					}
+					return put(attacker, "bkt", "new")
+				}, ""},
+			} {
+				err := tc.do()
+				if got := apiCode(err); got != tc.code || (tc.code != "" && httpStatus(err) != http.StatusForbidden) {
+					t.Errorf("%s: %v, want %q", tc.rule, err, tc.code)
+				}
+			}
+			list, err := f.srv.backend.ListBucket("bkt", nil, gofakes3.ListBucketPage{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(list.Contents); n > 3 {
+				t.Fatalf("the bucket holds %d objects, past MaxObjectsPerBucket of 3", n)
+			}
+		})
+	}
+}
+
+// keysOf is the credentials of an account granted earlier in the fixture.
+func (f *fixture) keysOf(account string) Credentials {
+	f.t.Helper()
+	acc, err := f.srv.Account(context.Background(), AccountID(account))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return acc.Credentials
+}
+
+// TestKeysAreAtMostMaxKeyLength: a new object's key is at most MaxKeyLength bytes (S3's
+// 1024 unless lowered), whichever way the object would be made; an object stored under a
+// longer key before the bound was lowered is still read and deleted.
+func TestKeysAreAtMostMaxKeyLength(t *testing.T) {
+	const limit = 16
+	f := newFixture(t, false, Config{Limits: Limits{MaxKeyLength: limit}})
+	c := f.awsClient(f.bucketWithAccount("bkt", "rw", ReadWrite))
+	long := strings.Repeat("k", limit+1)
+	if _, err := f.srv.backend.PutObject("bkt", long+"-before", map[string]string{}, strings.NewReader("old"), 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		rule string
+		do   func() error
+		code string
+	}{
+		{"a PUT of a key at the bound is served", func() error {
+			_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("bkt"), Key: aws.String(long[:limit]), Body: strings.NewReader("x")})
+			return err
+		}, ""},
+		{"a PUT of a longer key is refused", func() error {
+			_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("bkt"), Key: aws.String(long), Body: strings.NewReader("x")})
+			return err
+		}, "KeyTooLongError"},
+		{"a copy to a longer key is refused", func() error {
+			_, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("bkt"), Key: aws.String(long), CopySource: aws.String("bkt/" + long[:limit])})
+			return err
+		}, "KeyTooLongError"},
+		{"an upload of a longer key is refused", func() error {
+			_, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("bkt"), Key: aws.String(long)})
+			return err
+		}, "KeyTooLongError"},
+		{"an object stored under a longer key is read", func() error {
+			out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("bkt"), Key: aws.String(long + "-before")})
+			if err == nil {
+				out.Body.Close()
+			}
+			return err
+		}, ""},
+		{"an object stored under a longer key is deleted", func() error {
+			_, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("bkt"), Key: aws.String(long + "-before")})
+			return err
+		}, ""},
+	} {
+		if err := tc.do(); apiCode(err) != tc.code {
+			t.Errorf("%s: %v, want %q", tc.rule, err, tc.code)
+		}
+	}
+}
