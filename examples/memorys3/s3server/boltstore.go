@@ -36,9 +36,10 @@ import (
 //
 // Records and bytes are apart so that listing and HEAD read no object bytes. Semantics are
 // memStore's (without a state directory), which follow gofakes3's in-memory backend, so that a
-// client sees the same server either way: a PUT keeps the metadata of the object it replaces
-// under the names it does not set (gofakes3.MergeMetadata), listing pages end after the last
-// key rolled into a common prefix (gofakes3's in-memory backend lists such a prefix again on
+// client sees the same server either way: a PUT replaces the metadata of the object it
+// replaces, as S3 does (gofakes3's backends merged it with the old object's, so the bound on
+// a PUT's metadata bounded nothing across PUTs), listing pages end after the last key rolled
+// into a common prefix (gofakes3's in-memory backend lists such a prefix again on
 // the next page), and ranges are clamped to the object. A body that comes with its MD5
 // (summedBody) is not hashed again.
 //
@@ -485,19 +486,19 @@ func (b *boltStore) forgetCount(bucket string) {
 	delete(b.counts, bucket)
 }
 
-// putObject stores an object in bk, checking cond against the object it replaces and keeping
-// that object's metadata under the names meta does not set. body must not be a slice of
+// putObject stores an object in bk with meta as its metadata, checking cond against the object
+// it replaces, of which nothing is kept. body must not be a slice of
 // bbolt's memory: it is referred to until the transaction commits, when the file may be
 // mapped anew.
 func putObject(bk *bolt.Bucket, key string, meta map[string]string, body []byte, sum [md5.Size]byte, modified time.Time, cond *gofakes3.PutConditions) error {
 	if key == "" || len(key) > bolt.MaxKeySize {
 		return gofakes3.ResourceError(gofakes3.ErrKeyTooLong, key)
 	}
-	old, err := record(bk, key)
-	if err != nil {
-		return err
-	}
 	if cond != nil {
+		old, err := record(bk, key)
+		if err != nil {
+			return err
+		}
 		info := &gofakes3.ConditionalObjectInfo{Exists: old != nil}
 		if old != nil {
 			info.Hash = old.hash()
@@ -506,18 +507,7 @@ func putObject(bk *bolt.Bucket, key string, meta map[string]string, body []byte,
 			return err
 		}
 	}
-	merged := make(map[string]string, len(meta))
-	for k, v := range meta {
-		merged[k] = v
-	}
-	if old != nil {
-		for k, v := range old.Metadata {
-			if _, ok := merged[k]; !ok {
-				merged[k] = v
-			}
-		}
-	}
-	raw, err := json.Marshal(objectRecord{Size: int64(len(body)), MD5: hex.EncodeToString(sum[:]), Modified: modified.UTC(), Metadata: merged})
+	raw, err := json.Marshal(objectRecord{Size: int64(len(body)), MD5: hex.EncodeToString(sum[:]), Modified: modified.UTC(), Metadata: meta})
 	if err != nil {
 		return fmt.Errorf("object %q: encode its record: %w", key, err)
 	}

@@ -64,6 +64,26 @@ func (b *storeBackend) PutObject(bucket, key string, meta map[string]string, inp
 	return b.Backend.PutObject(bucket, key, meta, &summedBody{Reader: bytes.NewReader(whole), whole: whole, sum: sum}, size, cond)
 }
 
+// CopyObject implements gofakes3.Backend within the bound a PUT's metadata is held to:
+// gofakes3 gives a copy the request's metadata and its source's, which would otherwise add up
+// along a chain of copies without bound.
+func (b *storeBackend) CopyObject(srcBucket, srcKey, dstBucket, dstKey string, meta map[string]string) (gofakes3.CopyObjectResult, error) {
+	if metadataSize(meta) > gofakes3.DefaultMetadataSizeLimit {
+		return gofakes3.CopyObjectResult{}, gofakes3.ErrorMessagef(gofakes3.ErrMetadataTooLarge,
+			"the copy's metadata and its source's add up to more than the %d bytes an object may have", gofakes3.DefaultMetadataSizeLimit)
+	}
+	return b.Backend.CopyObject(srcBucket, srcKey, dstBucket, dstKey, meta)
+}
+
+// metadataSize is the size of metadata as gofakes3 bounds it: its names and values.
+func metadataSize(meta map[string]string) int {
+	n := 0
+	for k, v := range meta {
+		n += len(k) + len(v)
+	}
+	return n
+}
+
 // ListBucket implements gofakes3.Backend with S3's bounds on a page: gofakes3 reads
 // max-keys=0 as no bound at all (one answer held the whole bucket), S3 as a page of no key;
 // and no page holds more than 1000 keys.

@@ -204,3 +204,63 @@ func TestKeysAreAtMostMaxKeyLength(t *testing.T) {
 		}
 	}
 }
+
+// TestAPutReplacesTheMetadataOfTheObjectItReplaces: a PUT kept the replaced object's
+// metadata under every name it did not set, so the 2,000-byte bound on a PUT's metadata
+// bounded nothing across PUTs: 150 PUTs of 1.9 KB under new names survived the owner's
+// overwrite, and the aws CLI could no longer HEAD or GET the object. S3 replaces all of it,
+// and so does memorys3 now (a copy too); a copy whose metadata and its source's together
+// pass the bound is refused, so no chain of copies grows an object's metadata either.
+func TestAPutReplacesTheMetadataOfTheObjectItReplaces(t *testing.T) {
+	for _, stateDir := range []bool{false, true} {
+		t.Run(map[bool]string{false: "in memory", true: "in a state directory"}[stateDir], func(t *testing.T) {
+			cfg := Config{}
+			if stateDir {
+				cfg.StateDir = t.TempDir()
+			}
+			f := newFixture(t, false, cfg)
+			c := f.awsClient(f.bucketWithAccount("bkt", "rw", ReadWrite))
+			ctx := context.Background()
+			put := func(key string, meta map[string]string) error {
+				_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("bkt"), Key: aws.String(key), Body: strings.NewReader("body"), Metadata: meta})
+				return err
+			}
+			head := func(key string) map[string]string {
+				t.Helper()
+				out, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("bkt"), Key: aws.String(key)})
+				if err != nil {
+					t.Fatalf("HEAD %s: %v", key, err)
+				}
+				return out.Metadata
+			}
+			for i := range 40 {
+				if err := put("k", map[string]string{fmt.Sprintf("m%d", i): strings.Repeat("v", 1900)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := head("k"); len(got) != 1 || got["m39"] == "" {
+				t.Fatalf("after 40 PUTs each under a new name, the object has %d metadata names, want the last PUT's 1", len(got))
+			}
+			if err := put("k", map[string]string{"shape": "round"}); err != nil {
+				t.Fatal(err)
+			}
+			if got := head("k"); len(got) != 1 || got["shape"] != "round" {
+				t.Fatalf("after a PUT setting shape only, metadata %v", got)
+			}
+			if err := put("src", map[string]string{"a": strings.Repeat("a", 1400)}); err != nil {
+				t.Fatal(err)
+			}
+			_, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("bkt"), Key: aws.String("k"), CopySource: aws.String("bkt/src"),
+				Metadata: map[string]string{"b": strings.Repeat("b", 1400)}})
+			if apiCode(err) != "MetadataTooLarge" {
+				t.Fatalf("a copy whose metadata and its source's add up past the bound: %v, want MetadataTooLarge", err)
+			}
+			if _, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("bkt"), Key: aws.String("k"), CopySource: aws.String("bkt/src")}); err != nil {
+				t.Fatal(err)
+			}
+			if got := head("k"); got["shape"] != "" || got["a"] == "" {
+				t.Fatalf("a copy over an object kept the replaced object's metadata or lost its source's: %v", got)
+			}
+		})
+	}
+}
