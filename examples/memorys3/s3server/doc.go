@@ -17,7 +17,9 @@
 //
 // What a granted key may do: with ReadOnly, GET/HEAD objects and list; with WriteOnly,
 // PUT/DELETE objects, DeleteObjects and multipart uploads; ReadWrite both. Any grant may HEAD
-// the bucket. ListBuckets shows only the key's buckets. Nobody creates, deletes or configures
+// the bucket. A key that may not read a bucket may not send a condition on what it holds
+// (If-Match, If-None-Match, If-Modified-Since, If-Unmodified-Since): the answer would read
+// for it. ListBuckets shows only the key's buckets. Nobody creates, deletes or configures
 // a bucket through S3: that is the driver's job. A copy needs read on the source bucket too.
 //
 // A request is authorised when its headers arrive, and a request that changes the store is

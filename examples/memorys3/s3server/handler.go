@@ -93,6 +93,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case op.spec.copy && !entry.grants[op.copyBucket].allows(needRead):
 		s.refuse(w, r, id, s3err.ErrAccessDenied, res.AccessKeyID, "no read grant on copy source bucket "+op.copyBucket)
 		return
+	case !entry.grants[op.bucket].allows(needRead) && conditional(r.Header):
+		s.refuse(w, r, id, errBlindCondition, res.AccessKeyID, "a condition on stored objects from a key that may not read bucket "+op.bucket)
+		return
 	case op.spec.newKey && len(op.key) > s.limits.MaxKeyLength:
 		s.refuse(w, r, id, s3err.ErrKeyTooLong.With("new object keys are at most %d bytes; this one is %d", s.limits.MaxKeyLength, len(op.key)),
 			res.AccessKeyID, "key too long")
@@ -100,6 +103,26 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.perform(w, r, id, op, res, ring, entry.load)
 }
+
+// conditionHeaders make an answer depend on what the bucket holds: whether the object exists,
+// its ETag (the MD5 of its bytes, so a condition confirms a guess of them) and its age.
+var conditionHeaders = []string{"If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since"}
+
+// conditional says whether h carries a condition on the stored object.
+func conditional(h http.Header) bool {
+	for _, k := range conditionHeaders {
+		if _, ok := h[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// errBlindCondition refuses a condition from a key that may not read the bucket: its answer
+// (412 or 200, 304 or 200) would tell the key whether an object exists and confirm guesses of
+// its content, which is a read.
+var errBlindCondition = s3err.ErrAccessDenied.With("a key that may not read this bucket may not send If-Match, If-None-Match, " +
+	"If-Modified-Since or If-Unmodified-Since: the answer would depend on what the bucket holds")
 
 // errKeyRequests refuses a request of a key that has MaxRequestsPerKey in progress.
 var errKeyRequests = s3err.ErrSlowDown.With("this access key has as many requests in progress as one key may; retry when one ends")

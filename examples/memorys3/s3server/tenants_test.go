@@ -7,7 +7,10 @@ package s3server
 
 import (
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -18,6 +21,26 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/johannesboyne/gofakes3"
 )
+
+// grantOn creates the buckets that do not exist yet and grants account each of them in mode.
+func grantOn(t *testing.T, srv *Server, account string, mode Mode, buckets ...string) Credentials {
+	t.Helper()
+	ctx := context.Background()
+	modes := map[string]Mode{}
+	for _, b := range buckets {
+		if _, err := srv.Bucket(ctx, b); err != nil {
+			if err := srv.CreateBucket(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		modes[b] = mode
+	}
+	acc, err := srv.GrantAccess(ctx, account, modes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return acc.Credentials
+}
 
 // countOf counts the elements named tag in an XML document.
 func countOf(doc, tag string) int { return strings.Count(doc, "<"+tag+">") }
@@ -260,6 +283,60 @@ func TestAPutReplacesTheMetadataOfTheObjectItReplaces(t *testing.T) {
 			}
 			if got := head("k"); got["shape"] != "" || got["a"] == "" {
 				t.Fatalf("a copy over an object kept the replaced object's metadata or lost its source's: %v", got)
+			}
+		})
+	}
+}
+
+// TestWriteOnlyKeysGetNoAnswerThatDependsOnStoredObjects: a write-only key learned whether
+// an object exists (If-None-Match: *, 412 or 200) and confirmed a guess of its content
+// (If-Match with the guess's MD5 answered 200 on a right guess only): a salary read in four
+// requests by a key the authorisation matrix promises no reads. A key without read on the
+// bucket is now refused any request carrying a condition on what is stored, before the
+// store is asked; a key that may read keeps its conditional answers.
+func TestWriteOnlyKeysGetNoAnswerThatDependsOnStoredObjects(t *testing.T) {
+	f := newFixture(t, false, Config{})
+	wo := f.bucketWithAccount("bkt", "wo", WriteOnly)
+	rw := grantOn(t, f.srv, "rw", ReadWrite, "bkt")
+	const salary = "100000"
+	sum := md5.Sum([]byte(salary))
+	etag := `"` + hex.EncodeToString(sum[:]) + `"`
+	since := time.Now().Add(-time.Hour).UTC().Format(http.TimeFormat)
+	for _, tc := range []struct {
+		rule   string
+		key    Credentials
+		method string
+		hdr    http.Header
+		status int
+	}{
+		{"If-None-Match: * on a PUT", wo, http.MethodPut, http.Header{"If-None-Match": {"*"}}, http.StatusForbidden},
+		{"If-Match with the MD5 of a right guess on a PUT", wo, http.MethodPut, http.Header{"If-Match": {etag}}, http.StatusForbidden},
+		{"If-Match with the MD5 of a wrong guess on a PUT", wo, http.MethodPut, http.Header{"If-Match": {`"00000000000000000000000000000000"`}}, http.StatusForbidden},
+		{"If-Modified-Since on a PUT", wo, http.MethodPut, http.Header{"If-Modified-Since": {since}}, http.StatusForbidden},
+		{"If-Unmodified-Since on a PUT", wo, http.MethodPut, http.Header{"If-Unmodified-Since": {since}}, http.StatusForbidden},
+		{"If-Match on a DELETE", wo, http.MethodDelete, http.Header{"If-Match": {etag}}, http.StatusForbidden},
+		{"a read-write key keeps If-None-Match: *", rw, http.MethodPut, http.Header{"If-None-Match": {"*"}}, http.StatusPreconditionFailed},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			if _, err := f.awsClient(rw).PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("bkt"), Key: aws.String("salary"),
+				Body: strings.NewReader(salary)}); err != nil {
+				t.Fatal(err)
+			}
+			var body []byte
+			if tc.method == http.MethodPut {
+				body = []byte("guess")
+			}
+			resp := do(t, signedRequest(t, f, tc.key, tc.method, "/bkt/salary", body, "", time.Now(), tc.hdr))
+			if resp.StatusCode != tc.status {
+				t.Fatalf("answered %d %s, want %d", resp.StatusCode, s3Code([]byte(resp.body)), tc.status)
+			}
+			out, err := f.awsClient(rw).GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String("bkt"), Key: aws.String("salary")})
+			if err != nil {
+				t.Fatalf("the object is gone: %v", err)
+			}
+			defer out.Body.Close()
+			if got, _ := io.ReadAll(out.Body); string(got) != salary {
+				t.Fatalf("the object now holds %q", got)
 			}
 		})
 	}
