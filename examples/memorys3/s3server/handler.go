@@ -64,6 +64,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, id, s3err.ErrInvalidAccessKeyID, res.AccessKeyID, "key revoked during the request")
 		return
 	}
+	iw.authenticated = true
 	if !entry.load.enter(s.limits.MaxRequestsPerKey) {
 		s.refuse(w, r, id, errKeyRequests, res.AccessKeyID, "the key has as many requests in progress as it may")
 		return
@@ -487,7 +488,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, id requestID, er
 		w.Header().Set("Connection", "close")
 	}
 	if w.Header().Get("Connection") == "close" {
-		if b := bodyOf(w); b != nil {
+		if b := lingerBody(w); b != nil {
 			b.linger()
 		}
 		// net/http reads on up to 256 KiB of an unread body after the answer, to reuse the
