@@ -6,6 +6,7 @@ package s3server
 // The sizes are shrunk to what a unit test affords, the mechanism is not.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/md5"
@@ -485,5 +486,51 @@ func TestAnonymousRequestsAreClosedWithoutLingering(t *testing.T) {
 				t.Fatalf("the server read %d bytes of the body of a request that failed authentication, want none", read)
 			}
 		})
+	}
+}
+
+// TestAGetAnswerMovesItsDeadlineAsItIsRead: a GET's answer was one write of the whole object
+// under one deadline (the idle timeout), so a reader slower than the object's size per idle
+// timeout was cut off (a steady 1 MB/s reader at 42.5 of 67 MB, on every retry). The answer
+// is now written in chunks, each moving the deadline: a slow but steady reader of any size
+// reads the whole object.
+//
+// Here the idle timeout is 1 s and the reader takes about 4 s, reading 256 KiB every 40 ms.
+func TestAGetAnswerMovesItsDeadlineAsItIsRead(t *testing.T) {
+	const size = 24 << 20
+	srv, addr, c := serveLimited(t, Limits{IdleTimeout: time.Second})
+	if _, err := srv.backend.PutObject("bkt", "big", map[string]string{}, bytes.NewReader(bytes.Repeat([]byte("g"), size)), size, nil); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.(*net.TCPConn).SetReadBuffer(32 << 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Write(rawSigned(t, c, http.MethodGet, addr, "/bkt/big", -1, nil)); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(time.Minute))
+	resp, err := http.ReadResponse(bufio.NewReaderSize(conn, 4096), nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	tick := time.NewTicker(40 * time.Millisecond)
+	defer tick.Stop()
+	buf := make([]byte, 256<<10)
+	var got int64
+	for range tick.C {
+		n, err := io.ReadFull(resp.Body, buf)
+		got += int64(n)
+		if err != nil {
+			break
+		}
+	}
+	if got != size {
+		t.Fatalf("a steady reader of %d KiB a second got %d of %d bytes", (256<<10)*25>>10, got, size)
 	}
 }
