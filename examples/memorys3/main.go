@@ -57,7 +57,8 @@ func run(ctx context.Context, args []string, out io.Writer, started chan<- strin
 		hdrTimeout = fs.Duration("s3-header-timeout", s3server.DefaultHeaderTimeout, "time a client has to send a request's headers")
 		maxBuf     = fs.Int64("max-buffered-bytes", s3server.DefaultMaxBufferedBytes, "bytes the S3 server holds in request bodies (and the store's copies of them), parts awaiting completion and (with --state-dir) objects being sent; past it requests get 503 SlowDown; at least twice --max-object-size")
 		maxBufKey  = fs.Int64("max-buffered-bytes-per-key", 0, "bytes of --max-buffered-bytes the requests of one access key may hold in their bodies; past it they get 503 SlowDown; 0: a quarter of --max-buffered-bytes, at least --max-object-size plus its largest chunk (up to 16 MiB)")
-		minRate    = fs.Int64("s3-min-body-rate", s3server.DefaultMinBodyRate, "slowest average rate of a request body in bytes a second: a body of n bytes must arrive within --s3-idle-timeout plus n at this rate, or its connection is closed")
+		minRate    = fs.Int64("s3-min-body-rate", s3server.DefaultMinBodyRate, "slowest rate of a request body in bytes a second: after a grace of --s3-idle-timeout, every --s3-body-rate-interval must bring this rate times the interval, or the connection is closed")
+		rateIntvl  = fs.Duration("s3-body-rate-interval", 0, "interval over which --s3-min-body-rate is measured, at most --s3-idle-timeout; 0: 5s, or --s3-idle-timeout if shorter")
 		maxParts   = fs.Int64("max-part-bytes", s3server.DefaultMaxPartBytes, "bytes held in the parts of multipart uploads in progress (within --max-buffered-bytes); past it UploadPart gets 503 SlowDown")
 		maxPartsPB = fs.Int64("max-part-bytes-per-bucket", 0, "bytes of --max-part-bytes the uploads of one bucket may hold; past it UploadPart gets 503 SlowDown; 0: a quarter of --max-part-bytes, at least --max-object-size plus 1 MiB")
 		upIdle     = fs.Duration("upload-idle-timeout", s3server.DefaultUploadIdleTimeout, "abort a multipart upload in which no part was stored for this long, giving back its parts")
@@ -93,12 +94,15 @@ func run(ctx context.Context, args []string, out io.Writer, started chan<- strin
 	if *maxKeyLen <= 0 || *maxKeyLen > 1024 {
 		return fmt.Errorf("--max-key-length must be from 1 to 1024 bytes, not %d", *maxKeyLen)
 	}
-	if *maxBufKey < 0 || *maxPartsPB < 0 || *maxReqsKey < 0 {
-		return errors.New("--max-buffered-bytes-per-key, --max-part-bytes-per-bucket and --s3-max-requests-per-key must be positive, or 0 for their default")
+	if *maxBufKey < 0 || *maxPartsPB < 0 || *maxReqsKey < 0 || *rateIntvl < 0 {
+		return errors.New("--max-buffered-bytes-per-key, --max-part-bytes-per-bucket, --s3-max-requests-per-key and --s3-body-rate-interval must be positive, or 0 for their default")
+	}
+	if *rateIntvl > *idle {
+		return fmt.Errorf("--s3-body-rate-interval (%v) must be at most --s3-idle-timeout (%v)", *rateIntvl, *idle)
 	}
 	s3, err := s3server.New(s3server.Config{StateDir: *stateDir, Region: *region, Endpoint: endpoint, Logger: logger.Named("s3"),
 		Limits: s3server.Limits{MaxObjectSize: *maxObject, MaxConnections: *maxConns, IdleTimeout: *idle, HeaderTimeout: *hdrTimeout,
-			MaxBufferedBytes: *maxBuf, MaxBufferedBytesPerKey: *maxBufKey, MinBodyRate: *minRate, MaxPartBytes: *maxParts,
+			MaxBufferedBytes: *maxBuf, MaxBufferedBytesPerKey: *maxBufKey, MinBodyRate: *minRate, BodyRateInterval: *rateIntvl, MaxPartBytes: *maxParts,
 			MaxPartBytesPerBucket: *maxPartsPB, UploadIdleTimeout: *upIdle, MaxUploads: *maxUps, MaxUploadsPerBucket: *maxUpsPB,
 			MaxRequestsPerKey: *maxReqsKey, MaxObjectsPerBucket: *maxObjsPB, MaxKeyLength: *maxKeyLen}})
 	if err != nil {

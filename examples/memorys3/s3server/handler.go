@@ -30,7 +30,8 @@ const maxRequestDocument = 8 << 20
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := requestID(s.reqID.Add(1))
 	now := time.Now()
-	iw := &idleWriter{ResponseWriter: w, d: deadlines{rc: http.NewResponseController(w), idle: s.limits.IdleTimeout, bodyEnd: s.bodyDeadline(r, now)}}
+	iw := &idleWriter{ResponseWriter: w, d: deadlines{rc: http.NewResponseController(w), idle: s.limits.IdleTimeout,
+		interval: s.limits.BodyRateInterval, quota: s.bodyQuota}}
 	d := &iw.d
 	d.read(now)
 	d.write(now)

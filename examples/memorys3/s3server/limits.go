@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/bits"
 	"net"
 	"net/http"
 	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,11 +47,15 @@ const (
 	// DefaultMaxConnections bounds the open S3 connections; further clients wait in the
 	// listen backlog, so file descriptors remain for the COSI socket and the state files.
 	DefaultMaxConnections = 256
-	// DefaultMinBodyRate is the slowest average rate at which a request body may arrive, in
-	// bytes a second, after a grace of IdleTimeout: a client on a 1 Mbit/s link still uploads,
-	// and a body that holds bytes of the budget costs its sender bandwidth for as long as it
-	// holds them, instead of one byte per idle timeout.
+	// DefaultMinBodyRate is the slowest rate at which a request body may arrive, in bytes a
+	// second over each DefaultBodyRateInterval, after a grace of IdleTimeout: a client on a
+	// 1 Mbit/s link still uploads, and a body that holds bytes of the budget costs its sender
+	// bandwidth for as long as it holds them, instead of one byte per idle timeout.
 	DefaultMinBodyRate = 64 << 10
+	// DefaultBodyRateInterval is the interval over which MinBodyRate is measured: long enough
+	// for a TCP retransmission or two, short enough that a body which stalls loses its
+	// connection seconds, not minutes, after its grace.
+	DefaultBodyRateInterval = 5 * time.Second
 	// DefaultUploadIdleTimeout aborts a multipart upload in which no part was stored for this
 	// long (S3's AbortIncompleteMultipartUpload, as a server-wide rule), giving back what its
 	// parts held.
@@ -98,11 +102,14 @@ type Limits struct {
 	// MaxBufferedBytes, but never less than one body of MaxObjectSize with its chunk buffer
 	// (MaxObjectSize plus up to 16 MiB), nor more than MaxBufferedBytes.
 	MaxBufferedBytesPerKey int64
-	// MinBodyRate is the slowest average rate, in bytes a second, at which a request body may
-	// arrive: a body of n declared bytes must have arrived IdleTimeout plus n/MinBodyRate
-	// seconds after its request began, however steadily its bytes trickle, or the connection
-	// is closed. Zero: DefaultMinBodyRate.
+	// MinBodyRate is the slowest rate, in bytes a second, at which a request body may arrive:
+	// once a grace of IdleTimeout has passed since the server began reading it, each
+	// BodyRateInterval must bring MinBodyRate times the interval bytes, or the connection is
+	// closed (RequestTimeout), whatever length the body declared. Zero: DefaultMinBodyRate.
 	MinBodyRate int64
+	// BodyRateInterval is the interval over which MinBodyRate is measured, at most
+	// IdleTimeout. Zero: DefaultBodyRateInterval, or IdleTimeout if that is shorter.
+	BodyRateInterval time.Duration
 	// MaxPartBytesPerBucket bounds the part bytes (and part records) the uploads of one bucket
 	// hold of MaxPartBytes, so one tenant's unfinished uploads cannot refuse every other
 	// tenant's parts; a part past it is refused with SlowDown. Zero: a quarter of MaxPartBytes,
@@ -171,6 +178,13 @@ func (l Limits) withDefaults() (Limits, error) {
 	if l.MinBodyRate <= 0 {
 		l.MinBodyRate = DefaultMinBodyRate
 	}
+	switch {
+	case l.BodyRateInterval <= 0:
+		l.BodyRateInterval = min(DefaultBodyRateInterval, l.IdleTimeout)
+	case l.BodyRateInterval > l.IdleTimeout:
+		return l, fmt.Errorf("limits: the interval over which a body's rate is measured (%v) must be at most the idle timeout (%v): %w",
+			l.BodyRateInterval, l.IdleTimeout, ErrInvalidArgument)
+	}
 	if l.UploadIdleTimeout <= 0 {
 		l.UploadIdleTimeout = DefaultUploadIdleTimeout
 	}
@@ -217,6 +231,15 @@ func keyBodyCharge(n int64) int64 {
 }
 
 func roundUp(n, step int64) int64 { return (n + step - 1) / step * step }
+
+// bodyQuota is what a body must bring each BodyRateInterval after its grace, at least a byte.
+func (l Limits) bodyQuota() int64 {
+	q := float64(l.MinBodyRate) * l.BodyRateInterval.Seconds()
+	if q >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return max(1, int64(q))
+}
 
 // budget counts bytes held against a server-wide limit. take never waits: a request that
 // finds the budget spent is refused at once rather than queued behind the requests holding
@@ -283,7 +306,7 @@ func (s *Server) newHTTPServer() *http.Server {
 // does not use, however fast it opens them: a flood of connections that send nothing closes
 // its own connections, oldest first, while a real client's request is in the socket as it
 // connects and is read at once. Only requests in progress hold a slot, which the idle
-// timeout, the body deadline (MinBodyRate) and MaxRequestsPerKey bound.
+// timeout, the body rate (MinBodyRate) and MaxRequestsPerKey bound.
 //
 // A connection becomes closable once the server has begun reading it: between Accept and the
 // first Read its request, already in the socket, may not have been looked at yet, and closing
@@ -403,45 +426,96 @@ func (c *limitedConn) Close() error {
 
 // deadlines moves a connection's read and write deadlines forward as bytes move, so a client
 // that stops sending a body, or stops reading an answer, loses its connection after the idle
-// timeout while a slow but steady transfer of any size goes on, up to the body's deadline
-// (bodyEnd): a body that trickles in more slowly than MinBodyRate loses its connection then,
-// however steadily it trickles. Where the connection does not support deadlines (a handler
-// called in process), it does nothing.
+// timeout while a slow but steady transfer of any size goes on. A body must moreover keep
+// MinBodyRate: once a grace of the idle timeout has passed since the server began reading it,
+// every BodyRateInterval must bring at least MinBodyRate times the interval bytes (its quota)
+// more than it had when the interval began, and an interval begins when the last one's quota
+// has arrived. A body that trickles (a byte every few seconds) therefore loses its connection
+// after its grace and one interval, whatever length it declared, while a body that keeps the
+// rate arrives whole however long it takes; bytes sent early earn no credit for later. Where
+// the connection does not support deadlines (a handler called in process), it does nothing.
 //
 // Moving a deadline costs a runtime timer update, which a small PUT paid five times (about a
-// point of its latency). So a deadline is moved at most once per slack (an eighth of the idle
-// timeout), each time to the idle timeout plus the slack ahead: a connection still has at
-// least the idle timeout after its last progress, and loses it at most an eighth later.
-// A read deadline at bodyEnd is final. One request's deadlines are used by its handler's
+// point of its latency). So a deadline is set a slack (an eighth of the shorter of the idle
+// timeout and the interval) later than the rule asks, and moved only when the rule asks for
+// more time than that: at most once per slack while bytes flow, and a connection is cut at
+// most a slack after the rule says. One request's deadlines are used by its handler's
 // goroutine only.
 type deadlines struct {
-	rc      *http.ResponseController
-	idle    time.Duration
-	bodyEnd time.Time // zero: none
+	rc   *http.ResponseController
+	idle time.Duration
+	// interval and quota are the body's rate: quota bytes each interval after the grace. A
+	// quota of 0 asks no rate (the idle timeout alone).
+	interval time.Duration
+	quota    int64
 
-	readAt, writeAt time.Time // when each deadline was last moved; zero: not yet
-	readFinal       bool      // the read deadline is bodyEnd
+	graceEnd time.Time // the end of the body's grace; zero: the body has not been read yet
+	winStart time.Time // when the current interval began; zero: in grace
+	winBytes int64     // the bytes of the body read when it began
+	readDL   time.Time // the read deadline set; zero: none yet
+	writeAt  time.Time // when the write deadline was last moved; zero: not yet
 }
 
 // writeNow is write at the present time.
 func (d *deadlines) writeNow() { d.write(time.Now()) }
 
-func (d *deadlines) slack() time.Duration { return d.idle / 8 }
+func (d *deadlines) slack() time.Duration {
+	if d.interval > 0 && d.interval < d.idle {
+		return d.interval / 8
+	}
+	return d.idle / 8
+}
 
-// recent says whether a deadline moved at at is still at least the idle timeout ahead of now.
-func (d *deadlines) recent(at, now time.Time) bool { return !at.IsZero() && now.Sub(at) < d.slack() }
-
-// read moves the read deadline, at now, before a read.
-func (d *deadlines) read(now time.Time) {
-	if d.readFinal || d.recent(d.readAt, now) {
+// setRead makes the read deadline fall from due to due plus the slack: moved on when due is
+// later than the deadline set, and back when it is more than a slack earlier.
+func (d *deadlines) setRead(due time.Time) {
+	if !d.readDL.IsZero() && !d.readDL.Before(due) && !d.readDL.After(due.Add(d.slack())) {
 		return
 	}
-	t := now.Add(d.idle + d.slack())
-	if !d.bodyEnd.IsZero() && !d.bodyEnd.After(t) {
-		t, d.readFinal = d.bodyEnd, true
+	d.readDL = due.Add(d.slack())
+	_ = d.rc.SetReadDeadline(d.readDL)
+}
+
+// read moves the read deadline, at now, for the idle timeout alone (no body is being read).
+func (d *deadlines) read(now time.Time) { d.setRead(now.Add(d.idle)) }
+
+// bodyRead moves the read deadline, at now, before a read of the body, of which got bytes
+// have arrived.
+func (d *deadlines) bodyRead(now time.Time, got int64) {
+	if d.quota <= 0 {
+		d.read(now)
+		return
 	}
-	d.readAt = now
-	_ = d.rc.SetReadDeadline(t)
+	if d.graceEnd.IsZero() {
+		d.graceEnd = now.Add(d.idle)
+	}
+	if now.Before(d.graceEnd) {
+		// In grace the idle timeout alone applies; a read still waiting when grace ends has
+		// the first interval to bring its quota, counted from here.
+		d.winBytes = got
+		d.setRead(minTime(now.Add(d.idle), d.graceEnd.Add(d.interval)))
+		return
+	}
+	if d.winStart.IsZero() {
+		d.winStart = d.graceEnd
+	}
+	if got-d.winBytes >= d.quota {
+		d.winStart, d.winBytes = now, got
+	}
+	d.setRead(d.winStart.Add(d.interval))
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// recent says whether the write deadline moved at at is still at least the idle timeout
+// ahead of now.
+func (d *deadlines) recent(at, now time.Time) bool {
+	return !at.IsZero() && now.Sub(at) < d.idle/8
 }
 
 // write moves the write deadline, at now, before a write.
@@ -450,35 +524,11 @@ func (d *deadlines) write(now time.Time) {
 		return
 	}
 	d.writeAt = now
-	_ = d.rc.SetWriteDeadline(now.Add(d.idle + d.slack()))
+	_ = d.rc.SetWriteDeadline(now.Add(d.idle + d.idle/8))
 }
-
-// bodyDeadline is when r's body must have arrived whole, measured from start: the idle
-// timeout, and its declared length (decoded, for aws-chunked) at MinBodyRate. A body of
-// unknown length is taken to be as long as a body may be. Zero: r has no body.
-func (s *Server) bodyDeadline(r *http.Request, start time.Time) time.Time {
-	if r.ContentLength == 0 {
-		return time.Time{}
-	}
-	longest := max(s.limits.MaxObjectSize, maxRequestDocument)
-	n := r.ContentLength
-	if v := r.Header.Get("X-Amz-Decoded-Content-Length"); v != "" {
-		if d, err := strconv.ParseInt(v, 10, 64); err == nil && d >= 0 {
-			n = d
-		}
-	}
-	if n < 0 || n > longest {
-		n = longest
-	}
-	secs := float64(n) / float64(s.limits.MinBodyRate)
-	return start.Add(s.limits.IdleTimeout + time.Duration(min(secs, maxBodySeconds)*float64(time.Second)))
-}
-
-// maxBodySeconds caps a body's deadline (a year) far below where a Duration overflows.
-const maxBodySeconds = 365 * 24 * 3600
 
 // errBodyTimeout answers a body whose connection reached its read deadline.
-var errBodyTimeout = s3err.ErrRequestTimeout.With("the body did not arrive in time: it stopped for the idle timeout, or arrived more slowly than the server's minimum rate")
+var errBodyTimeout = s3err.ErrRequestTimeout.With("the body did not arrive in time: it stopped for the idle timeout, or an interval brought less than the server's minimum rate")
 
 // idleReader is a request body that pushes the read deadline before each Read, calls a
 // read past the deadline what it is, and counts what it read, so that a refusal knows how
@@ -494,7 +544,7 @@ type idleReader struct {
 }
 
 func (r *idleReader) Read(p []byte) (int, error) {
-	r.d.read(time.Now())
+	r.d.bodyRead(time.Now(), r.n)
 	n, err := r.ReadCloser.Read(p)
 	r.n += int64(n)
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {

@@ -356,66 +356,6 @@ func TestOneKeyHoldsAtMostItsShareOfTheBodyBudget(t *testing.T) {
 	}
 }
 
-// TestABodyMustArriveByItsDeadline (was MEDIUM): a body could take as long as it liked as
-// long as a byte moved every IdleTimeout, so a key holding budget bytes in bodies just short
-// of their end held them for days at one byte per connection every 29 s. Now a body of n
-// declared bytes must have arrived IdleTimeout plus n/MinBodyRate after its request began,
-// however steadily it trickles: then its connection is closed and its bytes given back.
-//
-// Here the attacker's key may hold the whole budget of 2 MiB (one body of 1 MiB and its chunk
-// buffer take that much), holds it with two bodies of 1 MiB less 4 KiB, and trickles a byte
-// on each every third of the 300 ms idle timeout: another tenant's PUT is refused while it
-// does, and served once the bodies' deadline (300 ms + 1 MiB at 512 KiB/s) has passed.
-func TestABodyMustArriveByItsDeadline(t *testing.T) {
-	const limit = 1 << 20
-	const idle = 300 * time.Millisecond
-	srv, addr, attacker := serveLimited(t, Limits{MaxObjectSize: limit, MaxBufferedBytes: 2 * limit, IdleTimeout: idle, MinBodyRate: 512 << 10})
-	victim := secondTenant(t, srv)
-	held := []net.Conn{holdBody(t, addr, attacker, "one", limit, limit-4096), holdBody(t, addr, attacker, "two", limit, limit-4096)}
-	// The budget has no event to wait on: it is polled until the attacker's bytes are in.
-	for deadline := time.Now().Add(5 * time.Second); srv.budget.used.Load() < srv.budget.limit; {
-		if time.Now().After(deadline) {
-			t.Fatalf("the attacker's bodies took %d of %d budget bytes", srv.budget.used.Load(), srv.budget.limit)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	put := func() error {
-		_, err := awsClientAt(addr, victim).PutObject(context.Background(),
-			&s3.PutObjectInput{Bucket: aws.String("other"), Key: aws.String("k"), Body: strings.NewReader("mine")})
-		return err
-	}
-	if err := put(); apiCode(err) != "SlowDown" {
-		t.Fatalf("another tenant's PUT while the attacker holds the budget: %v, want SlowDown (the test's premise)", err)
-	}
-	// One byte per connection every third of the idle timeout: the pace of the attack, which
-	// the idle timeout alone never ends.
-	stop := make(chan struct{})
-	trickled := make(chan struct{})
-	go func() {
-		defer close(trickled)
-		tick := time.NewTicker(idle / 3)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				for _, c := range held {
-					_, _ = c.Write([]byte("a"))
-				}
-			}
-		}
-	}()
-	defer func() { close(stop); <-trickled }()
-	start := time.Now()
-	for _, c := range held {
-		readToEnd(t, c, 10*time.Second)
-	}
-	if err := put(); err != nil {
-		t.Fatalf("another tenant's PUT once the trickled bodies' deadline passed (they lasted %v): %v (%s)", time.Since(start), err, apiCode(err))
-	}
-}
-
 // TestOneKeyHoldsAtMostItsShareOfRequests (was MEDIUM): MaxConnections is one pool for every
 // tenant, and the limiter makes room only by closing quiet connections, never one with a
 // request in progress. A key with any write grant opened MaxConnections connections, each a

@@ -67,6 +67,7 @@ type Server struct {
 	closers   []func() error
 	reqID     atomic.Uint64
 	limits    Limits
+	bodyQuota int64  // limits.bodyQuota()
 	budget    budget // bytes buffered in request bodies and held in parts
 	http      *http.Server
 	conns     *connLimiter
@@ -139,7 +140,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.StateDir != "" && limits.MaxObjectSize > bolt.MaxValueSize {
 		return nil, fmt.Errorf("limits: a state directory keeps objects of at most %d bytes, not %d: %w", bolt.MaxValueSize, limits.MaxObjectSize, ErrInvalidArgument)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, limits: limits, budget: budget{limit: limits.MaxBufferedBytes}}
+	s := &Server{cfg: cfg, log: cfg.Logger, limits: limits, bodyQuota: limits.bodyQuota(), budget: budget{limit: limits.MaxBufferedBytes}}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}

@@ -67,7 +67,7 @@ func TestLimitsDefaultsAndBounds(t *testing.T) {
 	}
 	if d.MaxBufferedBytesPerKey != DefaultMaxObjectSize+16*mib || d.MaxPartBytesPerBucket != DefaultMaxObjectSize+mib ||
 		d.MaxRequestsPerKey != DefaultMaxConnections/4 || d.MinBodyRate != DefaultMinBodyRate || d.UploadIdleTimeout != time.Hour ||
-		d.MaxObjectsPerBucket != DefaultMaxObjectsPerBucket || d.MaxKeyLength != 1024 {
+		d.MaxObjectsPerBucket != DefaultMaxObjectsPerBucket || d.MaxKeyLength != 1024 || d.BodyRateInterval != DefaultBodyRateInterval {
 		t.Errorf("defaults: %+v", d)
 	}
 	for _, tc := range []struct {
@@ -89,6 +89,9 @@ func TestLimitsDefaultsAndBounds(t *testing.T) {
 		{"a key's requests: a quarter of the connections, at least one", Limits{MaxConnections: 3}, true,
 			func(l Limits) bool { return l.MaxRequestsPerKey == 1 }},
 		{"a key length within S3's", Limits{MaxKeyLength: 1024}, true, nil},
+		{"a rate interval of an idle timeout shorter than the default", Limits{IdleTimeout: time.Second}, true,
+			func(l Limits) bool { return l.BodyRateInterval == time.Second }},
+		{"a rate interval longer than the idle timeout", Limits{IdleTimeout: time.Second, BodyRateInterval: 2 * time.Second}, false, nil},
 		{"a key length above S3's", Limits{MaxKeyLength: 1025}, false, nil},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {

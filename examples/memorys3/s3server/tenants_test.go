@@ -534,3 +534,82 @@ func TestAGetAnswerMovesItsDeadlineAsItIsRead(t *testing.T) {
 		t.Fatalf("a steady reader of %d KiB a second got %d of %d bytes", (256<<10)*25>>10, got, size)
 	}
 }
+
+// TestABodyKeepsItsRateAfterItsGrace: a body's minimum rate was checked only at its final
+// deadline (the idle timeout plus its declared length at MinBodyRate), so one byte every 20 s
+// held a 256 MiB PUT's connection (and the body bytes it had sent) about 69 minutes. The
+// rate is now enforced over each interval once the grace of the idle timeout has passed: a
+// body that trickles is cut off after its grace and an interval, whatever it declared, and
+// gives back what it held, while one that keeps the rate arrives whole however long it takes.
+//
+// Here the idle timeout (the grace) is 1 s, the interval too, and the rate 64 KiB/s: the
+// trickler declares 200 MiB (a final deadline 53 minutes away), sends 128 KiB and then a
+// byte every 300 ms; the steady client sends 1.5 MiB at 640 KiB/s.
+func TestABodyKeepsItsRateAfterItsGrace(t *testing.T) {
+	const idle = time.Second
+	srv, addr, c := serveLimited(t, Limits{IdleTimeout: idle})
+	t.Run("a body that trickles after its grace is cut off", func(t *testing.T) {
+		conn := holdBody(t, addr, c, "trickle", 200<<20, 128<<10)
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			tick := time.NewTicker(idle * 3 / 10)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+					if _, err := conn.Write([]byte("a")); err != nil {
+						return
+					}
+				}
+			}
+		}()
+		defer func() { close(stop); <-done }()
+		// The server closes the connection with the trickle's last bytes unread: a reset.
+		_ = conn.SetReadDeadline(time.Now().Add(15 * time.Second))
+		if _, err := io.Copy(io.Discard, conn); isTimeout(err) {
+			t.Fatalf("the server did not close the connection of a body trickling after its grace: %v", err)
+		}
+		// The handler has returned when the connection closes: what the body held is back.
+		if used := srv.budget.used.Load(); used != 0 {
+			t.Fatalf("%d buffered bytes still held once the trickled body's connection closed", used)
+		}
+	})
+	t.Run("a body that keeps the rate arrives whole", func(t *testing.T) {
+		const size = 1536 << 10
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := conn.Write(rawSigned(t, c, http.MethodPut, addr, "/bkt/steady", size, nil)); err != nil {
+			t.Fatal(err)
+		}
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		chunk := bytes.Repeat([]byte("s"), 64<<10)
+		for sent := 0; sent < size; sent += len(chunk) {
+			<-tick.C
+			if _, err := conn.Write(chunk); err != nil {
+				t.Fatalf("after %d bytes: %v", sent, err)
+			}
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("a body at ten times the minimum rate: %v %v", resp, err)
+		}
+		if obj, err := srv.backend.HeadObject("bkt", "steady"); err != nil || obj.Size != size {
+			t.Fatalf("stored: %v %v", obj, err)
+		}
+	})
+}
+
+// isTimeout says whether err is a deadline's.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
