@@ -353,17 +353,24 @@ func (b *boltStore) GetObject(bucket, key string, rng *gofakes3.ObjectRangeReque
 	return obj, nil
 }
 
-// chargedReader is a read's copy, charged to the budget until it is closed (gofakes3 closes
-// an object's contents once its answer is written).
+// chargedReader is a read's copy, charged to the budget, and to the share of the tenant that
+// reads it (set by requestBackend), until it is closed (gofakes3 closes an object's contents
+// once its answer is written).
 type chargedReader struct {
 	*bytes.Reader
 	bodies *budget
+	tenant *tenant // nil: the server's own read
 	n      int64
 	once   sync.Once
 }
 
 func (c *chargedReader) Close() error {
-	c.once.Do(func() { c.bodies.give(c.n) })
+	c.once.Do(func() {
+		c.bodies.give(c.n)
+		if c.tenant != nil {
+			c.tenant.shareGive(c.n)
+		}
+	})
 	return nil
 }
 

@@ -26,10 +26,14 @@
 // authorised again when the store commits it, after its body has been read whole: a write
 // that outlives its grant (revoked, or its bucket deleted and created again) is refused with
 // AccessDenied. What one request, one connection and the whole server may hold is bounded
-// (Limits), and so is what one tenant may hold of the server-wide bounds: the requests one
-// access key has in progress and the body bytes they hold, the part bytes of one bucket's
-// uploads; a body must arrive at a minimum rate, and an upload left idle is aborted. Past a
-// bound a request is refused with 503 SlowDown.
+// (Limits), and so is what one tenant (a COSI account, whatever keys and buckets it holds) may
+// hold of each server-wide bound: its requests in progress, the bytes they hold (bodies,
+// signed chunks, listing pages, GET copies), its multipart uploads and their parts, each
+// within a bound of its own and a fair share of what the other tenants leave, so that a party
+// holding several accounts still leaves room for the next; a body must keep a minimum rate
+// after a grace, an answer of any size reaches a steady reader, and an upload left idle is
+// aborted. Past a bound a request is refused with 503 SlowDown. Buckets hold a bounded number
+// of objects, and listing pages at most 1,000 keys.
 //
 // Clients must use path-style addressing (http://host/bucket/key): aws-sdk-go-v2's
 // UsePathStyle, minio-go's BucketLookupPath, the aws CLI's addressing_style = path.

@@ -66,15 +66,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	iw.authenticated = true
-	if !entry.load.enter(s.limits.MaxRequestsPerKey) {
-		s.refuse(w, r, id, errKeyRequests, res.AccessKeyID, "the key has as many requests in progress as it may")
+	t := entry.tenant
+	if !t.enter() {
+		s.refuse(w, r, id, errTenantRequests, res.AccessKeyID, "the account has as many requests in progress as it may now")
 		return
 	}
-	defer entry.load.leave()
+	defer t.leave()
 	if res.Body != nil {
 		// A signed chunk is held until its signature checks: its buffer is charged to the
-		// key's share and the server's budget, and given back however the request ends.
-		res.Body.ChargeTo(entry.load)
+		// tenant's share and the server's budget, and given back however the request ends.
+		res.Body.ChargeTo(t)
 		defer res.Body.Release()
 	}
 	op, err := route(r)
@@ -103,7 +104,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			res.AccessKeyID, "key too long")
 		return
 	}
-	s.perform(w, r, id, op, res, ring, entry.load)
+	s.perform(w, r.WithContext(withTenant(r.Context(), t)), id, op, res, ring, t)
 }
 
 // conditionHeaders make an answer depend on what the bucket holds: whether the object exists,
@@ -126,8 +127,9 @@ func conditional(h http.Header) bool {
 var errBlindCondition = s3err.ErrAccessDenied.With("a key that may not read this bucket may not send If-Match, If-None-Match, " +
 	"If-Modified-Since or If-Unmodified-Since: the answer would depend on what the bucket holds")
 
-// errKeyRequests refuses a request of a key that has MaxRequestsPerKey in progress.
-var errKeyRequests = s3err.ErrSlowDown.With("this access key has as many requests in progress as one key may; retry when one ends")
+// errTenantRequests refuses a request of an account that holds its share of the requests in
+// progress.
+var errTenantRequests = s3err.ErrSlowDown.With("this account has as many requests in progress as it may now; retry when one ends")
 
 // recoverPanic answers a panic in the store (or here) with InternalError and logs it as one
 // line, naming the panic only by what the runtime says or by its type: a panic's value is
@@ -159,15 +161,15 @@ func (s *Server) recoverPanic(w *idleWriter, r *http.Request, id requestID) {
 
 // perform rebuilds r as the store must see it for op and hands it over: the query holds only
 // what op reads, the copy source is in canonical form, signing headers are gone, and the body
-// is bounded, verified, charged to the key's share of the budget (load) and read whole.
-func (s *Server) perform(w http.ResponseWriter, r *http.Request, id requestID, op *operation, res *sigv4.Result, ring *keyring, load *keyLoad) {
+// is bounded, verified, charged to the tenant's share of the budget and read whole.
+func (s *Server) perform(w http.ResponseWriter, r *http.Request, id requestID, op *operation, res *sigv4.Result, ring *keyring, t *tenant) {
 	var body io.ReadCloser = r.Body
 	if res.Body != nil {
 		body = res.Body
 	}
-	var kb *keyBody
+	var kb *tenantBody
 	if op.spec.body != bodyNone {
-		kb = &keyBody{ReadCloser: body, load: load}
+		kb = &tenantBody{ReadCloser: body, t: t}
 		defer kb.release()
 		body = kb
 	}
@@ -228,7 +230,7 @@ func (s *Server) perform(w http.ResponseWriter, r *http.Request, id requestID, o
 			clear(w.Header())
 			s.refuse(w, r, id, errGrantGone, res.AccessKeyID, "grant gone before PutObject committed on bucket "+op.bucket)
 		case kb.failed() != nil:
-			// The store saw a failed Read (a verification, the key's share, a timeout) and
+			// The store saw a failed Read (a verification, the tenant's share, a timeout) and
 			// would call it an internal error.
 			clear(w.Header())
 			s.refuse(w, r, id, kb.failed(), res.AccessKeyID, "request body failed")
@@ -309,17 +311,14 @@ type commit struct {
 func (c commit) serve(w http.ResponseWriter, r *http.Request) {
 	s := c.s
 	if !c.op.spec.commits {
-		if c.op.spec.name == "GetObject" && s.cfg.StateDir != "" {
-			// boltStore may refuse a read for want of budget, which gofakes3 answers as
-			// 500; such an answer is kept (it is short) and sent with its own status.
-			sf := &statusFixer{ResponseWriter: w}
-			s.store.ServeHTTP(sf, r)
-			if sf.held != nil {
-				c.answer(w, r, sf.held)
-			}
-			return
+		// A read may be refused for want of the tenant's share (a GET's copy, a listing's
+		// page), which gofakes3 answers as 500; such an answer is kept (it is short) and sent
+		// with its own status.
+		sf := &statusFixer{ResponseWriter: w}
+		s.store.ServeHTTP(sf, r)
+		if sf.held != nil {
+			c.answer(w, r, sf.held)
 		}
-		s.store.ServeHTTP(w, r)
 		return
 	}
 	ans := storeAnswer{header: w.Header()}

@@ -42,8 +42,11 @@ const (
 	// DefaultMaxUploads bounds the multipart uploads in progress on the server.
 	DefaultMaxUploads = 10000
 	// DefaultMaxUploadsPerBucket bounds the multipart uploads in progress in one bucket (one
-	// page of ListMultipartUploads), so one tenant cannot take every upload of the server.
+	// page of ListMultipartUploads).
 	DefaultMaxUploadsPerBucket = 1000
+	// DefaultMaxUploadsPerTenant bounds the multipart uploads in progress of one account,
+	// across its buckets, so one tenant granted many buckets cannot take every upload.
+	DefaultMaxUploadsPerTenant = 1000
 	// DefaultMaxConnections bounds the open S3 connections; further clients wait in the
 	// listen backlog, so file descriptors remain for the COSI socket and the state files.
 	DefaultMaxConnections = 256
@@ -91,17 +94,23 @@ type Limits struct {
 	// MaxPartBytes bounds the bytes held in the parts of uploads in progress (they count
 	// towards MaxBufferedBytes too); a part past it is refused with SlowDown.
 	MaxPartBytes int64
-	// MaxUploads bounds the multipart uploads in progress on the server; MaxUploadsPerBucket
-	// those in one bucket. A CreateMultipartUpload past either is refused with SlowDown.
+	// MaxUploads bounds the multipart uploads in progress on the server, MaxUploadsPerBucket
+	// those in one bucket, and MaxUploadsPerTenant those one account began, across its
+	// buckets (within its fair share of MaxUploads, see fair). A CreateMultipartUpload past
+	// any is refused with SlowDown. Zero: DefaultMaxUploads, DefaultMaxUploadsPerBucket,
+	// DefaultMaxUploadsPerTenant (the last two no more than MaxUploads).
 	MaxUploads          int
 	MaxUploadsPerBucket int
-	// MaxBufferedBytesPerKey bounds what the requests of one access key in progress hold of
-	// MaxBufferedBytes: the bytes of their bodies received so far (counted in steps of 64 KiB)
-	// and the buffers of their signed chunks. A body past it is refused with SlowDown, so one
-	// tenant cannot refuse every other by holding bodies open. Zero: a quarter of
-	// MaxBufferedBytes, but never less than one body of MaxObjectSize with its chunk buffer
-	// (MaxObjectSize plus up to 16 MiB), nor more than MaxBufferedBytes.
-	MaxBufferedBytesPerKey int64
+	MaxUploadsPerTenant int
+	// MaxBufferedBytesPerTenant bounds what the requests of one account in progress hold of
+	// MaxBufferedBytes: the bytes of their bodies received so far (counted in steps of 64 KiB),
+	// the buffers of their signed chunks, the pages of their listings and (with a state
+	// directory) their GETs' copies; within it, an account holds at most its fair share of
+	// what the others leave (see fair). Past it a request is refused with SlowDown, so one
+	// tenant cannot refuse every other by holding bodies open or answers unread. Zero: a
+	// quarter of MaxBufferedBytes, but never less than one body of MaxObjectSize with its
+	// chunk buffer (MaxObjectSize plus up to 16 MiB), nor more than MaxBufferedBytes.
+	MaxBufferedBytesPerTenant int64
 	// MinBodyRate is the slowest rate, in bytes a second, at which a request body may arrive:
 	// once a grace of IdleTimeout has passed since the server began reading it, each
 	// BodyRateInterval must bring MinBodyRate times the interval bytes, or the connection is
@@ -111,11 +120,13 @@ type Limits struct {
 	// IdleTimeout. Zero: DefaultBodyRateInterval, or IdleTimeout if that is shorter.
 	BodyRateInterval time.Duration
 	// MaxPartBytesPerBucket bounds the part bytes (and part records) the uploads of one bucket
-	// hold of MaxPartBytes, so one tenant's unfinished uploads cannot refuse every other
-	// tenant's parts; a part past it is refused with SlowDown. Zero: a quarter of MaxPartBytes,
-	// but never less than MaxObjectSize plus 1 MiB (the parts of one object of the largest
-	// size), nor more than MaxPartBytes.
+	// hold of MaxPartBytes, and MaxPartBytesPerTenant those one account stored, across its
+	// buckets (within its fair share of MaxPartBytes, see fair), so one tenant's unfinished
+	// uploads cannot refuse every other tenant's parts; a part past either is refused with
+	// SlowDown. Zero: a quarter of MaxPartBytes, but never less than MaxObjectSize plus 1 MiB
+	// (the parts of one object of the largest size), nor more than MaxPartBytes.
 	MaxPartBytesPerBucket int64
+	MaxPartBytesPerTenant int64
 	// UploadIdleTimeout aborts a multipart upload in which nothing was stored for this long
 	// (no part since it began or since its last part), giving back its parts. Zero:
 	// DefaultUploadIdleTimeout.
@@ -125,11 +136,12 @@ type Limits struct {
 	// between requests, or open without a complete request, whatever its age), which is
 	// closed.
 	MaxConnections int
-	// MaxRequestsPerKey bounds the requests of one access key in progress at once (a body
-	// arriving or an answer being sent holds one); past it a request is refused with SlowDown
-	// at once, so one tenant cannot hold every connection with slow requests. Zero: a quarter
-	// of MaxConnections, at least 1.
-	MaxRequestsPerKey int
+	// MaxRequestsPerTenant bounds the requests of one account in progress at once (a body
+	// arriving or an answer being sent holds one); within it, an account holds at most its
+	// fair share of MaxConnections (see fair). Past it a request is refused with SlowDown at
+	// once, so no tenant, nor one party holding several accounts, holds every connection
+	// with slow requests. Zero: a quarter of MaxConnections, at least 1.
+	MaxRequestsPerTenant int
 	// IdleTimeout closes a connection idle for this long, between requests or within one.
 	IdleTimeout time.Duration
 	// HeaderTimeout is how long a client may take to send a request's headers (Serve only).
@@ -161,7 +173,10 @@ func (l Limits) withDefaults() (Limits, error) {
 		l.MaxUploads = DefaultMaxUploads
 	}
 	if l.MaxUploadsPerBucket <= 0 {
-		l.MaxUploadsPerBucket = DefaultMaxUploadsPerBucket
+		l.MaxUploadsPerBucket = min(DefaultMaxUploadsPerBucket, l.MaxUploads)
+	}
+	if l.MaxUploadsPerTenant <= 0 {
+		l.MaxUploadsPerTenant = min(DefaultMaxUploadsPerTenant, l.MaxUploads)
 	}
 	if l.MaxConnections <= 0 {
 		l.MaxConnections = DefaultMaxConnections
@@ -188,8 +203,8 @@ func (l Limits) withDefaults() (Limits, error) {
 	if l.UploadIdleTimeout <= 0 {
 		l.UploadIdleTimeout = DefaultUploadIdleTimeout
 	}
-	if l.MaxRequestsPerKey <= 0 {
-		l.MaxRequestsPerKey = max(1, l.MaxConnections/4)
+	if l.MaxRequestsPerTenant <= 0 {
+		l.MaxRequestsPerTenant = max(1, l.MaxConnections/4)
 	}
 	if l.MaxObjectsPerBucket <= 0 {
 		l.MaxObjectsPerBucket = DefaultMaxObjectsPerBucket
@@ -206,27 +221,38 @@ func (l Limits) withDefaults() (Limits, error) {
 		return l, fmt.Errorf("limits: %d buffered bytes cannot hold one body of the largest object size, %d bytes, and the store's copy of it (%d bytes): %w",
 			l.MaxBufferedBytes, l.MaxObjectSize, need, ErrInvalidArgument)
 	}
-	oneBody := min(keyBodyCharge(l.MaxObjectSize), l.MaxBufferedBytes)
-	switch {
-	case l.MaxBufferedBytesPerKey <= 0:
-		l.MaxBufferedBytesPerKey = max(l.MaxBufferedBytes/4, oneBody)
-	case l.MaxBufferedBytesPerKey < oneBody || l.MaxBufferedBytesPerKey > l.MaxBufferedBytes:
-		return l, fmt.Errorf("limits: the buffered bytes of one key must hold one body of the largest object size and its chunk buffer (%d bytes) and be at most the server's %d, not %d: %w",
-			oneBody, l.MaxBufferedBytes, l.MaxBufferedBytesPerKey, ErrInvalidArgument)
+	// A tenant alone holds about half the budget (fair): that half must hold one body of the
+	// largest size with its chunk buffer, to the last step of its share.
+	oneBody := tenantBodyCharge(l.MaxObjectSize)
+	if need := 2*oneBody + shareStep - byteFloor; l.MaxBufferedBytes < need {
+		return l, fmt.Errorf("limits: one tenant alone may hold about half of the %d buffered bytes, which cannot hold one body of the largest object size, %d bytes, with its chunk buffer; it takes at least %d: %w",
+			l.MaxBufferedBytes, l.MaxObjectSize, need, ErrInvalidArgument)
 	}
 	switch {
-	case l.MaxPartBytesPerBucket <= 0:
-		l.MaxPartBytesPerBucket = min(l.MaxPartBytes, max(l.MaxPartBytes/4, l.MaxObjectSize+1<<20))
-	case l.MaxPartBytesPerBucket > l.MaxPartBytes:
-		return l, fmt.Errorf("limits: the part bytes of one bucket (%d) must be at most the server's %d: %w",
-			l.MaxPartBytesPerBucket, l.MaxPartBytes, ErrInvalidArgument)
+	case l.MaxBufferedBytesPerTenant <= 0:
+		l.MaxBufferedBytesPerTenant = max(l.MaxBufferedBytes/4, oneBody)
+	case l.MaxBufferedBytesPerTenant < oneBody || l.MaxBufferedBytesPerTenant > l.MaxBufferedBytes:
+		return l, fmt.Errorf("limits: the buffered bytes of one tenant must hold one body of the largest object size and its chunk buffer (%d bytes) and be at most the server's %d, not %d: %w",
+			oneBody, l.MaxBufferedBytes, l.MaxBufferedBytesPerTenant, ErrInvalidArgument)
+	}
+	partShare := min(l.MaxPartBytes, max(l.MaxPartBytes/4, l.MaxObjectSize+1<<20))
+	for _, s := range []struct {
+		what string
+		v    *int64
+	}{{"one bucket", &l.MaxPartBytesPerBucket}, {"one tenant", &l.MaxPartBytesPerTenant}} {
+		switch {
+		case *s.v <= 0:
+			*s.v = partShare
+		case *s.v > l.MaxPartBytes:
+			return l, fmt.Errorf("limits: the part bytes of %s (%d) must be at most the server's %d: %w", s.what, *s.v, l.MaxPartBytes, ErrInvalidArgument)
+		}
 	}
 	return l, nil
 }
 
-// keyBodyCharge is what one body of n bytes may hold of its key's share at most: its bytes,
-// counted in shareSteps, and the buffer of a signed chunk as large as it may be.
-func keyBodyCharge(n int64) int64 {
+// tenantBodyCharge is what one body of n bytes may hold of its tenant's share at most: its
+// bytes, counted in shareSteps, and the buffer of a signed chunk as large as it may be.
+func tenantBodyCharge(n int64) int64 {
 	return roundUp(n, shareStep) + min(n, sigv4.MaxSignedChunk)
 }
 
@@ -306,7 +332,7 @@ func (s *Server) newHTTPServer() *http.Server {
 // does not use, however fast it opens them: a flood of connections that send nothing closes
 // its own connections, oldest first, while a real client's request is in the socket as it
 // connects and is read at once. Only requests in progress hold a slot, which the idle
-// timeout, the body rate (MinBodyRate) and MaxRequestsPerKey bound.
+// timeout, the body rate (MinBodyRate) and MaxRequestsPerTenant bound.
 //
 // A connection becomes closable once the server has begun reading it: between Accept and the
 // first Read its request, already in the socket, may not have been looked at yet, and closing

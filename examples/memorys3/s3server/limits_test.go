@@ -132,7 +132,7 @@ func TestDeclaredSizesBeyondTheLimitAreRefusedUnread(t *testing.T) {
 // TestShortBodiesAllocateWhatArrived: a PUT that declares 512 MiB (within the limit) and sends
 // three bytes costs the server what arrived, not what was declared, and is IncompleteBody.
 func TestShortBodiesAllocateWhatArrived(t *testing.T) {
-	f := newFixture(t, false, Config{Limits: Limits{MaxObjectSize: 1 << 30, MaxBufferedBytes: 2 << 30}})
+	f := newFixture(t, false, Config{Limits: Limits{MaxObjectSize: 1 << 30, MaxBufferedBytes: 3 << 30}})
 	c := f.bucketWithAccount("bkt", "a", ReadWrite)
 	addr := f.hs.Listener.Addr().String()
 	const declared = 512 << 20

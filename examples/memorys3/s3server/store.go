@@ -64,6 +64,77 @@ func (b *storeBackend) PutObject(bucket, key string, meta map[string]string, inp
 	return b.Backend.PutObject(bucket, key, meta, &summedBody{Reader: bytes.NewReader(whole), whole: whole, sum: sum}, size, cond)
 }
 
+// requestBackend is the store's backend for one request performed for a tenant: what the
+// request holds while its answer is sent is charged to the tenant's share of the buffered
+// bytes (and to the budget), and the uploads and parts it makes are counted as the tenant's.
+type requestBackend struct {
+	*storeBackend
+	t    *tenant
+	held int64 // listing pages charged to t and the budget until the request ends
+}
+
+// ListBucket implements gofakes3.Backend: the page is held until its answer is written.
+func (b *requestBackend) ListBucket(name string, prefix *gofakes3.Prefix, page gofakes3.ListBucketPage) (*gofakes3.ObjectList, error) {
+	list, err := b.storeBackend.ListBucket(name, prefix, page)
+	if err != nil {
+		return nil, err
+	}
+	n := listingCharge(list)
+	if !b.t.Take(n) {
+		return nil, errSlowDown("the requests of this account hold as many buffered bytes as it may now; retry later")
+	}
+	b.held += n
+	return list, nil
+}
+
+// listingCharge is what a listing page holds in memory, at most: each key and ETag with its
+// record, each common prefix with its.
+func listingCharge(list *gofakes3.ObjectList) int64 {
+	n := int64(0)
+	for _, c := range list.Contents {
+		n += int64(len(c.Key)) + 256
+	}
+	for _, p := range list.CommonPrefixes {
+		n += int64(len(p.Prefix)) + 64
+	}
+	return n
+}
+
+// GetObject implements gofakes3.Backend: a copy the store made of the object (boltStore's,
+// charged to the budget already) is charged to the tenant's share too until it is sent.
+func (b *requestBackend) GetObject(bucket, key string, rng *gofakes3.ObjectRangeRequest) (*gofakes3.Object, error) {
+	obj, err := b.storeBackend.GetObject(bucket, key, rng)
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := obj.Contents.(*chargedReader); ok {
+		if !b.t.shareTake(c.n, true) {
+			_ = c.Close()
+			return nil, errSlowDown("the requests of this account hold as many buffered bytes as it may now; retry later")
+		}
+		c.tenant = b.t
+	}
+	return obj, nil
+}
+
+// CreateMultipartUpload implements gofakes3.MultipartBackend: the upload is the tenant's.
+func (b *requestBackend) CreateMultipartUpload(bucket, key string, meta map[string]string) (gofakes3.UploadID, error) {
+	return b.uploadStore.create(bucket, key, meta, b.t)
+}
+
+// UploadPart implements gofakes3.MultipartBackend: the part's bytes are the tenant's.
+func (b *requestBackend) UploadPart(bucket, key string, id gofakes3.UploadID, number int, size int64, input io.Reader) (string, error) {
+	return b.uploadStore.uploadPart(bucket, key, id, number, size, input, b.t)
+}
+
+// release gives back what the request's listing pages held; its answer is written.
+func (b *requestBackend) release() {
+	if b.held > 0 {
+		b.t.Give(b.held)
+		b.held = 0
+	}
+}
+
 // CopyObject implements gofakes3.Backend within the bound a PUT's metadata is held to:
 // gofakes3 gives a copy the request's metadata and its source's, which would otherwise add up
 // along a chain of copies without bound.

@@ -613,3 +613,162 @@ func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
 }
+
+// TestOneTenantsKeysLeaveRequestSlotsToOthers: each key's requests in progress were bounded
+// to a quarter of MaxConnections, so four keys (a tenant granted four accesses) held every
+// connection with requests in progress, and another tenant got no answer for 100 s. A
+// tenant now takes a request slot only while as many stay free as it would then hold (and
+// within its own bound): its keys fill at most part of the server, and another tenant's
+// request is served.
+//
+// Here MaxConnections is 8 and the attacker's four keys each try four PUTs that wait for
+// their body.
+func TestOneTenantsKeysLeaveRequestSlotsToOthers(t *testing.T) {
+	const slots = 8
+	srv, addr, _ := serveLimited(t, Limits{MaxConnections: slots})
+	victim := secondTenant(t, srv)
+	inProgress := 0
+	for k := range 4 {
+		key := grantOn(t, srv, fmt.Sprintf("attacker%d", k), ReadWrite, "bkt", fmt.Sprintf("bkt%d", k))
+		for i := range 4 {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { conn.Close() })
+			if _, err := conn.Write(rawSigned(t, key, http.MethodPut, addr, fmt.Sprintf("/bkt/slow%d-%d", k, i), 1000, http.Header{"Expect": {"100-continue"}})); err != nil {
+				t.Fatal(err)
+			}
+			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			switch {
+			case err != nil:
+				t.Fatalf("attacker key %d, request %d: %v", k, i, err)
+			case resp.StatusCode == http.StatusContinue:
+				inProgress++
+			case resp.StatusCode != http.StatusServiceUnavailable || codeOf(t, resp) != "SlowDown" || !resp.Close:
+				t.Fatalf("attacker key %d, request %d past its share: %d, want 503 SlowDown closing the connection", k, i, resp.StatusCode)
+			}
+		}
+	}
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write(rawSigned(t, victim, http.MethodHead, addr, "/other", -1, nil)); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: http.MethodHead})
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("another tenant's HEAD while four keys of one tenant hold %d requests in progress (of %d connections): %v %v", inProgress, slots, resp, err)
+	}
+}
+
+// TestGetCopiesAreChargedToTheReadersShare: with a state directory each GET holds a copy of
+// the object until its answer is sent, charged to the server's budget of buffered bytes but
+// to no tenant's share: one key holding fewer than seven unread GETs made 35 of another
+// tenant's 40 PUTs fail with 503 SlowDown, and took the budget again whenever the idle
+// timeout freed it. The copies now count against the reader's share: its GET past it is
+// refused, and the other tenant's PUT is served.
+//
+// Here the budget is 32 MiB and the object 8 MiB (larger than what the sockets buffer, so
+// an unread answer holds its copy); the attacker opens four GETs and reads none.
+func TestGetCopiesAreChargedToTheReadersShare(t *testing.T) {
+	const size = 8 << 20
+	f := newFixture(t, false, Config{StateDir: t.TempDir(), Limits: Limits{MaxObjectSize: 2 << 20, MaxBufferedBytes: 32 << 20}})
+	attacker := f.bucketWithAccount("bkt", "attacker", ReadWrite)
+	victim := secondTenant(t, f.srv)
+	if _, err := f.srv.backend.PutObject("bkt", "big", map[string]string{}, bytes.NewReader(bytes.Repeat([]byte("b"), size)), size, nil); err != nil {
+		t.Fatal(err)
+	}
+	addr := f.hs.Listener.Addr().String()
+	held, refused := 0, 0
+	for range 4 {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		if err := conn.(*net.TCPConn).SetReadBuffer(16 << 10); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Write(rawSigned(t, attacker, http.MethodGet, addr, "/bkt/big", -1, nil)); err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case resp.StatusCode == http.StatusOK:
+			held++
+		case resp.StatusCode == http.StatusServiceUnavailable && codeOf(t, resp) == "SlowDown":
+			refused++
+		default:
+			t.Fatalf("attacker's GET: %d", resp.StatusCode)
+		}
+	}
+	_, err := f.awsClient(victim).PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("other"), Key: aws.String("k"),
+		Body: bytes.NewReader(bytes.Repeat([]byte("v"), 1<<20))})
+	if err != nil {
+		t.Fatalf("another tenant's 1 MiB PUT while one key holds %d unread GETs of %d MiB (%d refused): %v (%s)", held, size>>20, refused, err, apiCode(err))
+	}
+}
+
+// TestOneAccountsBucketsHoldAtMostItsShareOfUploads: MaxUploadsPerBucket and
+// MaxPartBytesPerBucket bounded a bucket, not an account: one account granted ten buckets
+// took all 10,000 uploads (or all part bytes), and every other tenant's
+// CreateMultipartUpload (or UploadPart) was 503 for up to an hour. An account now holds at
+// most its share of each across all its buckets, and another tenant's upload goes on.
+//
+// Here the server holds 12 uploads (4 a bucket) and 8 MiB of parts (2 MiB a bucket), and
+// the attacker is granted four buckets.
+func TestOneAccountsBucketsHoldAtMostItsShareOfUploads(t *testing.T) {
+	const mib = 1 << 20
+	buckets := []string{"bk1", "bk2", "bk3", "bk4"}
+	t.Run("uploads", func(t *testing.T) {
+		f := newFixture(t, false, Config{Limits: Limits{MaxUploads: 12, MaxUploadsPerBucket: 4}})
+		attacker := f.awsClient(grantOn(t, f.srv, "attacker", WriteOnly, buckets...))
+		victim := f.awsClient(secondTenant(t, f.srv))
+		ctx := context.Background()
+		held := 0
+		for _, b := range buckets {
+			for range 4 {
+				if _, err := attacker.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(b), Key: aws.String("hoard")}); err != nil {
+					if apiCode(err) != "SlowDown" {
+						t.Fatal(err)
+					}
+					continue
+				}
+				held++
+			}
+		}
+		if _, err := victim.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("other"), Key: aws.String("mine")}); err != nil {
+			t.Fatalf("another tenant's CreateMultipartUpload while one account holds %d uploads in %d buckets: %v (%s)", held, len(buckets), err, apiCode(err))
+		}
+	})
+	t.Run("part bytes", func(t *testing.T) {
+		f := newFixture(t, false, Config{Limits: Limits{MaxObjectSize: mib, MaxPartBytes: 8 * mib}})
+		creds := grantOn(t, f.srv, "attacker", WriteOnly, buckets...)
+		victim := secondTenant(t, f.srv)
+		held := 0
+		for _, b := range buckets {
+			id := f.startUpload(creds, b, "hoard")
+			for n := int32(1); n <= 2; n++ {
+				if err := uploadPartOf(f, creds, b, "hoard", id, n, mib-partOverhead); err != nil {
+					if apiCode(err) != "SlowDown" {
+						t.Fatal(err)
+					}
+					continue
+				}
+				held++
+			}
+		}
+		vid := f.startUpload(victim, "other", "mine")
+		if err := uploadPartOf(f, victim, "other", "mine", vid, 1, mib/2); err != nil {
+			t.Fatalf("another tenant's part while one account holds %d parts of 1 MiB in %d buckets: %v (%s)", held, len(buckets), err, apiCode(err))
+		}
+	})
+}
