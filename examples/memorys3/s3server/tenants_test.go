@@ -772,3 +772,52 @@ func TestOneAccountsBucketsHoldAtMostItsShareOfUploads(t *testing.T) {
 		}
 	})
 }
+
+// TestFairSharesLeaveTheNextTenantRoom takes each bound's shares greedily, tenant after
+// tenant, as a party holding many accounts would: no tenant passes its own bound or holds more
+// than about half of what the tenants before it left, and each next tenant still gets what it
+// asks while that is no more than half of what is left and the floor (a request, an upload, a
+// megabyte: until nothing at all is left). With the defaults, after four greedy tenants a
+// fifth gets 16 connections, 32 MiB of buffered bytes, 600 uploads and 15 MiB of parts.
+func TestFairSharesLeaveTheNextTenantRoom(t *testing.T) {
+	d, err := Limits{}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		bound             string
+		limit, cap, floor int64
+		unit              int64 // what one take asks for
+		fifthGets         int64 // at least, after four greedy tenants
+	}{
+		{"requests of the connections", int64(d.MaxConnections), int64(d.MaxRequestsPerTenant), 1, 1, 16},
+		{"buffered bytes", d.MaxBufferedBytes, d.MaxBufferedBytesPerTenant, byteFloor, shareStep, 32 << 20},
+		{"uploads", int64(d.MaxUploads), int64(d.MaxUploadsPerTenant), 1, 1, 600},
+		{"part bytes", d.MaxPartBytes, d.MaxPartBytesPerTenant, byteFloor, 5 << 20, 15 << 20},
+	} {
+		t.Run(tc.bound, func(t *testing.T) {
+			var used int64
+			for i := 1; used < tc.limit; i++ {
+				free := tc.limit - used
+				var held int64
+				for fair(tc.limit, used, held, tc.unit, tc.cap, tc.floor) {
+					held += tc.unit
+					used += tc.unit
+				}
+				switch {
+				case held > tc.cap || used > tc.limit:
+					t.Fatalf("tenant %d holds %d (its bound %d), all %d of %d", i, held, tc.cap, used, tc.limit)
+				case held > (free+tc.floor)/2+tc.unit:
+					t.Fatalf("tenant %d holds %d of the %d the others left", i, held, free)
+				case held == 0 && 2*tc.unit <= free+tc.floor:
+					t.Fatalf("tenant %d gets nothing of the %d the others left", i, free)
+				case i == 5 && held < tc.fifthGets:
+					t.Fatalf("after four greedy tenants a fifth gets %d, want at least %d", held, tc.fifthGets)
+				}
+				if held == 0 {
+					break
+				}
+			}
+		})
+	}
+}
