@@ -65,13 +65,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, id, s3err.ErrInvalidAccessKeyID, res.AccessKeyID, "key revoked during the request")
 		return
 	}
-	iw.authenticated = true
 	t := entry.tenant
 	if !t.enter() {
 		s.refuse(w, r, id, errTenantRequests, res.AccessKeyID, "the account has as many requests in progress as it may now")
 		return
 	}
 	defer t.leave()
+	iw.admitted = true
 	if res.Body != nil {
 		// A signed chunk is held until its signature checks: its buffer is charged to the
 		// tenant's share and the server's budget, and given back however the request ends.

@@ -584,10 +584,11 @@ func (r *idleReader) Read(p []byte) (int, error) {
 // "connection reset" instead of the answer that says why (S3 SDKs retry that as a network
 // fault, then report it, not the S3 error). So, like nginx's lingering close, a refusal first
 // reads what is left of a body that is small enough (lingerBytes) for up to lingerTime; a
-// longer one is cut off as net/http cuts off one it will not drain. Only a request that
-// authenticated lingers, within its tenant's requests: an anonymous one is closed at once,
-// or clients holding no key would hold connection slots a second each (1,500 connections
-// declaring a small body and sending none made every tenant wait seconds).
+// longer one is cut off as net/http cuts off one it will not drain. Only a request admitted
+// among its tenant's requests in progress lingers, within them: an anonymous one, or one past
+// its tenant's share, is closed at once, or clients would hold connection slots a second each
+// outside any share (1,500 anonymous connections declaring a small body and sending none made
+// every tenant wait seconds).
 const (
 	lingerBytes = 256 << 10
 	lingerTime  = time.Second
@@ -611,13 +612,13 @@ func (r *idleReader) linger() {
 }
 
 // lingerBody finds the request body to linger on under w, a chain of response writers that
-// ends in the handler's idleWriter; nil if there is none, the request had no body or it did
-// not authenticate.
+// ends in the handler's idleWriter; nil if there is none, the request had no body or it was
+// not admitted among its tenant's requests.
 func lingerBody(w http.ResponseWriter) *idleReader {
 	for {
 		switch v := w.(type) {
 		case *idleWriter:
-			if !v.authenticated {
+			if !v.admitted {
 				return nil
 			}
 			return v.body
@@ -636,8 +637,9 @@ type idleWriter struct {
 	d     deadlines
 	wrote bool
 	body  *idleReader // nil: the request has no body
-	// authenticated: the request was signed by a key in force (see lingerBody).
-	authenticated bool
+	// admitted: the request was signed by a key in force and holds one of its tenant's
+	// requests in progress (see lingerBody).
+	admitted bool
 }
 
 func (w *idleWriter) WriteHeader(code int) {

@@ -436,26 +436,48 @@ func (c *countingConn) waitRead(t *testing.T, n int64) {
 // small body for up to a second before it closes the connection (so that a client still
 // sending sees the answer, not a reset), and did so for requests that failed
 // authentication too: 1,500 connections declaring a small body and sending none made every
-// tenant's request wait 4.4-4.9 s. The lingering is now for requests that authenticated:
-// the server reads nothing of an anonymous request's body and closes its connection at once.
+// tenant's request wait 4.4-4.9 s. The lingering is now for requests admitted among their
+// tenant's requests in progress: the server reads nothing of the body of a request that
+// failed authentication, or of one its tenant had no share left for, and closes its
+// connection at once.
+//
+// Here MaxConnections is 4, so a tenant's share is one request in progress.
 func TestAnonymousRequestsAreClosedWithoutLingering(t *testing.T) {
 	lis := &countingListener{accepted: make(chan *countingConn, 16)}
-	srv, addr := serveConfig(t, Config{}, func(l net.Listener) net.Listener { lis.Listener = l; return lis })
+	srv, addr := serveConfig(t, Config{Limits: Limits{MaxConnections: 4}}, func(l net.Listener) net.Listener { lis.Listener = l; return lis })
 	if err := srv.CreateBucket(context.Background(), "bkt"); err != nil {
 		t.Fatal(err)
 	}
 	noGrant := grantOn(t, srv, "elsewhere", ReadWrite, "other")
+	full := grantOn(t, srv, "full", ReadWrite, "bkt")
 	const declared = 100
 	for _, tc := range []struct {
 		rule     string
 		key      Credentials
+		hold     bool // another request of the key's tenant is in progress
 		lingered bool
 	}{
-		{"a key the server does not know", Credentials{AccessKeyID: "MS3KNOBODYNOBODY0000", SecretAccessKey: "nothing"}, false},
-		{"a known key with a wrong secret", Credentials{AccessKeyID: noGrant.AccessKeyID, SecretAccessKey: "wrong"}, false},
-		{"a key without a grant on the bucket", noGrant, true},
+		{"a key the server does not know", Credentials{AccessKeyID: "MS3KNOBODYNOBODY0000", SecretAccessKey: "nothing"}, false, false},
+		{"a known key with a wrong secret", Credentials{AccessKeyID: noGrant.AccessKeyID, SecretAccessKey: "wrong"}, false, false},
+		{"a key whose tenant holds its share of requests", full, true, false},
+		{"a key without a grant on the bucket", noGrant, false, true},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
+			if tc.hold {
+				holder, err := net.Dial("tcp", addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer holder.Close()
+				<-lis.accepted
+				if _, err := holder.Write(rawSigned(t, tc.key, http.MethodPut, addr, "/bkt/held", 10, http.Header{"Expect": {"100-continue"}})); err != nil {
+					t.Fatal(err)
+				}
+				_ = holder.SetReadDeadline(time.Now().Add(10 * time.Second))
+				if resp, err := http.ReadResponse(bufio.NewReader(holder), nil); err != nil || resp.StatusCode != http.StatusContinue {
+					t.Fatalf("the request holding the tenant's share: %v %v, want 100 Continue", resp, err)
+				}
+			}
 			conn, err := net.Dial("tcp", addr)
 			if err != nil {
 				t.Fatal(err)
@@ -468,7 +490,7 @@ func TestAnonymousRequestsAreClosedWithoutLingering(t *testing.T) {
 			}
 			server.waitRead(t, int64(len(head)))
 			// The body follows once the server has the headers: whatever of it the server
-			// reads, it reads lingering. An anonymous client's write may meet a closed
+			// reads, it reads lingering. A client closed at once may meet a closed
 			// connection.
 			_, _ = conn.Write(bytes.Repeat([]byte("b"), declared))
 			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -481,9 +503,9 @@ func TestAnonymousRequestsAreClosedWithoutLingering(t *testing.T) {
 			read := server.n.Load() - int64(len(head))
 			switch {
 			case tc.lingered && read != declared:
-				t.Fatalf("the server read %d bytes of a refused authenticated request's body of %d, want all of it (lingering)", read, declared)
+				t.Fatalf("the server read %d bytes of a refused admitted request's body of %d, want all of it (lingering)", read, declared)
 			case !tc.lingered && read != 0:
-				t.Fatalf("the server read %d bytes of the body of a request that failed authentication, want none", read)
+				t.Fatalf("the server read %d bytes of the body of a request it did not admit, want none", read)
 			}
 		})
 	}
