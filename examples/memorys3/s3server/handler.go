@@ -201,6 +201,12 @@ func (s *Server) perform(w http.ResponseWriter, r *http.Request, id requestID, o
 			s.refuseBody(w, r, id, err, res.AccessKeyID, s3err.ErrEntityTooLarge.With("request documents are at most %d bytes", maxRequestDocument))
 			return
 		}
+		if op.spec.name == "DeleteObjects" {
+			if _, err := deleteCount(sp.reader()); errors.Is(err, errTooManyObjects) {
+				s.refuse(w, r, id, s3err.ErrMalformedXML.With("DeleteObjects takes at most %d keys", maxDeleteKeys), res.AccessKeyID, "too many keys to delete")
+				return
+			}
+		}
 		setBody(r, io.NopCloser(sp.reader()), sp.n)
 		if op.spec.body == bodyCompletion {
 			s.completeUpload(w, r, c, sp.reader())

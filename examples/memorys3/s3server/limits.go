@@ -109,7 +109,8 @@ type Limits struct {
 	// what the others leave (see fair). Past it a request is refused with SlowDown, so one
 	// tenant cannot refuse every other by holding bodies open or answers unread. Zero: a
 	// quarter of MaxBufferedBytes, but never less than one body of MaxObjectSize with its
-	// chunk buffer (MaxObjectSize plus up to 16 MiB), nor more than MaxBufferedBytes.
+	// chunk buffer (MaxObjectSize plus up to 16 MiB) or a listing page (1,000 keys of 1 KiB
+	// and their records, 1.25 MiB), nor more than MaxBufferedBytes.
 	MaxBufferedBytesPerTenant int64
 	// MinBodyRate is the slowest rate, in bytes a second, at which a request body may arrive:
 	// once a grace of IdleTimeout has passed since the server began reading it, each
@@ -222,17 +223,17 @@ func (l Limits) withDefaults() (Limits, error) {
 			l.MaxBufferedBytes, l.MaxObjectSize, need, ErrInvalidArgument)
 	}
 	// A tenant alone holds about half the budget (fair): that half must hold one body of the
-	// largest size with its chunk buffer, to the last step of its share.
-	oneBody := tenantBodyCharge(l.MaxObjectSize)
+	// largest size with its chunk buffer, to the last step of its share, and a listing page.
+	oneBody := max(tenantBodyCharge(l.MaxObjectSize), maxPageCharge)
 	if need := 2*oneBody + shareStep - byteFloor; l.MaxBufferedBytes < need {
-		return l, fmt.Errorf("limits: one tenant alone may hold about half of the %d buffered bytes, which cannot hold one body of the largest object size, %d bytes, with its chunk buffer; it takes at least %d: %w",
+		return l, fmt.Errorf("limits: one tenant alone may hold about half of the %d buffered bytes, which cannot hold one body of the largest object size, %d bytes, with its chunk buffer, or a listing page; it takes at least %d: %w",
 			l.MaxBufferedBytes, l.MaxObjectSize, need, ErrInvalidArgument)
 	}
 	switch {
 	case l.MaxBufferedBytesPerTenant <= 0:
 		l.MaxBufferedBytesPerTenant = max(l.MaxBufferedBytes/4, oneBody)
 	case l.MaxBufferedBytesPerTenant < oneBody || l.MaxBufferedBytesPerTenant > l.MaxBufferedBytes:
-		return l, fmt.Errorf("limits: the buffered bytes of one tenant must hold one body of the largest object size and its chunk buffer (%d bytes) and be at most the server's %d, not %d: %w",
+		return l, fmt.Errorf("limits: the buffered bytes of one tenant must hold one body of the largest object size and its chunk buffer, and a listing page (%d bytes), and be at most the server's %d, not %d: %w",
 			oneBody, l.MaxBufferedBytes, l.MaxBufferedBytesPerTenant, ErrInvalidArgument)
 	}
 	partShare := min(l.MaxPartBytes, max(l.MaxPartBytes/4, l.MaxObjectSize+1<<20))

@@ -81,21 +81,32 @@ func (b *requestBackend) ListBucket(name string, prefix *gofakes3.Prefix, page g
 	}
 	n := listingCharge(list)
 	if !b.t.Take(n) {
-		return nil, errSlowDown("the requests of this account hold as many buffered bytes as it may now; retry later")
+		return nil, errStoreTenantShare
 	}
 	b.held += n
 	return list, nil
 }
 
-// listingCharge is what a listing page holds in memory, at most: each key and ETag with its
-// record, each common prefix with its.
+// errStoreTenantShare refuses a read whose answer would take its tenant past its share of the
+// buffered bytes.
+var errStoreTenantShare = errSlowDown("the requests of this account hold as many buffered bytes as it may now; retry later")
+
+// pageEntryCharge is what an entry of a listing page holds in memory besides its key: its
+// record and ETag.
+const pageEntryCharge = 256
+
+// maxPageCharge is the most a listing page is charged: 1,000 entries of the longest key.
+const maxPageCharge = gofakes3.MaxBucketKeys * (gofakes3.KeySizeLimit + pageEntryCharge)
+
+// listingCharge is what a listing page holds in memory, at most: each key and each common
+// prefix with its record.
 func listingCharge(list *gofakes3.ObjectList) int64 {
 	n := int64(0)
 	for _, c := range list.Contents {
-		n += int64(len(c.Key)) + 256
+		n += int64(len(c.Key)) + pageEntryCharge
 	}
 	for _, p := range list.CommonPrefixes {
-		n += int64(len(p.Prefix)) + 64
+		n += int64(len(p.Prefix)) + pageEntryCharge
 	}
 	return n
 }
@@ -110,7 +121,7 @@ func (b *requestBackend) GetObject(bucket, key string, rng *gofakes3.ObjectRange
 	if c, ok := obj.Contents.(*chargedReader); ok {
 		if !b.t.shareTake(c.n, true) {
 			_ = c.Close()
-			return nil, errSlowDown("the requests of this account hold as many buffered bytes as it may now; retry later")
+			return nil, errStoreTenantShare
 		}
 		c.tenant = b.t
 	}
@@ -125,6 +136,27 @@ func (b *requestBackend) CreateMultipartUpload(bucket, key string, meta map[stri
 // UploadPart implements gofakes3.MultipartBackend: the part's bytes are the tenant's.
 func (b *requestBackend) UploadPart(bucket, key string, id gofakes3.UploadID, number int, size int64, input io.Reader) (string, error) {
 	return b.uploadStore.uploadPart(bucket, key, id, number, size, input, b.t)
+}
+
+// ListMultipartUploads implements gofakes3.MultipartBackend: the page is held until its answer
+// is written.
+func (b *requestBackend) ListMultipartUploads(bucket string, marker *gofakes3.UploadListMarker, prefix gofakes3.Prefix, limit int64) (*gofakes3.ListMultipartUploadsResult, error) {
+	out, err := b.uploadStore.ListMultipartUploads(bucket, marker, prefix, limit)
+	if err != nil {
+		return nil, err
+	}
+	n := int64(0)
+	for _, u := range out.Uploads {
+		n += int64(len(u.Key)) + pageEntryCharge
+	}
+	for _, p := range out.CommonPrefixes {
+		n += int64(len(p.Prefix)) + pageEntryCharge
+	}
+	if !b.t.Take(n) {
+		return nil, errStoreTenantShare
+	}
+	b.held += n
+	return out, nil
 }
 
 // release gives back what the request's listing pages held; its answer is written.

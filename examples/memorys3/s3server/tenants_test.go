@@ -126,6 +126,10 @@ func TestListingPagesAreBoundedAsS3BoundsThem(t *testing.T) {
 				t.Fatalf("a bucket of %d objects answered %d <%s> (truncated %v) in %d bytes, want %d (truncated %v)",
 					stored, got, tc.tag, truncated, len(resp.body), tc.want, tc.truncated)
 			}
+			// The page was charged to the tenant while it was written, and is given back.
+			if used := f.srv.budget.used.Load(); used != 0 {
+				t.Fatalf("%d buffered bytes still held once the listing was answered", used)
+			}
 		})
 	}
 }
@@ -839,6 +843,43 @@ func TestFairSharesLeaveTheNextTenantRoom(t *testing.T) {
 				if held == 0 {
 					break
 				}
+			}
+		})
+	}
+}
+
+// TestDeleteObjectsTakesAtMostAThousandKeys: S3 takes at most 1,000 keys in one DeleteObjects;
+// gofakes3 took any number, so an 8 MiB document of short keys decoded into some 280,000 of
+// them (about 20 MB, charged to nothing) and deleted them under the store's lock. A document
+// naming more is now refused with MalformedXML before it is decoded whole, and deletes nothing.
+func TestDeleteObjectsTakesAtMostAThousandKeys(t *testing.T) {
+	f := newFixture(t, false, Config{})
+	c := f.bucketWithAccount("bkt", "rw", ReadWrite)
+	for i := range maxDeleteKeys + 1 {
+		if _, err := f.srv.backend.PutObject("bkt", fmt.Sprintf("k%04d", i), map[string]string{}, strings.NewReader("x"), 1, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		rule   string
+		keys   int
+		status int
+		left   int
+	}{
+		{"a document of 1001 keys is refused", maxDeleteKeys + 1, http.StatusBadRequest, maxDeleteKeys + 1},
+		{"a document of 1000 keys is served", maxDeleteKeys, http.StatusOK, 1},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			resp := do(t, signedRequest(t, f, c, http.MethodPost, "/bkt?delete", deleteDoc(tc.keys), "", time.Now(), nil))
+			if resp.StatusCode != tc.status || (tc.status != http.StatusOK && s3Code([]byte(resp.body)) != "MalformedXML") {
+				t.Fatalf("answered %d %s, want %d", resp.StatusCode, s3Code([]byte(resp.body)), tc.status)
+			}
+			list, err := f.srv.backend.ListBucket("bkt", nil, gofakes3.ListBucketPage{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(list.Contents) != tc.left {
+				t.Fatalf("%d objects left, want %d", len(list.Contents), tc.left)
 			}
 		})
 	}
