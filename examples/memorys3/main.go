@@ -53,18 +53,27 @@ func run(ctx context.Context, args []string, out io.Writer, started chan<- strin
 		name       = fs.String("driver-name", "memorys3.csikit.dev", "COSI driver name (DNS-1035 labels, at most 63 characters)")
 		maxObject  = fs.Int64("max-object-size", s3server.DefaultMaxObjectSize, "largest object, part or completed multipart upload in bytes; larger ones get EntityTooLarge before their body is read")
 		maxConns   = fs.Int("s3-max-connections", s3server.DefaultMaxConnections, "most S3 connections served at once; at the limit the connection quiet the longest is closed to make room, else further clients wait")
-		idle       = fs.Duration("s3-idle-timeout", s3server.DefaultIdleTimeout, "close an S3 connection on which nothing moved for this long, between requests or within one")
+		idle       = fs.Duration("s3-idle-timeout", s3server.DefaultIdleTimeout, "close an S3 connection on which nothing moved for this long, between requests or within one; also a body's grace before --s3-min-body-rate applies")
 		hdrTimeout = fs.Duration("s3-header-timeout", s3server.DefaultHeaderTimeout, "time a client has to send a request's headers")
-		maxBuf     = fs.Int64("max-buffered-bytes", s3server.DefaultMaxBufferedBytes, "bytes the S3 server holds in request bodies (and the store's copies of them), parts awaiting completion and (with --state-dir) objects being sent; past it requests get 503 SlowDown; at least twice --max-object-size")
-		maxBufKey  = fs.Int64("max-buffered-bytes-per-key", 0, "bytes of --max-buffered-bytes the requests of one access key may hold in their bodies; past it they get 503 SlowDown; 0: a quarter of --max-buffered-bytes, at least --max-object-size plus its largest chunk (up to 16 MiB)")
-		minRate    = fs.Int64("s3-min-body-rate", s3server.DefaultMinBodyRate, "slowest average rate of a request body in bytes a second: a body of n bytes must arrive within --s3-idle-timeout plus n at this rate, or its connection is closed")
+		maxBuf     = fs.Int64("max-buffered-bytes", s3server.DefaultMaxBufferedBytes, "bytes the S3 server holds in request bodies (and the store's copies of them), parts awaiting completion, listing pages and (with --state-dir) objects being sent; past it requests get 503 SlowDown; one tenant alone may hold about half, which must hold a body of --max-object-size with its chunk buffer (about four times --max-object-size) and a listing page")
+		maxBufTen  = fs.Int64("max-buffered-bytes-per-tenant", 0, "bytes of --max-buffered-bytes the requests of one account may hold (bodies, signed chunks, listing pages, GET copies), within its fair share of what the others leave; past it they get 503 SlowDown; 0: a quarter of --max-buffered-bytes, at least --max-object-size plus its largest chunk (up to 16 MiB) and at least a listing page (1.25 MiB)")
+		minRate    = fs.Int64("s3-min-body-rate", s3server.DefaultMinBodyRate, "slowest rate of a request body in bytes a second: after a grace of --s3-idle-timeout, every --s3-body-rate-interval must bring this rate times the interval, or the connection is closed")
+		rateIntvl  = fs.Duration("s3-body-rate-interval", 0, "interval over which --s3-min-body-rate is measured, at most --s3-idle-timeout; 0: 5s, or --s3-idle-timeout if shorter")
 		maxParts   = fs.Int64("max-part-bytes", s3server.DefaultMaxPartBytes, "bytes held in the parts of multipart uploads in progress (within --max-buffered-bytes); past it UploadPart gets 503 SlowDown")
 		maxPartsPB = fs.Int64("max-part-bytes-per-bucket", 0, "bytes of --max-part-bytes the uploads of one bucket may hold; past it UploadPart gets 503 SlowDown; 0: a quarter of --max-part-bytes, at least --max-object-size plus 1 MiB")
+		maxPartsPT = fs.Int64("max-part-bytes-per-tenant", 0, "bytes of --max-part-bytes the parts one account stored may hold, across its buckets, within its fair share of what the others leave; past it UploadPart gets 503 SlowDown; 0: as --max-part-bytes-per-bucket")
 		upIdle     = fs.Duration("upload-idle-timeout", s3server.DefaultUploadIdleTimeout, "abort a multipart upload in which no part was stored for this long, giving back its parts")
 		maxUps     = fs.Int("max-uploads", s3server.DefaultMaxUploads, "multipart uploads in progress on the server; past it CreateMultipartUpload gets 503 SlowDown")
 		maxUpsPB   = fs.Int("max-uploads-per-bucket", s3server.DefaultMaxUploadsPerBucket, "multipart uploads in progress in one bucket; past it CreateMultipartUpload gets 503 SlowDown")
-		maxReqsKey = fs.Int("s3-max-requests-per-key", 0, "requests of one access key in progress at once; past it a request gets 503 SlowDown; 0: a quarter of --s3-max-connections, at least 1")
+		maxUpsPT   = fs.Int("max-uploads-per-tenant", s3server.DefaultMaxUploadsPerTenant, "multipart uploads in progress one account began, across its buckets, within its fair share of what the others leave; past it CreateMultipartUpload gets 503 SlowDown")
+		maxReqsTen = fs.Int("s3-max-requests-per-tenant", 0, "requests of one account in progress at once, within its fair share of what the others leave of --s3-max-connections; past it a request gets 503 SlowDown; 0: a quarter of --s3-max-connections, at least 1")
+		maxObjsPB  = fs.Int("max-objects-per-bucket", s3server.DefaultMaxObjectsPerBucket, "objects one bucket may hold; a PUT, copy or completed upload that would make another gets 403 QuotaExceeded")
+		maxKeyLen  = fs.Int("max-key-length", 1024, "longest key of a new object in bytes, at most S3's 1024; longer ones get KeyTooLongError (objects stored before it was lowered are still read and deleted)")
 	)
+	// memorys3 gives each account one key: the bounds were named per key before they were
+	// named per tenant, and a deployment may still pass the old names.
+	fs.Int64Var(maxBufTen, "max-buffered-bytes-per-key", 0, "deprecated: the same as --max-buffered-bytes-per-tenant")
+	fs.IntVar(maxReqsTen, "s3-max-requests-per-key", 0, "deprecated: the same as --s3-max-requests-per-tenant")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -83,19 +92,34 @@ func run(ctx context.Context, args []string, out io.Writer, started chan<- strin
 	if endpoint == "" {
 		endpoint = "http://" + reachable(lis.Addr().(*net.TCPAddr))
 	}
-	if *maxObject <= 0 || *maxConns <= 0 || *idle <= 0 || *hdrTimeout <= 0 || *maxBuf <= 0 || *minRate <= 0 || *maxParts <= 0 ||
-		*upIdle <= 0 || *maxUps <= 0 || *maxUpsPB <= 0 {
-		return errors.New("--max-object-size, --s3-max-connections, --s3-idle-timeout, --s3-header-timeout, --max-buffered-bytes, " +
-			"--s3-min-body-rate, --max-part-bytes, --upload-idle-timeout, --max-uploads and --max-uploads-per-bucket must be positive")
-	}
-	if *maxBufKey < 0 || *maxPartsPB < 0 || *maxReqsKey < 0 {
-		return errors.New("--max-buffered-bytes-per-key, --max-part-bytes-per-bucket and --s3-max-requests-per-key must be positive, or 0 for their default")
+	for _, c := range []struct {
+		flag string
+		ok   bool
+		want string
+	}{
+		{"--max-object-size", *maxObject > 0, "positive"}, {"--s3-max-connections", *maxConns > 0, "positive"},
+		{"--s3-idle-timeout", *idle > 0, "positive"}, {"--s3-header-timeout", *hdrTimeout > 0, "positive"},
+		{"--max-buffered-bytes", *maxBuf > 0, "positive"}, {"--s3-min-body-rate", *minRate > 0, "positive"},
+		{"--max-part-bytes", *maxParts > 0, "positive"}, {"--upload-idle-timeout", *upIdle > 0, "positive"},
+		{"--max-uploads", *maxUps > 0, "positive"}, {"--max-uploads-per-bucket", *maxUpsPB > 0, "positive"},
+		{"--max-uploads-per-tenant", *maxUpsPT > 0, "positive"}, {"--max-objects-per-bucket", *maxObjsPB > 0, "positive"},
+		{"--max-key-length", *maxKeyLen > 0 && *maxKeyLen <= 1024, "from 1 to 1024"},
+		{"--max-buffered-bytes-per-tenant (or --max-buffered-bytes-per-key)", *maxBufTen >= 0, "positive, or 0 for its default"},
+		{"--s3-max-requests-per-tenant (or --s3-max-requests-per-key)", *maxReqsTen >= 0, "positive, or 0 for its default"},
+		{"--max-part-bytes-per-bucket", *maxPartsPB >= 0, "positive, or 0 for its default"},
+		{"--max-part-bytes-per-tenant", *maxPartsPT >= 0, "positive, or 0 for its default"},
+		{"--s3-body-rate-interval", *rateIntvl >= 0 && *rateIntvl <= *idle, "at most --s3-idle-timeout, or 0 for its default"},
+	} {
+		if !c.ok {
+			return fmt.Errorf("%s must be %s", c.flag, c.want)
+		}
 	}
 	s3, err := s3server.New(s3server.Config{StateDir: *stateDir, Region: *region, Endpoint: endpoint, Logger: logger.Named("s3"),
 		Limits: s3server.Limits{MaxObjectSize: *maxObject, MaxConnections: *maxConns, IdleTimeout: *idle, HeaderTimeout: *hdrTimeout,
-			MaxBufferedBytes: *maxBuf, MaxBufferedBytesPerKey: *maxBufKey, MinBodyRate: *minRate, MaxPartBytes: *maxParts,
-			MaxPartBytesPerBucket: *maxPartsPB, UploadIdleTimeout: *upIdle, MaxUploads: *maxUps, MaxUploadsPerBucket: *maxUpsPB,
-			MaxRequestsPerKey: *maxReqsKey}})
+			MaxBufferedBytes: *maxBuf, MaxBufferedBytesPerTenant: *maxBufTen, MinBodyRate: *minRate, BodyRateInterval: *rateIntvl,
+			MaxPartBytes: *maxParts, MaxPartBytesPerBucket: *maxPartsPB, MaxPartBytesPerTenant: *maxPartsPT, UploadIdleTimeout: *upIdle,
+			MaxUploads: *maxUps, MaxUploadsPerBucket: *maxUpsPB, MaxUploadsPerTenant: *maxUpsPT, MaxRequestsPerTenant: *maxReqsTen,
+			MaxObjectsPerBucket: *maxObjsPB, MaxKeyLength: *maxKeyLen}})
 	if err != nil {
 		return err
 	}

@@ -230,8 +230,11 @@ func TestLimitFlagsMustBePositive(t *testing.T) {
 	for _, tc := range []struct{ flag, value string }{
 		{"--max-object-size", "0"}, {"--s3-max-connections", "0"}, {"--s3-idle-timeout", "0s"}, {"--s3-header-timeout", "0s"},
 		{"--max-buffered-bytes", "0"}, {"--s3-min-body-rate", "0"}, {"--max-part-bytes", "0"}, {"--upload-idle-timeout", "0s"},
-		{"--max-uploads", "0"}, {"--max-uploads-per-bucket", "0"},
-		{"--max-buffered-bytes-per-key", "-1"}, {"--max-part-bytes-per-bucket", "-1"}, {"--s3-max-requests-per-key", "-1"},
+		{"--max-uploads", "0"}, {"--max-uploads-per-bucket", "0"}, {"--max-uploads-per-tenant", "0"}, {"--max-objects-per-bucket", "0"},
+		{"--max-key-length", "0"}, {"--max-key-length", "1025"},
+		{"--s3-body-rate-interval", "-1s"}, {"--s3-body-rate-interval", "31s"},
+		{"--max-buffered-bytes-per-tenant", "-1"}, {"--max-part-bytes-per-bucket", "-1"}, {"--max-part-bytes-per-tenant", "-1"},
+		{"--s3-max-requests-per-tenant", "-1"}, {"--max-buffered-bytes-per-key", "-1"}, {"--s3-max-requests-per-key", "-1"},
 	} {
 		t.Run(tc.flag, func(t *testing.T) {
 			err := run(context.Background(), []string{"--endpoint", "unix://" + filepath.Join(dir, "cosi.sock"), "--s3-address", freePort(t),

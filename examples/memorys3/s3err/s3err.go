@@ -68,6 +68,9 @@ var (
 	ErrKeyTooLong                 = &Error{"KeyTooLongError", http.StatusBadRequest, "Your key is too long."}
 	ErrSlowDown                   = &Error{"SlowDown", http.StatusServiceUnavailable, "Please reduce your request rate."}
 	ErrRequestTimeout             = &Error{"RequestTimeout", http.StatusBadRequest, "Your socket connection to the server was not read from or written to within the timeout period."}
+	// ErrQuotaExceeded is Ceph RGW's answer to a write past a quota (S3 has no quotas); S3
+	// clients do not retry a 403.
+	ErrQuotaExceeded = &Error{"QuotaExceeded", http.StatusForbidden, "The bucket holds as many objects as it may."}
 )
 
 // body is the XML document S3 sends with an error.

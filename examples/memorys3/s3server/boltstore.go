@@ -36,9 +36,10 @@ import (
 //
 // Records and bytes are apart so that listing and HEAD read no object bytes. Semantics are
 // memStore's (without a state directory), which follow gofakes3's in-memory backend, so that a
-// client sees the same server either way: a PUT keeps the metadata of the object it replaces
-// under the names it does not set (gofakes3.MergeMetadata), listing pages end after the last
-// key rolled into a common prefix (gofakes3's in-memory backend lists such a prefix again on
+// client sees the same server either way: a PUT replaces the metadata of the object it
+// replaces, as S3 does (gofakes3's backends merged it with the old object's, so the bound on
+// a PUT's metadata bounded nothing across PUTs), listing pages end after the last key rolled
+// into a common prefix (gofakes3's in-memory backend lists such a prefix again on
 // the next page), and ranges are clamped to the object. A body that comes with its MD5
 // (summedBody) is not hashed again.
 //
@@ -50,6 +51,14 @@ type boltStore struct {
 	db     *bolt.DB
 	now    func() time.Time
 	bodies *budget // nil: copies are not charged (a migration)
+
+	// maxObjects bounds the objects of a bucket (MaxObjectsPerBucket); 0: no bound, and no
+	// count is kept. counts holds the objects of each bucket counted so far: a bucket is
+	// counted once, when a write first needs its count, and kept up to date by the writes
+	// (under bbolt's writer lock); a write transaction that fails forgets its bucket's count.
+	maxObjects int
+	countMu    sync.Mutex
+	counts     map[string]int
 }
 
 var _ gofakes3.Backend = (*boltStore)(nil)
@@ -292,6 +301,7 @@ func (b *boltStore) DeleteBucket(name string) error {
 
 // ForceDeleteBucket implements gofakes3.Backend: the bucket goes with its objects.
 func (b *boltStore) ForceDeleteBucket(name string) error {
+	defer b.forgetCount(name)
 	return b.db.Update(func(tx *bolt.Tx) error {
 		if b.bucket(tx, name) == nil {
 			return gofakes3.BucketNotFound(name)
@@ -343,17 +353,24 @@ func (b *boltStore) GetObject(bucket, key string, rng *gofakes3.ObjectRangeReque
 	return obj, nil
 }
 
-// chargedReader is a read's copy, charged to the budget until it is closed (gofakes3 closes
-// an object's contents once its answer is written).
+// chargedReader is a read's copy, charged to the budget, and to the share of the tenant that
+// reads it (set by requestBackend), until it is closed (gofakes3 closes an object's contents
+// once its answer is written).
 type chargedReader struct {
 	*bytes.Reader
 	bodies *budget
+	tenant *tenant // nil: the server's own read
 	n      int64
 	once   sync.Once
 }
 
 func (c *chargedReader) Close() error {
-	c.once.Do(func() { c.bodies.give(c.n) })
+	c.once.Do(func() {
+		c.bodies.give(c.n)
+		if c.tenant != nil {
+			c.tenant.shareGive(c.n)
+		}
+	})
 	return nil
 }
 
@@ -414,24 +431,81 @@ func (b *boltStore) PutObject(bucket, key string, meta map[string]string, input 
 		if bk == nil {
 			return gofakes3.BucketNotFound(bucket)
 		}
-		return putObject(bk, key, meta, body, sum, modified, cond)
+		return b.putCounted(bk, bucket, key, meta, body, sum, modified, cond)
 	})
+	if err != nil {
+		b.forgetCount(bucket)
+	}
 	return gofakes3.PutObjectResult{}, err
 }
 
-// putObject stores an object in bk, checking cond against the object it replaces and keeping
-// that object's metadata under the names meta does not set. body must not be a slice of
+// putCounted is putObject within MaxObjectsPerBucket: a new key in a bucket that holds as
+// many objects as it may is refused. It runs in a write transaction.
+func (b *boltStore) putCounted(bk *bolt.Bucket, bucket, key string, meta map[string]string, body []byte, sum [md5.Size]byte, modified time.Time, cond *gofakes3.PutConditions) error {
+	if b.maxObjects <= 0 {
+		return putObject(bk, key, meta, body, sum, modified, cond)
+	}
+	isNew := key != "" && bk.Bucket(objMetaKey).Get([]byte(key)) == nil
+	if isNew {
+		if n := b.objectCount(bk, bucket); n >= b.maxObjects {
+			return errBucketFull(bucket, n)
+		}
+	}
+	if err := putObject(bk, key, meta, body, sum, modified, cond); err != nil {
+		return err
+	}
+	if isNew {
+		b.addCount(bucket, 1)
+	}
+	return nil
+}
+
+// objectCount is the number of objects in bucket, whose bbolt bucket is bk, counted the
+// first time it is asked; it runs in a write transaction.
+func (b *boltStore) objectCount(bk *bolt.Bucket, bucket string) int {
+	b.countMu.Lock()
+	defer b.countMu.Unlock()
+	n, ok := b.counts[bucket]
+	if !ok {
+		n = bk.Bucket(objMetaKey).Stats().KeyN
+		if b.counts == nil {
+			b.counts = map[string]int{}
+		}
+		b.counts[bucket] = n
+	}
+	return n
+}
+
+// addCount adds d to bucket's count, if it was counted.
+func (b *boltStore) addCount(bucket string, d int) {
+	b.countMu.Lock()
+	defer b.countMu.Unlock()
+	if n, ok := b.counts[bucket]; ok {
+		b.counts[bucket] = n + d
+	}
+}
+
+// forgetCount drops bucket's count (a write transaction on it failed, or the bucket went):
+// it is counted again when next needed.
+func (b *boltStore) forgetCount(bucket string) {
+	b.countMu.Lock()
+	defer b.countMu.Unlock()
+	delete(b.counts, bucket)
+}
+
+// putObject stores an object in bk with meta as its metadata, checking cond against the object
+// it replaces, of which nothing is kept. body must not be a slice of
 // bbolt's memory: it is referred to until the transaction commits, when the file may be
 // mapped anew.
 func putObject(bk *bolt.Bucket, key string, meta map[string]string, body []byte, sum [md5.Size]byte, modified time.Time, cond *gofakes3.PutConditions) error {
 	if key == "" || len(key) > bolt.MaxKeySize {
 		return gofakes3.ResourceError(gofakes3.ErrKeyTooLong, key)
 	}
-	old, err := record(bk, key)
-	if err != nil {
-		return err
-	}
 	if cond != nil {
+		old, err := record(bk, key)
+		if err != nil {
+			return err
+		}
 		info := &gofakes3.ConditionalObjectInfo{Exists: old != nil}
 		if old != nil {
 			info.Hash = old.hash()
@@ -440,18 +514,7 @@ func putObject(bk *bolt.Bucket, key string, meta map[string]string, body []byte,
 			return err
 		}
 	}
-	merged := make(map[string]string, len(meta))
-	for k, v := range meta {
-		merged[k] = v
-	}
-	if old != nil {
-		for k, v := range old.Metadata {
-			if _, ok := merged[k]; !ok {
-				merged[k] = v
-			}
-		}
-	}
-	raw, err := json.Marshal(objectRecord{Size: int64(len(body)), MD5: hex.EncodeToString(sum[:]), Modified: modified.UTC(), Metadata: merged})
+	raw, err := json.Marshal(objectRecord{Size: int64(len(body)), MD5: hex.EncodeToString(sum[:]), Modified: modified.UTC(), Metadata: meta})
 	if err != nil {
 		return fmt.Errorf("object %q: encode its record: %w", key, err)
 	}
@@ -497,12 +560,15 @@ func (b *boltStore) CopyObject(srcBucket, srcKey, dstBucket, dstKey string, meta
 		}
 		var sum [md5.Size]byte
 		copy(sum[:], rec.hash())
-		if err := putObject(dst, dstKey, meta, body, sum, now, nil); err != nil {
+		if err := b.putCounted(dst, dstBucket, dstKey, meta, body, sum, now, nil); err != nil {
 			return err
 		}
 		out = gofakes3.CopyObjectResult{ETag: `"` + rec.MD5 + `"`, LastModified: gofakes3.NewContentTime(now)}
 		return nil
 	})
+	if err != nil {
+		b.forgetCount(dstBucket)
+	}
 	return out, err
 }
 
@@ -513,9 +579,24 @@ func (b *boltStore) DeleteObject(bucket, key string) (gofakes3.ObjectDeleteResul
 		if bk == nil {
 			return gofakes3.BucketNotFound(bucket)
 		}
-		return deleteObject(bk, key)
+		return b.deleteCounted(bk, bucket, key)
 	})
+	if err != nil {
+		b.forgetCount(bucket)
+	}
 	return gofakes3.ObjectDeleteResult{}, err
+}
+
+// deleteCounted is deleteObject, keeping bucket's count; it runs in a write transaction.
+func (b *boltStore) deleteCounted(bk *bolt.Bucket, bucket, key string) error {
+	existed := key != "" && bk.Bucket(objMetaKey).Get([]byte(key)) != nil
+	if err := deleteObject(bk, key); err != nil {
+		return err
+	}
+	if existed {
+		b.addCount(bucket, -1)
+	}
+	return nil
 }
 
 func deleteObject(bk *bolt.Bucket, key string) error {
@@ -540,7 +621,7 @@ func (b *boltStore) DeleteMulti(bucket string, keys ...string) (gofakes3.MultiDe
 			return gofakes3.BucketNotFound(bucket)
 		}
 		for _, k := range keys {
-			if err := deleteObject(bk, k); err != nil {
+			if err := b.deleteCounted(bk, bucket, k); err != nil {
 				return err
 			}
 			out.Deleted = append(out.Deleted, gofakes3.ObjectID{Key: k})
@@ -548,6 +629,7 @@ func (b *boltStore) DeleteMulti(bucket string, keys ...string) (gofakes3.MultiDe
 		return nil
 	})
 	if err != nil {
+		b.forgetCount(bucket)
 		return gofakes3.MultiDeleteResult{}, err
 	}
 	return out, nil

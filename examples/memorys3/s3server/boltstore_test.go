@@ -183,13 +183,18 @@ func TestBackendContractObjects(t *testing.T) {
 				}
 			}
 
-			// A PUT keeps the replaced object's metadata under the names it does not set.
+			// A PUT replaces the replaced object's metadata whole, as S3 does; gofakes3's
+			// backend keeps the old metadata under the names the PUT does not set.
 			mustPut(t, b, "bkt", "k", body, map[string]string{"X-Amz-Meta-Size": "ten"})
 			head, err = b.HeadObject("bkt", "k")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := map[string]string{"X-Amz-Meta-Color": "blue", "Content-Type": "text/plain", "X-Amz-Meta-Size": "ten"}; !maps.Equal(head.Metadata, want) {
+			want := map[string]string{"X-Amz-Meta-Size": "ten"}
+			if name == "gofakes3-memory" {
+				want = map[string]string{"X-Amz-Meta-Color": "blue", "Content-Type": "text/plain", "X-Amz-Meta-Size": "ten"}
+			}
+			if !maps.Equal(head.Metadata, want) {
 				t.Fatalf("metadata after a second PUT: %v, want %v", head.Metadata, want)
 			}
 

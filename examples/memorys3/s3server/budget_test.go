@@ -72,13 +72,13 @@ func TestAnonymousClientsHoldNoConnection(t *testing.T) {
 // and buffered whole before the store commits, and nothing bounded the bytes buffered across
 // requests: MaxConnections uploads just under the limit, each holding back its last byte,
 // pinned MaxConnections x MaxObjectSize (256 GiB with the defaults of the time). Here 40
-// uploads of 2 MiB minus one byte are held against a budget of 6 MiB of buffered bytes: the
+// uploads of 2 MiB minus one byte are held against a budget of 8 MiB of buffered bytes: the
 // bodies past it are refused with 503 SlowDown as soon as they would pass it, unread and
 // with the connection closed, and the heap grows by no more than 8 x MaxObjectSize.
 func TestBufferedBodiesStayWithinTheServerBudget(t *testing.T) {
 	const limit = 2 << 20
 	const uploads = 40
-	_, addr, c := serveLimited(t, Limits{MaxObjectSize: limit, MaxBufferedBytes: 3 * limit})
+	_, addr, c := serveLimited(t, Limits{MaxObjectSize: limit, MaxBufferedBytes: 4 * limit})
 	body := bytes.Repeat([]byte("z"), limit-1)
 	var before runtime.MemStats
 	runtime.GC()
@@ -128,10 +128,10 @@ func TestBufferedBodiesStayWithinTheServerBudget(t *testing.T) {
 		t.Fatalf("%d uploads held one byte short of MaxObjectSize (%d MiB) pin %d MiB of heap, past %d MiB",
 			uploads, limit>>20, grew>>20, budget>>20)
 	}
-	// Each held body is charged 2 MiB, and one key's requests may hold 4 MiB of the 6 MiB
-	// (MaxBufferedBytesPerKey: one body and a chunk buffer as large as it): at most two fit.
+	// Each held body is charged 2 MiB, and one tenant's requests may hold 4 MiB of the 8 MiB
+	// (MaxBufferedBytesPerTenant: one body and a chunk buffer as large as it): at most two fit.
 	if n := refused.Load(); n < uploads-2 {
-		t.Fatalf("%d of %d uploads were refused; a budget of 6 MiB holds at most 2 bodies of 2 MiB", n, uploads)
+		t.Fatalf("%d of %d uploads were refused; one tenant's 4 MiB of the budget hold at most 2 bodies of 2 MiB", n, uploads)
 	}
 }
 
@@ -146,15 +146,15 @@ func spareChunkBytes() int64 {
 
 // TestStateDirReadsStayWithinTheServerBudget: with a state directory, a GET answers a copy of
 // the object made inside the read transaction, held until the answer is sent: a reader that
-// stalls holds it. Copies are charged to the budget of buffered bytes like bodies, and a GET
-// past it is refused with 503 SlowDown (its copy is never made).
+// stalls holds it. Copies are charged to the budget of buffered bytes like bodies, and to the
+// reader's share of it, and a GET past that is refused with 503 SlowDown.
 //
 // The object is twice MaxObjectSize (stored before the limit was lowered: a GET answers any
-// object the store holds), so that the budget, which must hold a body of MaxObjectSize and
-// the store's copy of it, holds one copy of the object and not two.
+// object the store holds), so that the budget, which must let one tenant alone hold a body of
+// MaxObjectSize and its chunk buffer, holds one copy of the object for a tenant and not two.
 func TestStateDirReadsStayWithinTheServerBudget(t *testing.T) {
 	const size = 16 << 20
-	f := newFixture(t, false, Config{StateDir: t.TempDir(), Limits: Limits{MaxObjectSize: size / 2, MaxBufferedBytes: size + 4<<20}})
+	f := newFixture(t, false, Config{StateDir: t.TempDir(), Limits: Limits{MaxObjectSize: size / 2, MaxBufferedBytes: 2 * size}})
 	c := f.bucketWithAccount("bkt", "rw", ReadWrite)
 	if _, err := f.srv.backend.PutObject("bkt", "big", map[string]string{}, bytes.NewReader(bytes.Repeat([]byte("b"), size)), size, nil); err != nil {
 		t.Fatal(err)

@@ -17,17 +17,23 @@
 //
 // What a granted key may do: with ReadOnly, GET/HEAD objects and list; with WriteOnly,
 // PUT/DELETE objects, DeleteObjects and multipart uploads; ReadWrite both. Any grant may HEAD
-// the bucket. ListBuckets shows only the key's buckets. Nobody creates, deletes or configures
+// the bucket. A key that may not read a bucket may not send a condition on what it holds
+// (If-Match, If-None-Match, If-Modified-Since, If-Unmodified-Since): the answer would read
+// for it. ListBuckets shows only the key's buckets. Nobody creates, deletes or configures
 // a bucket through S3: that is the driver's job. A copy needs read on the source bucket too.
 //
 // A request is authorised when its headers arrive, and a request that changes the store is
 // authorised again when the store commits it, after its body has been read whole: a write
 // that outlives its grant (revoked, or its bucket deleted and created again) is refused with
 // AccessDenied. What one request, one connection and the whole server may hold is bounded
-// (Limits), and so is what one tenant may hold of the server-wide bounds: the requests one
-// access key has in progress and the body bytes they hold, the part bytes of one bucket's
-// uploads; a body must arrive at a minimum rate, and an upload left idle is aborted. Past a
-// bound a request is refused with 503 SlowDown.
+// (Limits), and so is what one tenant (a COSI account, whatever keys and buckets it holds) may
+// hold of each server-wide bound: its requests in progress, the bytes they hold (bodies,
+// signed chunks, listing pages, GET copies), its multipart uploads and their parts, each
+// within a bound of its own and a fair share of what the other tenants leave, so that a party
+// holding several accounts still leaves room for the next; a body must keep a minimum rate
+// after a grace, an answer of any size reaches a steady reader, and an upload left idle is
+// aborted. Past a bound a request is refused with 503 SlowDown. Buckets hold a bounded number
+// of objects, and listing pages at most 1,000 keys.
 //
 // Clients must use path-style addressing (http://host/bucket/key): aws-sdk-go-v2's
 // UsePathStyle, minio-go's BucketLookupPath, the aws CLI's addressing_style = path.

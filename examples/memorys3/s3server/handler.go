@@ -30,7 +30,8 @@ const maxRequestDocument = 8 << 20
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := requestID(s.reqID.Add(1))
 	now := time.Now()
-	iw := &idleWriter{ResponseWriter: w, d: deadlines{rc: http.NewResponseController(w), idle: s.limits.IdleTimeout, bodyEnd: s.bodyDeadline(r, now)}}
+	iw := &idleWriter{ResponseWriter: w, d: deadlines{rc: http.NewResponseController(w), idle: s.limits.IdleTimeout,
+		interval: s.limits.BodyRateInterval, quota: s.bodyQuota}}
 	d := &iw.d
 	d.read(now)
 	d.write(now)
@@ -64,15 +65,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, id, s3err.ErrInvalidAccessKeyID, res.AccessKeyID, "key revoked during the request")
 		return
 	}
-	if !entry.load.enter(s.limits.MaxRequestsPerKey) {
-		s.refuse(w, r, id, errKeyRequests, res.AccessKeyID, "the key has as many requests in progress as it may")
+	t := entry.tenant
+	if !t.enter() {
+		s.refuse(w, r, id, errTenantRequests, res.AccessKeyID, "the account has as many requests in progress as it may now")
 		return
 	}
-	defer entry.load.leave()
+	defer t.leave()
+	iw.admitted = true
 	if res.Body != nil {
 		// A signed chunk is held until its signature checks: its buffer is charged to the
-		// key's share and the server's budget, and given back however the request ends.
-		res.Body.ChargeTo(entry.load)
+		// tenant's share and the server's budget, and given back however the request ends.
+		res.Body.ChargeTo(t)
 		defer res.Body.Release()
 	}
 	op, err := route(r)
@@ -93,12 +96,40 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case op.spec.copy && !entry.grants[op.copyBucket].allows(needRead):
 		s.refuse(w, r, id, s3err.ErrAccessDenied, res.AccessKeyID, "no read grant on copy source bucket "+op.copyBucket)
 		return
+	case !entry.grants[op.bucket].allows(needRead) && conditional(r.Header):
+		s.refuse(w, r, id, errBlindCondition, res.AccessKeyID, "a condition on stored objects from a key that may not read bucket "+op.bucket)
+		return
+	case op.spec.newKey && len(op.key) > s.limits.MaxKeyLength:
+		s.refuse(w, r, id, s3err.ErrKeyTooLong.With("new object keys are at most %d bytes; this one is %d", s.limits.MaxKeyLength, len(op.key)),
+			res.AccessKeyID, "key too long")
+		return
 	}
-	s.perform(w, r, id, op, res, ring, entry.load)
+	s.perform(w, r.WithContext(withTenant(r.Context(), t)), id, op, res, ring, t)
 }
 
-// errKeyRequests refuses a request of a key that has MaxRequestsPerKey in progress.
-var errKeyRequests = s3err.ErrSlowDown.With("this access key has as many requests in progress as one key may; retry when one ends")
+// conditionHeaders make an answer depend on what the bucket holds: whether the object exists,
+// its ETag (the MD5 of its bytes, so a condition confirms a guess of them) and its age.
+var conditionHeaders = []string{"If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since"}
+
+// conditional says whether h carries a condition on the stored object.
+func conditional(h http.Header) bool {
+	for _, k := range conditionHeaders {
+		if _, ok := h[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// errBlindCondition refuses a condition from a key that may not read the bucket: its answer
+// (412 or 200, 304 or 200) would tell the key whether an object exists and confirm guesses of
+// its content, which is a read.
+var errBlindCondition = s3err.ErrAccessDenied.With("a key that may not read this bucket may not send If-Match, If-None-Match, " +
+	"If-Modified-Since or If-Unmodified-Since: the answer would depend on what the bucket holds")
+
+// errTenantRequests refuses a request of an account that holds its share of the requests in
+// progress.
+var errTenantRequests = s3err.ErrSlowDown.With("this account has as many requests in progress as it may now; retry when one ends")
 
 // recoverPanic answers a panic in the store (or here) with InternalError and logs it as one
 // line, naming the panic only by what the runtime says or by its type: a panic's value is
@@ -130,15 +161,15 @@ func (s *Server) recoverPanic(w *idleWriter, r *http.Request, id requestID) {
 
 // perform rebuilds r as the store must see it for op and hands it over: the query holds only
 // what op reads, the copy source is in canonical form, signing headers are gone, and the body
-// is bounded, verified, charged to the key's share of the budget (load) and read whole.
-func (s *Server) perform(w http.ResponseWriter, r *http.Request, id requestID, op *operation, res *sigv4.Result, ring *keyring, load *keyLoad) {
+// is bounded, verified, charged to the tenant's share of the budget and read whole.
+func (s *Server) perform(w http.ResponseWriter, r *http.Request, id requestID, op *operation, res *sigv4.Result, ring *keyring, t *tenant) {
 	var body io.ReadCloser = r.Body
 	if res.Body != nil {
 		body = res.Body
 	}
-	var kb *keyBody
+	var kb *tenantBody
 	if op.spec.body != bodyNone {
-		kb = &keyBody{ReadCloser: body, load: load}
+		kb = &tenantBody{ReadCloser: body, t: t}
 		defer kb.release()
 		body = kb
 	}
@@ -170,6 +201,12 @@ func (s *Server) perform(w http.ResponseWriter, r *http.Request, id requestID, o
 			s.refuseBody(w, r, id, err, res.AccessKeyID, s3err.ErrEntityTooLarge.With("request documents are at most %d bytes", maxRequestDocument))
 			return
 		}
+		if op.spec.name == "DeleteObjects" {
+			if _, err := deleteCount(sp.reader()); errors.Is(err, errTooManyObjects) {
+				s.refuse(w, r, id, s3err.ErrMalformedXML.With("DeleteObjects takes at most %d keys", maxDeleteKeys), res.AccessKeyID, "too many keys to delete")
+				return
+			}
+		}
 		setBody(r, io.NopCloser(sp.reader()), sp.n)
 		if op.spec.body == bodyCompletion {
 			s.completeUpload(w, r, c, sp.reader())
@@ -199,7 +236,7 @@ func (s *Server) perform(w http.ResponseWriter, r *http.Request, id requestID, o
 			clear(w.Header())
 			s.refuse(w, r, id, errGrantGone, res.AccessKeyID, "grant gone before PutObject committed on bucket "+op.bucket)
 		case kb.failed() != nil:
-			// The store saw a failed Read (a verification, the key's share, a timeout) and
+			// The store saw a failed Read (a verification, the tenant's share, a timeout) and
 			// would call it an internal error.
 			clear(w.Header())
 			s.refuse(w, r, id, kb.failed(), res.AccessKeyID, "request body failed")
@@ -280,17 +317,14 @@ type commit struct {
 func (c commit) serve(w http.ResponseWriter, r *http.Request) {
 	s := c.s
 	if !c.op.spec.commits {
-		if c.op.spec.name == "GetObject" && s.cfg.StateDir != "" {
-			// boltStore may refuse a read for want of budget, which gofakes3 answers as
-			// 500; such an answer is kept (it is short) and sent with its own status.
-			sf := &statusFixer{ResponseWriter: w}
-			s.store.ServeHTTP(sf, r)
-			if sf.held != nil {
-				c.answer(w, r, sf.held)
-			}
-			return
+		// A read may be refused for want of the tenant's share (a GET's copy, a listing's
+		// page), which gofakes3 answers as 500; such an answer is kept (it is short) and sent
+		// with its own status.
+		sf := &statusFixer{ResponseWriter: w}
+		s.store.ServeHTTP(sf, r)
+		if sf.held != nil {
+			c.answer(w, r, sf.held)
 		}
-		s.store.ServeHTTP(w, r)
 		return
 	}
 	ans := storeAnswer{header: w.Header()}
@@ -404,6 +438,7 @@ func (c commit) commitLocked(ans *storeAnswer, r *http.Request) bool {
 var storeCodes = map[string]*s3err.Error{
 	string(codeSlowDown):       s3err.ErrSlowDown,
 	string(codeEntityTooLarge): s3err.ErrEntityTooLarge,
+	string(codeQuotaExceeded):  s3err.ErrQuotaExceeded,
 }
 
 // stillGranted says whether the key still holds what op needs, on the same buckets, in the
@@ -459,7 +494,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, id requestID, er
 		w.Header().Set("Connection", "close")
 	}
 	if w.Header().Get("Connection") == "close" {
-		if b := bodyOf(w); b != nil {
+		if b := lingerBody(w); b != nil {
 			b.linger()
 		}
 		// net/http reads on up to 256 KiB of an unread body after the answer, to reuse the

@@ -6,14 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/bits"
 	"net"
 	"net/http"
 	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/johannesboyne/gofakes3"
 
 	"github.com/csikit/csikit/examples/memorys3/s3err"
 	"github.com/csikit/csikit/examples/memorys3/sigv4"
@@ -40,16 +42,23 @@ const (
 	// DefaultMaxUploads bounds the multipart uploads in progress on the server.
 	DefaultMaxUploads = 10000
 	// DefaultMaxUploadsPerBucket bounds the multipart uploads in progress in one bucket (one
-	// page of ListMultipartUploads), so one tenant cannot take every upload of the server.
+	// page of ListMultipartUploads).
 	DefaultMaxUploadsPerBucket = 1000
+	// DefaultMaxUploadsPerTenant bounds the multipart uploads in progress of one account,
+	// across its buckets, so one tenant granted many buckets cannot take every upload.
+	DefaultMaxUploadsPerTenant = 1000
 	// DefaultMaxConnections bounds the open S3 connections; further clients wait in the
 	// listen backlog, so file descriptors remain for the COSI socket and the state files.
 	DefaultMaxConnections = 256
-	// DefaultMinBodyRate is the slowest average rate at which a request body may arrive, in
-	// bytes a second, after a grace of IdleTimeout: a client on a 1 Mbit/s link still uploads,
-	// and a body that holds bytes of the budget costs its sender bandwidth for as long as it
-	// holds them, instead of one byte per idle timeout.
+	// DefaultMinBodyRate is the slowest rate at which a request body may arrive, in bytes a
+	// second over each DefaultBodyRateInterval, after a grace of IdleTimeout: a client on a
+	// 1 Mbit/s link still uploads, and a body that holds bytes of the budget costs its sender
+	// bandwidth for as long as it holds them, instead of one byte per idle timeout.
 	DefaultMinBodyRate = 64 << 10
+	// DefaultBodyRateInterval is the interval over which MinBodyRate is measured: long enough
+	// for a TCP retransmission or two, short enough that a body which stalls loses its
+	// connection seconds, not minutes, after its grace.
+	DefaultBodyRateInterval = 5 * time.Second
 	// DefaultUploadIdleTimeout aborts a multipart upload in which no part was stored for this
 	// long (S3's AbortIncompleteMultipartUpload, as a server-wide rule), giving back what its
 	// parts held.
@@ -61,6 +70,9 @@ const (
 	DefaultHeaderTimeout = 10 * time.Second
 	// DefaultMaxHeaderBytes bounds a request's headers (S3 allows 8 KiB of user metadata).
 	DefaultMaxHeaderBytes = 64 << 10
+	// DefaultMaxObjectsPerBucket bounds the objects of one bucket: a listing that matches
+	// little scans the whole bucket for each page, and S3 clients list page by page.
+	DefaultMaxObjectsPerBucket = 100_000
 )
 
 // Limits bound what one request, one connection and the whole server may hold. Zero fields
@@ -82,28 +94,40 @@ type Limits struct {
 	// MaxPartBytes bounds the bytes held in the parts of uploads in progress (they count
 	// towards MaxBufferedBytes too); a part past it is refused with SlowDown.
 	MaxPartBytes int64
-	// MaxUploads bounds the multipart uploads in progress on the server; MaxUploadsPerBucket
-	// those in one bucket. A CreateMultipartUpload past either is refused with SlowDown.
+	// MaxUploads bounds the multipart uploads in progress on the server, MaxUploadsPerBucket
+	// those in one bucket, and MaxUploadsPerTenant those one account began, across its
+	// buckets (within its fair share of MaxUploads, see fair). A CreateMultipartUpload past
+	// any is refused with SlowDown. Zero: DefaultMaxUploads, DefaultMaxUploadsPerBucket,
+	// DefaultMaxUploadsPerTenant (the last two no more than MaxUploads).
 	MaxUploads          int
 	MaxUploadsPerBucket int
-	// MaxBufferedBytesPerKey bounds what the requests of one access key in progress hold of
-	// MaxBufferedBytes: the bytes of their bodies received so far (counted in steps of 64 KiB)
-	// and the buffers of their signed chunks. A body past it is refused with SlowDown, so one
-	// tenant cannot refuse every other by holding bodies open. Zero: a quarter of
-	// MaxBufferedBytes, but never less than one body of MaxObjectSize with its chunk buffer
-	// (MaxObjectSize plus up to 16 MiB), nor more than MaxBufferedBytes.
-	MaxBufferedBytesPerKey int64
-	// MinBodyRate is the slowest average rate, in bytes a second, at which a request body may
-	// arrive: a body of n declared bytes must have arrived IdleTimeout plus n/MinBodyRate
-	// seconds after its request began, however steadily its bytes trickle, or the connection
-	// is closed. Zero: DefaultMinBodyRate.
+	MaxUploadsPerTenant int
+	// MaxBufferedBytesPerTenant bounds what the requests of one account in progress hold of
+	// MaxBufferedBytes: the bytes of their bodies received so far (counted in steps of 64 KiB),
+	// the buffers of their signed chunks, the pages of their listings and (with a state
+	// directory) their GETs' copies; within it, an account holds at most its fair share of
+	// what the others leave (see fair). Past it a request is refused with SlowDown, so one
+	// tenant cannot refuse every other by holding bodies open or answers unread. Zero: a
+	// quarter of MaxBufferedBytes, but never less than one body of MaxObjectSize with its
+	// chunk buffer (MaxObjectSize plus up to 16 MiB) or a listing page (1,000 keys of 1 KiB
+	// and their records, 1.25 MiB), nor more than MaxBufferedBytes.
+	MaxBufferedBytesPerTenant int64
+	// MinBodyRate is the slowest rate, in bytes a second, at which a request body may arrive:
+	// once a grace of IdleTimeout has passed since the server began reading it, each
+	// BodyRateInterval must bring MinBodyRate times the interval bytes, or the connection is
+	// closed (RequestTimeout), whatever length the body declared. Zero: DefaultMinBodyRate.
 	MinBodyRate int64
+	// BodyRateInterval is the interval over which MinBodyRate is measured, at most
+	// IdleTimeout. Zero: DefaultBodyRateInterval, or IdleTimeout if that is shorter.
+	BodyRateInterval time.Duration
 	// MaxPartBytesPerBucket bounds the part bytes (and part records) the uploads of one bucket
-	// hold of MaxPartBytes, so one tenant's unfinished uploads cannot refuse every other
-	// tenant's parts; a part past it is refused with SlowDown. Zero: a quarter of MaxPartBytes,
-	// but never less than MaxObjectSize plus 1 MiB (the parts of one object of the largest
-	// size), nor more than MaxPartBytes.
+	// hold of MaxPartBytes, and MaxPartBytesPerTenant those one account stored, across its
+	// buckets (within its fair share of MaxPartBytes, see fair), so one tenant's unfinished
+	// uploads cannot refuse every other tenant's parts; a part past either is refused with
+	// SlowDown. Zero: a quarter of MaxPartBytes, but never less than MaxObjectSize plus 1 MiB
+	// (the parts of one object of the largest size), nor more than MaxPartBytes.
 	MaxPartBytesPerBucket int64
+	MaxPartBytesPerTenant int64
 	// UploadIdleTimeout aborts a multipart upload in which nothing was stored for this long
 	// (no part since it began or since its last part), giving back its parts. Zero:
 	// DefaultUploadIdleTimeout.
@@ -113,17 +137,27 @@ type Limits struct {
 	// between requests, or open without a complete request, whatever its age), which is
 	// closed.
 	MaxConnections int
-	// MaxRequestsPerKey bounds the requests of one access key in progress at once (a body
-	// arriving or an answer being sent holds one); past it a request is refused with SlowDown
-	// at once, so one tenant cannot hold every connection with slow requests. Zero: a quarter
-	// of MaxConnections, at least 1.
-	MaxRequestsPerKey int
+	// MaxRequestsPerTenant bounds the requests of one account in progress at once (a body
+	// arriving or an answer being sent holds one); within it, an account holds at most its
+	// fair share of MaxConnections (see fair). Past it a request is refused with SlowDown at
+	// once, so no tenant, nor one party holding several accounts, holds every connection
+	// with slow requests. Zero: a quarter of MaxConnections, at least 1.
+	MaxRequestsPerTenant int
 	// IdleTimeout closes a connection idle for this long, between requests or within one.
 	IdleTimeout time.Duration
 	// HeaderTimeout is how long a client may take to send a request's headers (Serve only).
 	HeaderTimeout time.Duration
 	// MaxHeaderBytes bounds the size of a request's headers (Serve only).
 	MaxHeaderBytes int
+	// MaxObjectsPerBucket bounds the objects one bucket holds: a request that would make
+	// another (a PUT, a copy or a completed upload of a new key) is refused with 403
+	// QuotaExceeded, while replacing or deleting an object is not. Zero:
+	// DefaultMaxObjectsPerBucket.
+	MaxObjectsPerBucket int
+	// MaxKeyLength bounds the key of a new object (PUT, copy, multipart upload), in bytes, at
+	// most S3's 1024; a longer one is refused with KeyTooLongError. Objects stored under
+	// longer keys before it was lowered are still read and deleted. Zero: 1024.
+	MaxKeyLength int
 }
 
 func (l Limits) withDefaults() (Limits, error) {
@@ -140,7 +174,10 @@ func (l Limits) withDefaults() (Limits, error) {
 		l.MaxUploads = DefaultMaxUploads
 	}
 	if l.MaxUploadsPerBucket <= 0 {
-		l.MaxUploadsPerBucket = DefaultMaxUploadsPerBucket
+		l.MaxUploadsPerBucket = min(DefaultMaxUploadsPerBucket, l.MaxUploads)
+	}
+	if l.MaxUploadsPerTenant <= 0 {
+		l.MaxUploadsPerTenant = min(DefaultMaxUploadsPerTenant, l.MaxUploads)
 	}
 	if l.MaxConnections <= 0 {
 		l.MaxConnections = DefaultMaxConnections
@@ -157,11 +194,27 @@ func (l Limits) withDefaults() (Limits, error) {
 	if l.MinBodyRate <= 0 {
 		l.MinBodyRate = DefaultMinBodyRate
 	}
+	switch {
+	case l.BodyRateInterval <= 0:
+		l.BodyRateInterval = min(DefaultBodyRateInterval, l.IdleTimeout)
+	case l.BodyRateInterval > l.IdleTimeout:
+		return l, fmt.Errorf("limits: the interval over which a body's rate is measured (%v) must be at most the idle timeout (%v): %w",
+			l.BodyRateInterval, l.IdleTimeout, ErrInvalidArgument)
+	}
 	if l.UploadIdleTimeout <= 0 {
 		l.UploadIdleTimeout = DefaultUploadIdleTimeout
 	}
-	if l.MaxRequestsPerKey <= 0 {
-		l.MaxRequestsPerKey = max(1, l.MaxConnections/4)
+	if l.MaxRequestsPerTenant <= 0 {
+		l.MaxRequestsPerTenant = max(1, l.MaxConnections/4)
+	}
+	if l.MaxObjectsPerBucket <= 0 {
+		l.MaxObjectsPerBucket = DefaultMaxObjectsPerBucket
+	}
+	switch {
+	case l.MaxKeyLength <= 0:
+		l.MaxKeyLength = gofakes3.KeySizeLimit
+	case l.MaxKeyLength > gofakes3.KeySizeLimit:
+		return l, fmt.Errorf("limits: object keys are at most %d bytes (S3's bound), not %d: %w", gofakes3.KeySizeLimit, l.MaxKeyLength, ErrInvalidArgument)
 	}
 	// A body of the largest size is held in the spool's chunks while the store makes its own
 	// copy of it (storeBackend.PutObject).
@@ -169,31 +222,51 @@ func (l Limits) withDefaults() (Limits, error) {
 		return l, fmt.Errorf("limits: %d buffered bytes cannot hold one body of the largest object size, %d bytes, and the store's copy of it (%d bytes): %w",
 			l.MaxBufferedBytes, l.MaxObjectSize, need, ErrInvalidArgument)
 	}
-	oneBody := min(keyBodyCharge(l.MaxObjectSize), l.MaxBufferedBytes)
-	switch {
-	case l.MaxBufferedBytesPerKey <= 0:
-		l.MaxBufferedBytesPerKey = max(l.MaxBufferedBytes/4, oneBody)
-	case l.MaxBufferedBytesPerKey < oneBody || l.MaxBufferedBytesPerKey > l.MaxBufferedBytes:
-		return l, fmt.Errorf("limits: the buffered bytes of one key must hold one body of the largest object size and its chunk buffer (%d bytes) and be at most the server's %d, not %d: %w",
-			oneBody, l.MaxBufferedBytes, l.MaxBufferedBytesPerKey, ErrInvalidArgument)
+	// A tenant alone holds about half the budget (fair): that half must hold one body of the
+	// largest size with its chunk buffer, to the last step of its share, and a listing page.
+	oneBody := max(tenantBodyCharge(l.MaxObjectSize), maxPageCharge)
+	if need := 2*oneBody + shareStep - byteFloor; l.MaxBufferedBytes < need {
+		return l, fmt.Errorf("limits: one tenant alone may hold about half of the %d buffered bytes, which cannot hold one body of the largest object size, %d bytes, with its chunk buffer, or a listing page; it takes at least %d: %w",
+			l.MaxBufferedBytes, l.MaxObjectSize, need, ErrInvalidArgument)
 	}
 	switch {
-	case l.MaxPartBytesPerBucket <= 0:
-		l.MaxPartBytesPerBucket = min(l.MaxPartBytes, max(l.MaxPartBytes/4, l.MaxObjectSize+1<<20))
-	case l.MaxPartBytesPerBucket > l.MaxPartBytes:
-		return l, fmt.Errorf("limits: the part bytes of one bucket (%d) must be at most the server's %d: %w",
-			l.MaxPartBytesPerBucket, l.MaxPartBytes, ErrInvalidArgument)
+	case l.MaxBufferedBytesPerTenant <= 0:
+		l.MaxBufferedBytesPerTenant = max(l.MaxBufferedBytes/4, oneBody)
+	case l.MaxBufferedBytesPerTenant < oneBody || l.MaxBufferedBytesPerTenant > l.MaxBufferedBytes:
+		return l, fmt.Errorf("limits: the buffered bytes of one tenant must hold one body of the largest object size and its chunk buffer, and a listing page (%d bytes), and be at most the server's %d, not %d: %w",
+			oneBody, l.MaxBufferedBytes, l.MaxBufferedBytesPerTenant, ErrInvalidArgument)
+	}
+	partShare := min(l.MaxPartBytes, max(l.MaxPartBytes/4, l.MaxObjectSize+1<<20))
+	for _, s := range []struct {
+		what string
+		v    *int64
+	}{{"one bucket", &l.MaxPartBytesPerBucket}, {"one tenant", &l.MaxPartBytesPerTenant}} {
+		switch {
+		case *s.v <= 0:
+			*s.v = partShare
+		case *s.v > l.MaxPartBytes:
+			return l, fmt.Errorf("limits: the part bytes of %s (%d) must be at most the server's %d: %w", s.what, *s.v, l.MaxPartBytes, ErrInvalidArgument)
+		}
 	}
 	return l, nil
 }
 
-// keyBodyCharge is what one body of n bytes may hold of its key's share at most: its bytes,
-// counted in shareSteps, and the buffer of a signed chunk as large as it may be.
-func keyBodyCharge(n int64) int64 {
+// tenantBodyCharge is what one body of n bytes may hold of its tenant's share at most: its
+// bytes, counted in shareSteps, and the buffer of a signed chunk as large as it may be.
+func tenantBodyCharge(n int64) int64 {
 	return roundUp(n, shareStep) + min(n, sigv4.MaxSignedChunk)
 }
 
 func roundUp(n, step int64) int64 { return (n + step - 1) / step * step }
+
+// bodyQuota is what a body must bring each BodyRateInterval after its grace, at least a byte.
+func (l Limits) bodyQuota() int64 {
+	q := float64(l.MinBodyRate) * l.BodyRateInterval.Seconds()
+	if q >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return max(1, int64(q))
+}
 
 // budget counts bytes held against a server-wide limit. take never waits: a request that
 // finds the budget spent is refused at once rather than queued behind the requests holding
@@ -260,7 +333,7 @@ func (s *Server) newHTTPServer() *http.Server {
 // does not use, however fast it opens them: a flood of connections that send nothing closes
 // its own connections, oldest first, while a real client's request is in the socket as it
 // connects and is read at once. Only requests in progress hold a slot, which the idle
-// timeout, the body deadline (MinBodyRate) and MaxRequestsPerKey bound.
+// timeout, the body rate (MinBodyRate) and MaxRequestsPerTenant bound.
 //
 // A connection becomes closable once the server has begun reading it: between Accept and the
 // first Read its request, already in the socket, may not have been looked at yet, and closing
@@ -380,45 +453,96 @@ func (c *limitedConn) Close() error {
 
 // deadlines moves a connection's read and write deadlines forward as bytes move, so a client
 // that stops sending a body, or stops reading an answer, loses its connection after the idle
-// timeout while a slow but steady transfer of any size goes on, up to the body's deadline
-// (bodyEnd): a body that trickles in more slowly than MinBodyRate loses its connection then,
-// however steadily it trickles. Where the connection does not support deadlines (a handler
-// called in process), it does nothing.
+// timeout while a slow but steady transfer of any size goes on. A body must moreover keep
+// MinBodyRate: once a grace of the idle timeout has passed since the server began reading it,
+// every BodyRateInterval must bring at least MinBodyRate times the interval bytes (its quota)
+// more than it had when the interval began, and an interval begins when the last one's quota
+// has arrived. A body that trickles (a byte every few seconds) therefore loses its connection
+// after its grace and one interval, whatever length it declared, while a body that keeps the
+// rate arrives whole however long it takes; bytes sent early earn no credit for later. Where
+// the connection does not support deadlines (a handler called in process), it does nothing.
 //
 // Moving a deadline costs a runtime timer update, which a small PUT paid five times (about a
-// point of its latency). So a deadline is moved at most once per slack (an eighth of the idle
-// timeout), each time to the idle timeout plus the slack ahead: a connection still has at
-// least the idle timeout after its last progress, and loses it at most an eighth later.
-// A read deadline at bodyEnd is final. One request's deadlines are used by its handler's
+// point of its latency). So a deadline is set a slack (an eighth of the shorter of the idle
+// timeout and the interval) later than the rule asks, and moved only when the rule asks for
+// more time than that: at most once per slack while bytes flow, and a connection is cut at
+// most a slack after the rule says. One request's deadlines are used by its handler's
 // goroutine only.
 type deadlines struct {
-	rc      *http.ResponseController
-	idle    time.Duration
-	bodyEnd time.Time // zero: none
+	rc   *http.ResponseController
+	idle time.Duration
+	// interval and quota are the body's rate: quota bytes each interval after the grace. A
+	// quota of 0 asks no rate (the idle timeout alone).
+	interval time.Duration
+	quota    int64
 
-	readAt, writeAt time.Time // when each deadline was last moved; zero: not yet
-	readFinal       bool      // the read deadline is bodyEnd
+	graceEnd time.Time // the end of the body's grace; zero: the body has not been read yet
+	winStart time.Time // when the current interval began; zero: in grace
+	winBytes int64     // the bytes of the body read when it began
+	readDL   time.Time // the read deadline set; zero: none yet
+	writeAt  time.Time // when the write deadline was last moved; zero: not yet
 }
 
 // writeNow is write at the present time.
 func (d *deadlines) writeNow() { d.write(time.Now()) }
 
-func (d *deadlines) slack() time.Duration { return d.idle / 8 }
+func (d *deadlines) slack() time.Duration {
+	if d.interval > 0 && d.interval < d.idle {
+		return d.interval / 8
+	}
+	return d.idle / 8
+}
 
-// recent says whether a deadline moved at at is still at least the idle timeout ahead of now.
-func (d *deadlines) recent(at, now time.Time) bool { return !at.IsZero() && now.Sub(at) < d.slack() }
-
-// read moves the read deadline, at now, before a read.
-func (d *deadlines) read(now time.Time) {
-	if d.readFinal || d.recent(d.readAt, now) {
+// setRead makes the read deadline fall from due to due plus the slack: moved on when due is
+// later than the deadline set, and back when it is more than a slack earlier.
+func (d *deadlines) setRead(due time.Time) {
+	if !d.readDL.IsZero() && !d.readDL.Before(due) && !d.readDL.After(due.Add(d.slack())) {
 		return
 	}
-	t := now.Add(d.idle + d.slack())
-	if !d.bodyEnd.IsZero() && !d.bodyEnd.After(t) {
-		t, d.readFinal = d.bodyEnd, true
+	d.readDL = due.Add(d.slack())
+	_ = d.rc.SetReadDeadline(d.readDL)
+}
+
+// read moves the read deadline, at now, for the idle timeout alone (no body is being read).
+func (d *deadlines) read(now time.Time) { d.setRead(now.Add(d.idle)) }
+
+// bodyRead moves the read deadline, at now, before a read of the body, of which got bytes
+// have arrived.
+func (d *deadlines) bodyRead(now time.Time, got int64) {
+	if d.quota <= 0 {
+		d.read(now)
+		return
 	}
-	d.readAt = now
-	_ = d.rc.SetReadDeadline(t)
+	if d.graceEnd.IsZero() {
+		d.graceEnd = now.Add(d.idle)
+	}
+	if now.Before(d.graceEnd) {
+		// In grace the idle timeout alone applies; a read still waiting when grace ends has
+		// the first interval to bring its quota, counted from here.
+		d.winBytes = got
+		d.setRead(minTime(now.Add(d.idle), d.graceEnd.Add(d.interval)))
+		return
+	}
+	if d.winStart.IsZero() {
+		d.winStart = d.graceEnd
+	}
+	if got-d.winBytes >= d.quota {
+		d.winStart, d.winBytes = now, got
+	}
+	d.setRead(d.winStart.Add(d.interval))
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// recent says whether the write deadline moved at at is still at least the idle timeout
+// ahead of now.
+func (d *deadlines) recent(at, now time.Time) bool {
+	return !at.IsZero() && now.Sub(at) < d.idle/8
 }
 
 // write moves the write deadline, at now, before a write.
@@ -427,35 +551,11 @@ func (d *deadlines) write(now time.Time) {
 		return
 	}
 	d.writeAt = now
-	_ = d.rc.SetWriteDeadline(now.Add(d.idle + d.slack()))
+	_ = d.rc.SetWriteDeadline(now.Add(d.idle + d.idle/8))
 }
-
-// bodyDeadline is when r's body must have arrived whole, measured from start: the idle
-// timeout, and its declared length (decoded, for aws-chunked) at MinBodyRate. A body of
-// unknown length is taken to be as long as a body may be. Zero: r has no body.
-func (s *Server) bodyDeadline(r *http.Request, start time.Time) time.Time {
-	if r.ContentLength == 0 {
-		return time.Time{}
-	}
-	longest := max(s.limits.MaxObjectSize, maxRequestDocument)
-	n := r.ContentLength
-	if v := r.Header.Get("X-Amz-Decoded-Content-Length"); v != "" {
-		if d, err := strconv.ParseInt(v, 10, 64); err == nil && d >= 0 {
-			n = d
-		}
-	}
-	if n < 0 || n > longest {
-		n = longest
-	}
-	secs := float64(n) / float64(s.limits.MinBodyRate)
-	return start.Add(s.limits.IdleTimeout + time.Duration(min(secs, maxBodySeconds)*float64(time.Second)))
-}
-
-// maxBodySeconds caps a body's deadline (a year) far below where a Duration overflows.
-const maxBodySeconds = 365 * 24 * 3600
 
 // errBodyTimeout answers a body whose connection reached its read deadline.
-var errBodyTimeout = s3err.ErrRequestTimeout.With("the body did not arrive in time: it stopped for the idle timeout, or arrived more slowly than the server's minimum rate")
+var errBodyTimeout = s3err.ErrRequestTimeout.With("the body did not arrive in time: it stopped for the idle timeout, or an interval brought less than the server's minimum rate")
 
 // idleReader is a request body that pushes the read deadline before each Read, calls a
 // read past the deadline what it is, and counts what it read, so that a refusal knows how
@@ -471,7 +571,7 @@ type idleReader struct {
 }
 
 func (r *idleReader) Read(p []byte) (int, error) {
-	r.d.read(time.Now())
+	r.d.bodyRead(time.Now(), r.n)
 	n, err := r.ReadCloser.Read(p)
 	r.n += int64(n)
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
@@ -485,7 +585,11 @@ func (r *idleReader) Read(p []byte) (int, error) {
 // "connection reset" instead of the answer that says why (S3 SDKs retry that as a network
 // fault, then report it, not the S3 error). So, like nginx's lingering close, a refusal first
 // reads what is left of a body that is small enough (lingerBytes) for up to lingerTime; a
-// longer one is cut off as net/http cuts off one it will not drain.
+// longer one is cut off as net/http cuts off one it will not drain. Only a request admitted
+// among its tenant's requests in progress lingers, within them: an anonymous one, or one past
+// its tenant's share, is closed at once, or clients would hold connection slots a second each
+// outside any share (1,500 anonymous connections declaring a small body and sending none made
+// every tenant wait seconds).
 const (
 	lingerBytes = 256 << 10
 	lingerTime  = time.Second
@@ -508,12 +612,16 @@ func (r *idleReader) linger() {
 	_, _ = io.CopyN(io.Discard, r.ReadCloser, left)
 }
 
-// bodyOf finds the request body under w, a chain of response writers that ends in the
-// handler's idleWriter; nil if there is none or the request had no body.
-func bodyOf(w http.ResponseWriter) *idleReader {
+// lingerBody finds the request body to linger on under w, a chain of response writers that
+// ends in the handler's idleWriter; nil if there is none, the request had no body or it was
+// not admitted among its tenant's requests.
+func lingerBody(w http.ResponseWriter) *idleReader {
 	for {
 		switch v := w.(type) {
 		case *idleWriter:
+			if !v.admitted {
+				return nil
+			}
 			return v.body
 		case interface{ Unwrap() http.ResponseWriter }:
 			w = v.Unwrap()
@@ -523,13 +631,16 @@ func bodyOf(w http.ResponseWriter) *idleReader {
 	}
 }
 
-// idleWriter is a response writer that pushes the write deadline before each Write, and
-// notes whether the answer has begun.
+// idleWriter is a response writer that pushes the write deadline before each piece of an
+// answer (answerPiece), and notes whether the answer has begun.
 type idleWriter struct {
 	http.ResponseWriter
 	d     deadlines
 	wrote bool
 	body  *idleReader // nil: the request has no body
+	// admitted: the request was signed by a key in force and holds one of its tenant's
+	// requests in progress (see lingerBody).
+	admitted bool
 }
 
 func (w *idleWriter) WriteHeader(code int) {
@@ -537,10 +648,30 @@ func (w *idleWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
+// answerPiece is the most of an answer written under one move of the write deadline. gofakes3
+// writes an object in one Write of all its bytes, which under one deadline cut off a reader
+// slower than the object's size per idle timeout (a steady 1 MB/s reader got 42.5 of 67 MB,
+// on every retry); written in pieces, an answer of any size reaches a reader that takes less
+// than the idle timeout over each piece.
+const answerPiece = 256 << 10
+
 func (w *idleWriter) Write(p []byte) (int, error) {
 	w.wrote = true
-	w.d.write(time.Now())
-	return w.ResponseWriter.Write(p)
+	if len(p) <= answerPiece {
+		w.d.write(time.Now())
+		return w.ResponseWriter.Write(p)
+	}
+	written := 0
+	for len(p) > 0 {
+		w.d.write(time.Now())
+		n, err := w.ResponseWriter.Write(p[:min(len(p), answerPiece)])
+		written += n
+		if err != nil {
+			return written, err
+		}
+		p = p[n:]
+	}
+	return written, nil
 }
 
 // Unwrap lets http.ResponseController reach the connection.

@@ -16,9 +16,9 @@ import (
 
 // memStore is the object store without a state directory: a gofakes3.Backend in memory, with
 // the semantics of boltStore (the store of a state directory), so that a client sees the same
-// server either way: a PUT keeps the metadata of the object it replaces under the names it
-// does not set, listing pages end after the last key rolled into a common prefix, and ranges
-// are clamped to the object.
+// server either way: a PUT replaces the metadata of the object it replaces, as S3 does,
+// listing pages end after the last key rolled into a common prefix, and ranges are clamped to
+// the object.
 //
 // It replaces gofakes3's in-memory backend, which hashes every object it stores with MD5
 // although the PUT's body was already hashed (for the ETag) as it arrived: MD5 is most of
@@ -30,6 +30,8 @@ import (
 // and a copy shares them.
 type memStore struct {
 	now func() time.Time
+	// maxObjects bounds the objects of a bucket (MaxObjectsPerBucket); 0: no bound.
+	maxObjects int
 
 	mu      sync.RWMutex
 	buckets map[string]*memBucket
@@ -239,8 +241,8 @@ func (m *memStore) PutObject(bucket, key string, meta map[string]string, input i
 	return gofakes3.PutObjectResult{}, m.put(bucket, key, meta, body, sum, cond)
 }
 
-// put stores body under bucket/key, checking cond against the object it replaces and keeping
-// that object's metadata under the names meta does not set. The caller holds m.mu.
+// put stores body under bucket/key with meta as its metadata, checking cond against the object
+// it replaces, of which nothing is kept. The caller holds m.mu.
 func (m *memStore) put(bucket, key string, meta map[string]string, body []byte, sum [md5.Size]byte, cond *gofakes3.PutConditions) error {
 	bk := m.buckets[bucket]
 	if bk == nil {
@@ -259,19 +261,14 @@ func (m *memStore) put(bucket, key string, meta map[string]string, body []byte, 
 			return err
 		}
 	}
-	merged := make(map[string]string, len(meta))
-	maps.Copy(merged, meta)
-	if old != nil {
-		for k, v := range old.meta {
-			if _, ok := merged[k]; !ok {
-				merged[k] = v
-			}
-		}
-	} else {
+	if old == nil && m.maxObjects > 0 && len(bk.objects) >= m.maxObjects {
+		return errBucketFull(bucket, len(bk.objects))
+	}
+	if old == nil {
 		i, _ := slices.BinarySearch(bk.keys, key)
 		bk.keys = slices.Insert(bk.keys, i, key)
 	}
-	bk.objects[key] = &memObject{body: body, md5: sum, etag: `"` + hex.EncodeToString(sum[:]) + `"`, modified: m.now(), meta: merged}
+	bk.objects[key] = &memObject{body: body, md5: sum, etag: `"` + hex.EncodeToString(sum[:]) + `"`, modified: m.now(), meta: maps.Clone(meta)}
 	return nil
 }
 

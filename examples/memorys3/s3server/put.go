@@ -25,8 +25,15 @@ import (
 // object that cost as much as the signature check. Whether a request is a PutObject is not
 // decided again here: the handler (perform) decided it, and only a PutObject's body is a
 // commitAtEOF.
+//
+// gofakes3 calls its backend with no request at hand, so a request performed for a tenant
+// (every client's) gets a gofakes3 of its own on a backend that knows the tenant
+// (requestBackend): a handful of small allocations, which buy charging the tenant for what
+// the request holds (a GET's copy, a listing's page) and for the uploads and parts it makes.
+// The server's own calls use the shared one.
 type objectStore struct {
 	s        *Server
+	opts     []gofakes3.Option
 	gofakes3 http.Handler
 }
 
@@ -35,7 +42,14 @@ func (o objectStore) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		o.s.putObject(w, r, eb)
 		return
 	}
-	o.gofakes3.ServeHTTP(w, r)
+	t := tenantOf(r.Context())
+	if t == nil {
+		o.gofakes3.ServeHTTP(w, r)
+		return
+	}
+	b := &requestBackend{storeBackend: o.s.objects, t: t}
+	defer b.release()
+	gofakes3.New(b, o.opts...).Server().ServeHTTP(w, r)
 }
 
 // putObject stores r's body as the object the handler authorised (eb.c.op), with the checks

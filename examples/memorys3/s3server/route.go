@@ -47,6 +47,9 @@ type opSpec struct {
 	body   bodyKind // what its request body is
 	// commits: it changes the store, which is authorised again as it commits (see commit).
 	commits bool
+	// newKey: it makes an object (or an upload of one) under the key it names, which must
+	// be within MaxKeyLength.
+	newKey bool
 }
 
 // bodyKind says how a request body reaches the store.
@@ -84,10 +87,10 @@ var operations = []opSpec{
 	{name: "DeleteObjects", method: http.MethodPost, on: onBucket, sub: []string{"delete"}, need: needWrite, body: bodyDocument, commits: true},
 	{name: "GetObject", method: http.MethodGet, on: onObject, params: responseParams, need: needRead},
 	{name: "HeadObject", method: http.MethodHead, on: onObject, params: []string{"X-Amz-Checksum-Mode"}, need: needRead},
-	{name: "PutObject", method: http.MethodPut, on: onObject, need: needWrite, body: bodyObject, commits: true},
-	{name: "CopyObject", method: http.MethodPut, on: onObject, copy: true, need: needWrite, commits: true},
+	{name: "PutObject", method: http.MethodPut, on: onObject, need: needWrite, body: bodyObject, commits: true, newKey: true},
+	{name: "CopyObject", method: http.MethodPut, on: onObject, copy: true, need: needWrite, commits: true, newKey: true},
 	{name: "DeleteObject", method: http.MethodDelete, on: onObject, need: needWrite, commits: true},
-	{name: "CreateMultipartUpload", method: http.MethodPost, on: onObject, sub: []string{"uploads"}, need: needWrite, body: bodyDocument, commits: true},
+	{name: "CreateMultipartUpload", method: http.MethodPost, on: onObject, sub: []string{"uploads"}, need: needWrite, body: bodyDocument, commits: true, newKey: true},
 	{name: "UploadPart", method: http.MethodPut, on: onObject, sub: []string{"partNumber", "uploadId"}, need: needWrite, body: bodyPart, commits: true},
 	{name: "CompleteMultipartUpload", method: http.MethodPost, on: onObject, sub: []string{"uploadId"}, need: needWrite, body: bodyCompletion, commits: true},
 	{name: "AbortMultipartUpload", method: http.MethodDelete, on: onObject, sub: []string{"uploadId"}, need: needWrite, commits: true},

@@ -18,11 +18,20 @@ import (
 // matrix and agreement tests drive every operation through these.
 type offered struct {
 	op     string
+	row    string // the matrix row, when it is not op's own
 	method string
 	path   string
 	query  string
 	hdr    http.Header
 	body   []byte
+}
+
+// rowName is o's row in the matrix.
+func (o offered) rowName() string {
+	if o.row != "" {
+		return o.row
+	}
+	return o.op
 }
 
 func offeredRequests(uploadID string) []offered {
@@ -340,6 +349,30 @@ func TestReviewAttacksAreRefused(t *testing.T) {
 // "bkt" (it holds one on "oth"), and a revoked key.
 var keyStates = []string{"rw", "ro", "wo", "none", "revoked"}
 
+// conditionalRequests are the offered requests on a bucket or an object, each carrying one of
+// the conditions on stored objects (the headers taking turns).
+func conditionalRequests(uploadID string) []offered {
+	var out []offered
+	for i, o := range offeredRequests(uploadID) {
+		if o.op == "ListBuckets" {
+			continue // answered from the key's grants, with no object to be conditional on
+		}
+		h := conditionHeaders[i%len(conditionHeaders)]
+		v := `"` + strings.Repeat("0", 32) + `"`
+		if strings.HasSuffix(h, "-Since") {
+			v = "Mon, 02 Jan 2006 15:04:05 GMT"
+		}
+		o.hdr = o.hdr.Clone()
+		if o.hdr == nil {
+			o.hdr = http.Header{}
+		}
+		o.hdr.Set(h, v)
+		o.row = o.op + " with " + h
+		out = append(out, o)
+	}
+	return out
+}
+
 // matrix is the authorisation table (README "What a key may do"): which operations each key
 // may perform on bucket "bkt".
 var matrix = map[string][]string{
@@ -349,19 +382,36 @@ var matrix = map[string][]string{
 	"none": {"ListBuckets"},
 }
 
-// TestAuthorisationMatrix drives every offered operation with every key state. Allowed ones
-// reach the store as themselves; denied ones answer 403 and leave buckets, objects, metadata
-// and uploads exactly as they were. A copy needs read on its source ("oth", where each key
-// holds the same mode as on "bkt"; the key without a grant on "bkt" reads "oth").
+// conditionalMatrix is the matrix's row for requests carrying a condition on stored objects:
+// a key that may read the bucket may make any request it may make without one conditional; a
+// key that may not read it (write-only) may make none, since the answer would read for it.
+var conditionalMatrix = map[string][]string{"rw": matrix["rw"], "ro": matrix["ro"]}
+
+// allowedIn says whether the matrix lets key make o.
+func allowedIn(key string, o offered) bool {
+	if o.row != "" {
+		return slices.Contains(conditionalMatrix[key], o.op)
+	}
+	return slices.Contains(matrix[key], o.op)
+}
+
+// TestAuthorisationMatrix drives every offered operation with every key state, plain and with
+// a condition on stored objects. Allowed ones reach the store as themselves; denied ones
+// answer 403 and leave buckets, objects, metadata and uploads exactly as they were. A copy
+// needs read on its source ("oth", where each key holds the same mode as on "bkt"; the key
+// without a grant on "bkt" reads "oth").
 func TestAuthorisationMatrix(t *testing.T) {
+	requests := func(uploadID string) []offered {
+		return append(offeredRequests(uploadID), conditionalRequests(uploadID)...)
+	}
 	for _, key := range keyStates {
-		for _, o := range offeredRequests("") {
-			t.Run(key+"/"+o.op, func(t *testing.T) {
+		for i, o := range requests("") {
+			t.Run(key+"/"+o.rowName(), func(t *testing.T) {
 				f := newProbeFixture(t, Config{})
-				o := offeredRequests(f.uploadID)[slices.IndexFunc(offeredRequests(""), func(x offered) bool { return x.op == o.op })]
+				o := requests(f.uploadID)[i]
 				before := f.storeState(t)
 				rec := f.serve(f.signed(t, key, o.method, o.path, o.query, o.hdr, o.body))
-				allowed := slices.Contains(matrix[key], o.op)
+				allowed := allowedIn(key, o)
 				if !allowed {
 					if rec.Code != http.StatusForbidden {
 						t.Fatalf("denied operation answered %d %s, want 403", rec.Code, rec.Body.String())

@@ -67,7 +67,9 @@ type Server struct {
 	closers   []func() error
 	reqID     atomic.Uint64
 	limits    Limits
+	bodyQuota int64  // limits.bodyQuota()
 	budget    budget // bytes buffered in request bodies and held in parts
+	shares    *shares
 	http      *http.Server
 	conns     *connLimiter
 
@@ -116,7 +118,7 @@ type keyEntry struct {
 	accountID string
 	name      string
 	grants    map[string]Mode
-	load      *keyLoad // what the key's requests in progress hold; the same across keyrings
+	tenant    *tenant // what the account's requests in progress hold; the same across keyrings
 }
 
 // lockTimeout: a second process on the same state directory is told at once instead of
@@ -139,13 +141,16 @@ func New(cfg Config) (*Server, error) {
 	if cfg.StateDir != "" && limits.MaxObjectSize > bolt.MaxValueSize {
 		return nil, fmt.Errorf("limits: a state directory keeps objects of at most %d bytes, not %d: %w", bolt.MaxValueSize, limits.MaxObjectSize, ErrInvalidArgument)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, limits: limits, budget: budget{limit: limits.MaxBufferedBytes}}
+	s := &Server{cfg: cfg, log: cfg.Logger, limits: limits, bodyQuota: limits.bodyQuota(), budget: budget{limit: limits.MaxBufferedBytes}}
+	s.shares = &shares{limits: limits, budget: &s.budget}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
 	ts := timeSource{cfg.Now}
 	if cfg.StateDir == "" {
-		s.backend = newMemStore(ts.Now)
+		mem := newMemStore(ts.Now)
+		mem.maxObjects = limits.MaxObjectsPerBucket
+		s.backend = mem
 		s.state = memoryState{}
 	} else {
 		if err := s.openState(cfg.StateDir, ts); err != nil {
@@ -174,8 +179,8 @@ func New(cfg Config) (*Server, error) {
 	s.uploads = newUploadStore(s.limits, &s.budget, inner, ts.Now)
 	s.objects = &storeBackend{Backend: inner, uploadStore: s.uploads, maxObjectSize: s.limits.MaxObjectSize, bodies: &s.budget}
 	s.storeLog, s.storeTime = storeLog{log: s.log, events: cfg.storeEvents}, ts
-	s.store = objectStore{s: s, gofakes3: gofakes3.New(s.objects,
-		gofakes3.WithTimeSource(ts), gofakes3.WithTimeSkewLimit(0), gofakes3.WithLogger(s.storeLog)).Server()}
+	opts := []gofakes3.Option{gofakes3.WithTimeSource(ts), gofakes3.WithTimeSkewLimit(0), gofakes3.WithLogger(s.storeLog)}
+	s.store = objectStore{s: s, opts: opts, gofakes3: gofakes3.New(s.objects, opts...).Server()}
 	s.conns = newConnLimiter(s.limits.MaxConnections)
 	s.http = s.newHTTPServer()
 	s.verifier = &sigv4.Verifier{
@@ -208,6 +213,7 @@ func (s *Server) openState(dir string, ts timeSource) error {
 	if err != nil {
 		return err
 	}
+	store.maxObjects = s.limits.MaxObjectsPerBucket
 	s.closers = append(s.closers, store.close)
 	s.backend = store
 	return nil
@@ -267,12 +273,12 @@ func (s *Server) publish() {
 		// Keep the key (and its signer's warm cache) when the account already had one.
 		if old != nil {
 			if prev, ok := old.byKey[a.Credentials.AccessKeyID]; ok && prev.accountID == id {
-				e.key, e.load = prev.key, prev.load
+				e.key, e.tenant = prev.key, prev.tenant
 			}
 		}
 		if e.key == nil {
 			e.key = sigv4.NewKey(a.Credentials.AccessKeyID, a.Credentials.SecretAccessKey)
-			e.load = newKeyLoad(s.limits, &s.budget)
+			e.tenant = newTenant(id, s.shares)
 		}
 		k.byKey[a.Credentials.AccessKeyID] = e
 	}

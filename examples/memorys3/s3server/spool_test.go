@@ -56,7 +56,7 @@ func TestSpoolIsChargedWhatItHolds(t *testing.T) {
 	}
 }
 
-// TestLimitsDefaultsAndBounds: zero fields take their defaults, the shares of one key and
+// TestLimitsDefaultsAndBounds: zero fields take their defaults, the shares of one tenant and
 // one bucket derive from the server-wide bounds (never below what one body or one object of
 // the largest size needs), and limits that could not serve such a body are refused.
 func TestLimitsDefaultsAndBounds(t *testing.T) {
@@ -65,8 +65,10 @@ func TestLimitsDefaultsAndBounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.MaxBufferedBytesPerKey != DefaultMaxObjectSize+16*mib || d.MaxPartBytesPerBucket != DefaultMaxObjectSize+mib ||
-		d.MaxRequestsPerKey != DefaultMaxConnections/4 || d.MinBodyRate != DefaultMinBodyRate || d.UploadIdleTimeout != time.Hour {
+	if d.MaxBufferedBytesPerTenant != DefaultMaxObjectSize+16*mib || d.MaxPartBytesPerBucket != DefaultMaxObjectSize+mib ||
+		d.MaxPartBytesPerTenant != DefaultMaxObjectSize+mib || d.MaxUploadsPerTenant != DefaultMaxUploadsPerTenant ||
+		d.MaxRequestsPerTenant != DefaultMaxConnections/4 || d.MinBodyRate != DefaultMinBodyRate || d.UploadIdleTimeout != time.Hour ||
+		d.MaxObjectsPerBucket != DefaultMaxObjectsPerBucket || d.MaxKeyLength != 1024 || d.BodyRateInterval != DefaultBodyRateInterval {
 		t.Errorf("defaults: %+v", d)
 	}
 	for _, tc := range []struct {
@@ -75,18 +77,31 @@ func TestLimitsDefaultsAndBounds(t *testing.T) {
 		ok   bool
 		want func(Limits) bool
 	}{
-		{"a budget that holds one body of the largest size and the store's copy", Limits{MaxObjectSize: mib, MaxBufferedBytes: 2 * mib}, true,
-			func(l Limits) bool { return l.MaxBufferedBytesPerKey == 2*mib }},
-		{"a budget one byte short of that", Limits{MaxObjectSize: mib, MaxBufferedBytes: 2*mib - 1}, false, nil},
-		{"a key's share of a quarter of a large budget", Limits{MaxObjectSize: mib, MaxBufferedBytes: 64 * mib}, true,
-			func(l Limits) bool { return l.MaxBufferedBytesPerKey == 16*mib }},
-		{"a key's share below one body and its chunk buffer", Limits{MaxObjectSize: mib, MaxBufferedBytes: 64 * mib, MaxBufferedBytesPerKey: 2*mib - 1}, false, nil},
-		{"a key's share above the budget", Limits{MaxObjectSize: mib, MaxBufferedBytes: 64 * mib, MaxBufferedBytesPerKey: 64*mib + 1}, false, nil},
-		{"a bucket's share of a small pool is the pool", Limits{MaxPartBytes: mib}, true,
-			func(l Limits) bool { return l.MaxPartBytesPerBucket == mib }},
+		// A tenant alone holds about half the budget (fair), which must hold one body of the
+		// largest size with its chunk buffer (2 MiB here) to its last 64 KiB step.
+		{"a budget whose half holds one body of the largest size and its chunk buffer", Limits{MaxObjectSize: mib, MaxBufferedBytes: 3*mib + 64<<10}, true,
+			func(l Limits) bool { return l.MaxBufferedBytesPerTenant == 2*mib }},
+		{"a budget one byte short of that", Limits{MaxObjectSize: mib, MaxBufferedBytes: 3*mib + 64<<10 - 1}, false, nil},
+		{"a budget whose half holds a listing page, with small objects", Limits{MaxObjectSize: 100 << 10, MaxBufferedBytes: 2*maxPageCharge + 64<<10 - byteFloor}, true,
+			func(l Limits) bool { return l.MaxBufferedBytesPerTenant == maxPageCharge }},
+		{"a budget one byte short of that", Limits{MaxObjectSize: 100 << 10, MaxBufferedBytes: 2*maxPageCharge + 64<<10 - byteFloor - 1}, false, nil},
+		{"a tenant's share of a quarter of a large budget", Limits{MaxObjectSize: mib, MaxBufferedBytes: 64 * mib}, true,
+			func(l Limits) bool { return l.MaxBufferedBytesPerTenant == 16*mib }},
+		{"a tenant's share below one body and its chunk buffer", Limits{MaxObjectSize: mib, MaxBufferedBytes: 64 * mib, MaxBufferedBytesPerTenant: 2*mib - 1}, false, nil},
+		{"a tenant's share above the budget", Limits{MaxObjectSize: mib, MaxBufferedBytes: 64 * mib, MaxBufferedBytesPerTenant: 64*mib + 1}, false, nil},
+		{"a bucket's and a tenant's share of a small pool is the pool", Limits{MaxPartBytes: mib}, true,
+			func(l Limits) bool { return l.MaxPartBytesPerBucket == mib && l.MaxPartBytesPerTenant == mib }},
 		{"a bucket's share above the pool", Limits{MaxPartBytes: mib, MaxPartBytesPerBucket: mib + 1}, false, nil},
-		{"a key's requests: a quarter of the connections, at least one", Limits{MaxConnections: 3}, true,
-			func(l Limits) bool { return l.MaxRequestsPerKey == 1 }},
+		{"a tenant's share above the pool", Limits{MaxPartBytes: mib, MaxPartBytesPerTenant: mib + 1}, false, nil},
+		{"a tenant's requests: a quarter of the connections, at least one", Limits{MaxConnections: 3}, true,
+			func(l Limits) bool { return l.MaxRequestsPerTenant == 1 }},
+		{"the uploads of a bucket and a tenant no more than the server's", Limits{MaxUploads: 12}, true,
+			func(l Limits) bool { return l.MaxUploadsPerBucket == 12 && l.MaxUploadsPerTenant == 12 }},
+		{"a key length within S3's", Limits{MaxKeyLength: 1024}, true, nil},
+		{"a rate interval of an idle timeout shorter than the default", Limits{IdleTimeout: time.Second}, true,
+			func(l Limits) bool { return l.BodyRateInterval == time.Second }},
+		{"a rate interval longer than the idle timeout", Limits{IdleTimeout: time.Second, BodyRateInterval: 2 * time.Second}, false, nil},
+		{"a key length above S3's", Limits{MaxKeyLength: 1025}, false, nil},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
 			got, err := tc.in.withDefaults()

@@ -64,6 +64,140 @@ func (b *storeBackend) PutObject(bucket, key string, meta map[string]string, inp
 	return b.Backend.PutObject(bucket, key, meta, &summedBody{Reader: bytes.NewReader(whole), whole: whole, sum: sum}, size, cond)
 }
 
+// requestBackend is the store's backend for one request performed for a tenant: what the
+// request holds while its answer is sent is charged to the tenant's share of the buffered
+// bytes (and to the budget), and the uploads and parts it makes are counted as the tenant's.
+type requestBackend struct {
+	*storeBackend
+	t    *tenant
+	held int64 // listing pages charged to t and the budget until the request ends
+}
+
+// ListBucket implements gofakes3.Backend: the page is held until its answer is written.
+func (b *requestBackend) ListBucket(name string, prefix *gofakes3.Prefix, page gofakes3.ListBucketPage) (*gofakes3.ObjectList, error) {
+	list, err := b.storeBackend.ListBucket(name, prefix, page)
+	if err != nil {
+		return nil, err
+	}
+	n := listingCharge(list)
+	if !b.t.Take(n) {
+		return nil, errStoreTenantShare
+	}
+	b.held += n
+	return list, nil
+}
+
+// errStoreTenantShare refuses a read whose answer would take its tenant past its share of the
+// buffered bytes.
+var errStoreTenantShare = errSlowDown("the requests of this account hold as many buffered bytes as it may now; retry later")
+
+// pageEntryCharge is what an entry of a listing page holds in memory besides its key: its
+// record and ETag.
+const pageEntryCharge = 256
+
+// maxPageCharge is the most a listing page is charged: 1,000 entries of the longest key.
+const maxPageCharge = gofakes3.MaxBucketKeys * (gofakes3.KeySizeLimit + pageEntryCharge)
+
+// listingCharge is what a listing page holds in memory, at most: each key and each common
+// prefix with its record.
+func listingCharge(list *gofakes3.ObjectList) int64 {
+	n := int64(0)
+	for _, c := range list.Contents {
+		n += int64(len(c.Key)) + pageEntryCharge
+	}
+	for _, p := range list.CommonPrefixes {
+		n += int64(len(p.Prefix)) + pageEntryCharge
+	}
+	return n
+}
+
+// GetObject implements gofakes3.Backend: a copy the store made of the object (boltStore's,
+// charged to the budget already) is charged to the tenant's share too until it is sent.
+func (b *requestBackend) GetObject(bucket, key string, rng *gofakes3.ObjectRangeRequest) (*gofakes3.Object, error) {
+	obj, err := b.storeBackend.GetObject(bucket, key, rng)
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := obj.Contents.(*chargedReader); ok {
+		if !b.t.shareTake(c.n, true) {
+			_ = c.Close()
+			return nil, errStoreTenantShare
+		}
+		c.tenant = b.t
+	}
+	return obj, nil
+}
+
+// CreateMultipartUpload implements gofakes3.MultipartBackend: the upload is the tenant's.
+func (b *requestBackend) CreateMultipartUpload(bucket, key string, meta map[string]string) (gofakes3.UploadID, error) {
+	return b.uploadStore.create(bucket, key, meta, b.t)
+}
+
+// UploadPart implements gofakes3.MultipartBackend: the part's bytes are the tenant's.
+func (b *requestBackend) UploadPart(bucket, key string, id gofakes3.UploadID, number int, size int64, input io.Reader) (string, error) {
+	return b.uploadStore.uploadPart(bucket, key, id, number, size, input, b.t)
+}
+
+// ListMultipartUploads implements gofakes3.MultipartBackend: the page is held until its answer
+// is written.
+func (b *requestBackend) ListMultipartUploads(bucket string, marker *gofakes3.UploadListMarker, prefix gofakes3.Prefix, limit int64) (*gofakes3.ListMultipartUploadsResult, error) {
+	out, err := b.uploadStore.ListMultipartUploads(bucket, marker, prefix, limit)
+	if err != nil {
+		return nil, err
+	}
+	n := int64(0)
+	for _, u := range out.Uploads {
+		n += int64(len(u.Key)) + pageEntryCharge
+	}
+	for _, p := range out.CommonPrefixes {
+		n += int64(len(p.Prefix)) + pageEntryCharge
+	}
+	if !b.t.Take(n) {
+		return nil, errStoreTenantShare
+	}
+	b.held += n
+	return out, nil
+}
+
+// release gives back what the request's listing pages held; its answer is written.
+func (b *requestBackend) release() {
+	if b.held > 0 {
+		b.t.Give(b.held)
+		b.held = 0
+	}
+}
+
+// CopyObject implements gofakes3.Backend within the bound a PUT's metadata is held to:
+// gofakes3 gives a copy the request's metadata and its source's, which would otherwise add up
+// along a chain of copies without bound.
+func (b *storeBackend) CopyObject(srcBucket, srcKey, dstBucket, dstKey string, meta map[string]string) (gofakes3.CopyObjectResult, error) {
+	if metadataSize(meta) > gofakes3.DefaultMetadataSizeLimit {
+		return gofakes3.CopyObjectResult{}, gofakes3.ErrorMessagef(gofakes3.ErrMetadataTooLarge,
+			"the copy's metadata and its source's add up to more than the %d bytes an object may have", gofakes3.DefaultMetadataSizeLimit)
+	}
+	return b.Backend.CopyObject(srcBucket, srcKey, dstBucket, dstKey, meta)
+}
+
+// metadataSize is the size of metadata as gofakes3 bounds it: its names and values.
+func metadataSize(meta map[string]string) int {
+	n := 0
+	for k, v := range meta {
+		n += len(k) + len(v)
+	}
+	return n
+}
+
+// ListBucket implements gofakes3.Backend with S3's bounds on a page: gofakes3 reads
+// max-keys=0 as no bound at all (one answer held the whole bucket), S3 as a page of no key;
+// and no page holds more than 1000 keys.
+func (b *storeBackend) ListBucket(name string, prefix *gofakes3.Prefix, page gofakes3.ListBucketPage) (*gofakes3.ObjectList, error) {
+	if page.MaxKeys <= 0 {
+		return gofakes3.NewObjectList(), nil
+	}
+	page.MaxKeys = min(page.MaxKeys, gofakes3.MaxBucketKeys)
+	return b.Backend.ListBucket(name, prefix, page)
+}
+
 // readerMD5 is the MD5 of the bytes read through r, read to its end, when r keeps one: a
 // PUT's body reaches the backend through a reader that hashes it as it arrives, for the ETag
 // (objectStore's md5Body; gofakes3's own reader has the same exported method Sum), and the

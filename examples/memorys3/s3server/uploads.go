@@ -45,6 +45,10 @@ type uploadStore struct {
 	bucketBytes map[string]int64 // partBytes by bucket
 	idle        list.List        // the uploads, least recently used first
 	seq         uint64
+	// tenantUploads and tenantBytes are count and partBytes by the tenant that began each
+	// upload and stored each part (none for the server's own calls).
+	tenantUploads map[*tenant]int
+	tenantBytes   map[*tenant]int64
 }
 
 // partOverhead is what a part is charged besides its bytes: its record, its map slot and its
@@ -54,6 +58,7 @@ const partOverhead = 1 << 10
 
 type upload struct {
 	id          gofakes3.UploadID
+	tenant      *tenant // who began it; nil: the server
 	bucket, key string
 	meta        map[string]string
 	initiated   time.Time
@@ -67,6 +72,7 @@ type upload struct {
 }
 
 type part struct {
+	tenant   *tenant // who stored it; nil: the server
 	body     []byte
 	md5      [md5.Size]byte
 	modified time.Time
@@ -79,7 +85,7 @@ func (p *part) held() int64 { return int64(len(p.body)) + partOverhead }
 
 func newUploadStore(limits Limits, b *budget, objects gofakes3.Backend, now func() time.Time) *uploadStore {
 	return &uploadStore{now: now, limits: limits, budget: b, objects: objects, buckets: map[string]map[gofakes3.UploadID]*upload{},
-		bucketBytes: map[string]int64{}}
+		bucketBytes: map[string]int64{}, tenantUploads: map[*tenant]int{}, tenantBytes: map[*tenant]int64{}}
 }
 
 // expire aborts the uploads in which nothing was stored for UploadIdleTimeout; u.mu must be
@@ -114,7 +120,13 @@ func errSlowDown(format string, args ...any) error {
 const (
 	codeSlowDown       gofakes3.ErrorCode = "SlowDown"
 	codeEntityTooLarge gofakes3.ErrorCode = "EntityTooLarge"
+	codeQuotaExceeded  gofakes3.ErrorCode = "QuotaExceeded"
 )
+
+// errBucketFull refuses a new object in a bucket holding MaxObjectsPerBucket.
+func errBucketFull(bucket string, n int) error {
+	return gofakes3.ErrorMessagef(codeQuotaExceeded, "bucket %s holds %d objects, as many as a bucket may; delete one or replace one", bucket, n)
+}
 
 // newID makes an upload ID: a counter, so that IDs sort in the order uploads began (S3 lists
 // the uploads of a key in that order), then 64 random bits, so that an ID from before a
@@ -136,8 +148,15 @@ func (u *uploadStore) get(bucket, key string, id gofakes3.UploadID) (*upload, er
 	return up, nil
 }
 
-// CreateMultipartUpload implements gofakes3.MultipartBackend.
+// CreateMultipartUpload implements gofakes3.MultipartBackend for the server's own calls;
+// requestBackend begins a tenant's uploads.
 func (u *uploadStore) CreateMultipartUpload(bucket, key string, meta map[string]string) (gofakes3.UploadID, error) {
+	return u.create(bucket, key, meta, nil)
+}
+
+// create begins an upload for t (nil: the server), within the server's bound, the bucket's
+// and the tenant's share.
+func (u *uploadStore) create(bucket, key string, meta map[string]string, t *tenant) (gofakes3.UploadID, error) {
 	if len(key) > gofakes3.KeySizeLimit {
 		return "", gofakes3.ResourceError(gofakes3.ErrKeyTooLong, key)
 	}
@@ -151,22 +170,35 @@ func (u *uploadStore) CreateMultipartUpload(bucket, key string, meta map[string]
 	if len(inBucket) >= u.limits.MaxUploadsPerBucket {
 		return "", errSlowDown("the bucket holds %d multipart uploads in progress, as many as it may; complete or abort some", len(inBucket))
 	}
+	if t != nil && !fair(int64(u.limits.MaxUploads), int64(u.count), int64(u.tenantUploads[t]), 1, int64(u.limits.MaxUploadsPerTenant), 1) {
+		return "", errSlowDown("the account has %d multipart uploads in progress, as many as it may now; complete or abort some", u.tenantUploads[t])
+	}
 	if inBucket == nil {
 		inBucket = map[gofakes3.UploadID]*upload{}
 		u.buckets[bucket] = inBucket
 	}
 	now := u.now()
-	up := &upload{id: u.newID(), bucket: bucket, key: key, meta: meta, initiated: now, used: now, parts: map[int]*part{}}
+	up := &upload{id: u.newID(), tenant: t, bucket: bucket, key: key, meta: meta, initiated: now, used: now, parts: map[int]*part{}}
 	up.elem = u.idle.PushBack(up)
 	inBucket[up.id] = up
 	u.count++
+	if t != nil {
+		u.tenantUploads[t]++
+	}
 	return up.id, nil
 }
 
-// UploadPart implements gofakes3.MultipartBackend. The part is read into a slice of its size,
-// charged to the server's budget with its record, before the upload is looked up: the handler
-// has the bytes in memory already, checked against the declared length.
+// UploadPart implements gofakes3.MultipartBackend for the server's own calls; requestBackend
+// stores a tenant's parts.
 func (u *uploadStore) UploadPart(bucket, key string, id gofakes3.UploadID, number int, size int64, input io.Reader) (string, error) {
+	return u.uploadPart(bucket, key, id, number, size, input, nil)
+}
+
+// uploadPart stores a part for t (nil: the server). The part is read into a slice of its
+// size, charged to the server's budget with its record, before the upload is looked up: the
+// handler has the bytes in memory already, checked against the declared length. It is held
+// within the server's bound of part bytes, the bucket's and the tenant's share.
+func (u *uploadStore) uploadPart(bucket, key string, id gofakes3.UploadID, number int, size int64, input io.Reader, t *tenant) (string, error) {
 	if number < 1 || number > gofakes3.MaxUploadPartNumber {
 		return "", gofakes3.ErrInvalidPart
 	}
@@ -177,7 +209,7 @@ func (u *uploadStore) UploadPart(bucket, key string, id gofakes3.UploadID, numbe
 	if !u.budget.take(charge) {
 		return "", errSlowDown("the server holds as many buffered bytes as it may")
 	}
-	p := &part{body: make([]byte, size), modified: u.now()}
+	p := &part{tenant: t, body: make([]byte, size), modified: u.now()}
 	held := false
 	defer func() {
 		if !held {
@@ -199,9 +231,13 @@ func (u *uploadStore) UploadPart(bucket, key string, id gofakes3.UploadID, numbe
 	if err != nil {
 		return "", err
 	}
-	var replaced int64
-	if old := up.parts[number]; old != nil {
+	old := up.parts[number]
+	var replaced, ownReplaced int64
+	if old != nil {
 		replaced = old.held()
+		if old.tenant == t {
+			ownReplaced = replaced
+		}
 	}
 	if u.partBytes-replaced+charge > u.limits.MaxPartBytes {
 		return "", errSlowDown("the parts of uploads in progress hold %d bytes, as many as the server keeps; complete or abort some", u.partBytes)
@@ -209,9 +245,18 @@ func (u *uploadStore) UploadPart(bucket, key string, id gofakes3.UploadID, numbe
 	if inBucket := u.bucketBytes[bucket]; inBucket-replaced+charge > u.limits.MaxPartBytesPerBucket {
 		return "", errSlowDown("the parts of this bucket's uploads in progress hold %d bytes, as many as one bucket may; complete or abort some", inBucket)
 	}
+	if t != nil && !fair(u.limits.MaxPartBytes, u.partBytes-replaced, u.tenantBytes[t]-ownReplaced, charge, u.limits.MaxPartBytesPerTenant, byteFloor) {
+		return "", errSlowDown("the parts of this account's uploads in progress hold %d bytes, as many as it may now; complete or abort some", u.tenantBytes[t])
+	}
+	if old != nil {
+		u.giveTenantBytes(old.tenant, replaced)
+	}
 	up.parts[number] = p
 	u.partBytes += charge - replaced
 	u.bucketBytes[bucket] += charge - replaced
+	if t != nil {
+		u.tenantBytes[t] += charge
+	}
 	u.budget.give(replaced)
 	u.touch(up)
 	held = true
@@ -331,16 +376,32 @@ func (u *uploadStore) remove(up *upload) {
 		delete(u.buckets, up.bucket)
 	}
 	u.count--
+	if up.tenant != nil {
+		if u.tenantUploads[up.tenant]--; u.tenantUploads[up.tenant] == 0 {
+			delete(u.tenantUploads, up.tenant)
+		}
+	}
 	u.idle.Remove(up.elem)
 	var held int64
 	for _, p := range up.parts {
 		held += p.held()
+		u.giveTenantBytes(p.tenant, p.held())
 	}
 	u.partBytes -= held
 	if u.bucketBytes[up.bucket] -= held; u.bucketBytes[up.bucket] == 0 {
 		delete(u.bucketBytes, up.bucket)
 	}
 	u.budget.give(held)
+}
+
+// giveTenantBytes gives back n part bytes t was charged; u.mu must be held.
+func (u *uploadStore) giveTenantBytes(t *tenant, n int64) {
+	if t == nil {
+		return
+	}
+	if u.tenantBytes[t] -= n; u.tenantBytes[t] == 0 {
+		delete(u.tenantBytes, t)
+	}
 }
 
 // dropBucket forgets every upload in bucket: it is being deleted or created afresh.

@@ -296,6 +296,7 @@ func TestUploadBounds(t *testing.T) {
 		f := newFixture(t, false, Config{Limits: Limits{MaxUploadsPerBucket: 2, MaxUploads: 3}})
 		a := f.awsClient(f.bucketWithAccount("bkt-a", "a", WriteOnly))
 		b := f.awsClient(f.bucketWithAccount("bkt-b", "b", WriteOnly))
+		c := f.awsClient(f.bucketWithAccount("bkt-c", "c", WriteOnly))
 		create := func(c *s3.Client, bucket string) (string, error) {
 			out, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String("k")})
 			if err != nil {
@@ -316,13 +317,13 @@ func TestUploadBounds(t *testing.T) {
 		if _, err := create(b, "bkt-b"); err != nil {
 			t.Fatalf("another bucket's first upload: %v", err)
 		}
-		if _, err := create(b, "bkt-b"); apiCode(err) != "SlowDown" {
+		if _, err := create(c, "bkt-c"); apiCode(err) != "SlowDown" {
 			t.Fatalf("a fourth upload on a server that may hold 3: %v, want SlowDown", err)
 		}
 		if _, err := a.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String("bkt-a"), Key: aws.String("k"), UploadId: aws.String(first)}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := create(b, "bkt-b"); err != nil {
+		if _, err := create(c, "bkt-c"); err != nil {
 			t.Fatalf("an upload after an abort made room: %v", err)
 		}
 	})
