@@ -46,6 +46,7 @@ exit "$rc"
 // "get_fuse_groups: getgroups failed" to fd 2, seen on the kubelet cluster). The test runs
 // ceph-fuse in a PID namespace of its own and uses the staged volume from outside it.
 func TestStagedVolumeServesCallersOutsideItsPIDNamespace(t *testing.T) {
+	testenv.System(t, "starts a one-node Ceph")
 	testenv.Root(t, "NodeStageVolume mounts CephFS with ceph-fuse; unshare needs root")
 	testenv.Tool(t, "unshare", "util-linux")
 	e := newEnv(t)
