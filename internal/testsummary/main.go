@@ -157,11 +157,36 @@ func (s *summary) endPackage(e event, now time.Time) {
 		// No test files: nothing to say.
 	case "fail":
 		s.problems = append(s.problems, "package "+e.Package+" failed")
+		s.unfinished(e.Package, now)
 		if s.verbose {
 			out = nil // printed as it came
 		}
 		// The package's own output: a panic, a race report, a build error, the closing FAIL.
 		s.printf(now, "FAIL %s %.1fs\n%s", e.Package, e.Elapsed, strings.Join(out, ""))
+	}
+}
+
+// unfinished reports the tests of pkg that never ended: the test binary died under them (a
+// test timeout's panic, a crash), and what it printed on the way out is in their output.
+func (s *summary) unfinished(pkg string, now time.Time) {
+	var tests []string
+	for k := range s.started {
+		if k.pkg == pkg && k.test != "" {
+			tests = append(tests, k.test)
+		}
+	}
+	slices.Sort(tests)
+	for _, test := range tests {
+		k := testKey{pkg, test}
+		s.failed++
+		out := s.output[k]
+		if s.verbose {
+			out = nil // printed as it came
+		}
+		s.printf(now, "--- UNFINISHED: %s %s (the test binary ended while it ran)\n%s", pkg, test, strings.Join(out, ""))
+		delete(s.started, k)
+		delete(s.output, k)
+		delete(s.systemTests, k)
 	}
 }
 

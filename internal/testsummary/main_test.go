@@ -53,6 +53,10 @@ func TestRun(t *testing.T) {
 		{"a package failing outside any test fails the run", false, false, []string{
 			ev("output", pkg, "", "panic: boom\n"), ev("fail", pkg, "", ""),
 		}, false, []string{"panic: boom", "PROBLEM: package " + pkg + " failed"}, nil},
+		{"a test the binary's death interrupted is reported with its output", false, false, []string{
+			ev("run", pkg, "TestLong", ""), ev("run", pkg, "TestLong/sub", ""),
+			ev("output", pkg, "TestLong/sub", "panic: test timed out after 10m0s\n"), ev("fail", pkg, "", ""),
+		}, false, []string{"--- UNFINISHED: " + pkg + " TestLong/sub", "panic: test timed out", "--- UNFINISHED: " + pkg + " TestLong ", "0 passed, 2 failed"}, nil},
 		{"a build error is printed and fails the run", false, false, []string{
 			`{"ImportPath":"example.com/x","Action":"build-output","Output":"x.go:1: syntax error\n"}`,
 			`{"ImportPath":"example.com/x","Action":"build-fail"}`,
