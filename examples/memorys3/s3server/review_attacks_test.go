@@ -364,16 +364,19 @@ func TestOneKeyHoldsAtMostItsShareOfTheBodyBudget(t *testing.T) {
 //
 // Here the attacker's key may hold the whole budget of 2 MiB (one body of 1 MiB and its chunk
 // buffer take that much), holds it with two bodies of 1 MiB less 4 KiB, and trickles a byte
-// on each every third of the 300 ms idle timeout: another tenant's PUT is refused while it
-// does, and served once the bodies' deadline (300 ms + 1 MiB at 512 KiB/s) has passed.
+// on each every third of the 3 s idle timeout: another tenant's PUT is refused while it
+// does, and served once the bodies' deadline (3 s + 1 MiB at 512 KiB/s) has passed. The idle
+// timeout is seconds, not a fraction of one, because the premise needs the server to have
+// read the bodies before it: on a loaded machine under the race detector that can take longer.
 func TestABodyMustArriveByItsDeadline(t *testing.T) {
 	const limit = 1 << 20
-	const idle = 300 * time.Millisecond
+	const idle = 3 * time.Second
 	srv, addr, attacker := serveLimited(t, Limits{MaxObjectSize: limit, MaxBufferedBytes: 2 * limit, IdleTimeout: idle, MinBodyRate: 512 << 10})
 	victim := secondTenant(t, srv)
 	held := []net.Conn{holdBody(t, addr, attacker, "one", limit, limit-4096), holdBody(t, addr, attacker, "two", limit, limit-4096)}
-	// The budget has no event to wait on: it is polled until the attacker's bytes are in.
-	for deadline := time.Now().Add(5 * time.Second); srv.budget.used.Load() < srv.budget.limit; {
+	// The budget has no event to wait on: it is polled until the attacker's bytes are in, with
+	// a watchdog's bound.
+	for deadline := time.Now().Add(time.Minute); srv.budget.used.Load() < srv.budget.limit; {
 		if time.Now().After(deadline) {
 			t.Fatalf("the attacker's bodies took %d of %d budget bytes", srv.budget.used.Load(), srv.budget.limit)
 		}
