@@ -33,6 +33,7 @@ import (
 // sends none), and the 4th file fits; a clone gets its own request's limit, not its source's;
 // a user without the MDS 'p' flag is refused and changes nothing; and no key reaches a log.
 func TestMaxFiles(t *testing.T) {
+	testenv.System(t, "starts a one-node Ceph")
 	testenv.Root(t, "the volume is mounted with ceph-fuse")
 	e := newEnv(t)
 	cl := serve(t, e, time.Minute)

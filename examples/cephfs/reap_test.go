@@ -26,6 +26,7 @@ import (
 // ran out of PIDs. The test process stands in for PID 1 by becoming a child subreaper; after
 // stage and unstage, no ceph-fuse zombie may be its child.
 func TestUnstageReapsCephFuse(t *testing.T) {
+	testenv.System(t, "starts a one-node Ceph")
 	testenv.Root(t, "NodeStageVolume mounts CephFS with ceph-fuse")
 	e := newEnv(t)
 	cl := serve(t, e, time.Minute)
@@ -103,6 +104,7 @@ func cephFuseChildren(t *testing.T, zombies bool) []int {
 // NodeStageVolume on the same path must mount afresh (it answered ALREADY_EXISTS), so that the
 // volume can be used on the node again.
 func TestDeadCephFuseRecovers(t *testing.T) {
+	testenv.System(t, "starts a one-node Ceph")
 	testenv.Root(t, "NodeStageVolume mounts CephFS with ceph-fuse")
 	e := newEnv(t)
 	cl := serve(t, e, time.Minute)

@@ -16,6 +16,7 @@ import (
 // driver with real ceph-fuse mounts, on this test binary's cluster: it passes only with no failed
 // spec, no mount or subvolume left behind, no key in the driver's debug log and a clean stop.
 func TestSanityScript(t *testing.T) {
+	testenv.System(t, "starts a one-node Ceph")
 	testenv.Root(t, "csi-sanity's node specs mount CephFS with ceph-fuse")
 	c := cephtest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)

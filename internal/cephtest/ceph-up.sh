@@ -28,7 +28,8 @@
 #
 # --owner PID: the cluster belongs to process PID. A watcher (its pid in DIR/run/watcher.pid)
 # runs `ceph-down.sh --purge DIR` when PID exits, so a test binary that dies (a test timeout,
-# SIGKILL) leaves no daemon, mount or directory behind.
+# SIGKILL) leaves no daemon, mount or directory behind, during a bring-up too: the watcher
+# starts before the first daemon, and kills a bring-up still running before it stops the rest.
 #
 # Environment: CEPHTEST_TIMEOUT (seconds, default 180) bounds the wait for health;
 # CEPHTEST_OSD_SIZE (bytes, default 10 GiB) is the size of the sparse file the OSD lives on.
@@ -189,7 +190,9 @@ start_daemon() {
 }
 
 # fail prints the reason and the end of every daemon's log, stops what this run started and
-# exits; the directory stays for a look.
+# exits; the directory stays for a look. The last line names the reason again: a caller that
+# keeps only the end of stderr (internal/cephtest keeps 16 KiB, and the logs' tails alone can
+# be longer) still says why.
 fail() {
   local f
   # Cleanup must run to its end: a second signal (Ctrl-C reaches the whole process group, so
@@ -202,7 +205,7 @@ fail() {
     tail -n 15 "$f" >&2
   done
   "$script_dir/ceph-down.sh" "$dir" >&2 || true
-  echo "ceph-up.sh: failed; logs and data kept in $dir" >&2
+  echo "ceph-up.sh: failed ($*); logs and data kept in $dir" >&2
   exit 1
 }
 
@@ -440,13 +443,21 @@ EOF
 }
 
 # start_watcher: see --owner in the header. The watcher compares the owner's start time too, so
-# a reused pid does not keep the cluster alive.
+# a reused pid does not keep the cluster alive. It starts before the first daemon: an owner that
+# dies during a bring-up (a test binary's timeout) must not leave the daemons started so far.
+# Then it stops this bring-up first (DIR/run/ceph-up.pid), so that no daemon starts after the
+# stop.
 start_watcher() {
   [ -n "$owner" ] || return 0
+  local stat
+  stat=$(cat "/proc/$$/stat")
+  stat=${stat##*) }
+  echo "$$ $(echo "$stat" | awk '{print $20}')" >"$dir/run/ceph-up.pid"
+  trap 'rm -f "$dir/run/ceph-up.pid"' EXIT
   if [ -s "$dir/run/watcher.pid" ] && kill -0 "$(cat "$dir/run/watcher.pid")" 2>/dev/null; then
     return 0
   fi
-  local stat started
+  local started
   stat=$(cat "/proc/$owner/stat") || die "--owner $owner: no such process"
   stat=${stat##*) }
   started=$(echo "$stat" | awk '{print $20}')
@@ -457,10 +468,16 @@ start_watcher() {
       local s
       s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
       s=${s##*) }
-      [ "$(echo "$s" | awk "{print \$20}")" = "$2" ]
+      set -- "$2" $s
+      [ "$2" != Z ] && [ "${21}" = "$1" ]
     }
     while alive "$1" "$2"; do sleep 1; done
     echo "owner $1 exited: stopping the cluster and removing $3"
+    if read -r up up_started <"$3/run/ceph-up.pid" 2>/dev/null && alive "$up" "$up_started"; then
+      echo "stopping ceph-up.sh (pid $up) first: it is still bringing the cluster up"
+      kill -KILL "$up"
+      while alive "$up" "$up_started"; do sleep 0.1; done
+    fi
     exec "$3/bin/ceph-down.sh" --purge "$3"
   ' cephtest-watcher "$owner" "$started" "$dir" </dev/null >>"$dir/log/watcher.log" 2>&1 &
 }
@@ -473,11 +490,11 @@ if [ -f "$dir/cluster.json" ]; then
   port_base=$(sed -n 's/^CEPHTEST_PORT_BASE=//p' "$dir/cluster.env")
   rgw_port=$((port_base + 2))
   log "starting the daemons that are not running in $dir"
+  start_watcher
   for name in $daemons; do
     touch "$dir/run/$name.pid.expected"
     start_daemon "$name"
   done
-  start_watcher
   wait_healthy
   echo "$dir"
   exit 0
@@ -491,6 +508,7 @@ mkdir -p "$dir"/{bin,keyring,run,log,crash,mon/a,mgr/x,osd/0,mds/a,rgw/a}
 cp "$script_dir/ceph-up.sh" "$script_dir/ceph-down.sh" "$dir/bin/"
 chmod 0755 "$dir/bin/ceph-up.sh" "$dir/bin/ceph-down.sh"
 chmod 0700 "$dir/keyring"
+start_watcher
 
 port_base=$(claim_ports) || die "could not claim ports"
 rgw_port=$((port_base + 2))
@@ -521,7 +539,6 @@ ceph-mon -c "$conf" --mkfs -i a --monmap "$dir/run/monmap" --keyring "$dir/run/m
 rm -f "$dir/run/mkfs.keyring" "$dir/run/monmap"
 touch "$dir/run/mon.a.pid.expected"
 start_daemon mon.a
-start_watcher
 
 # The OSD's store is made while the mon takes the commands below; the mgr, the MDS (a standby
 # until the filesystem exists) and RGW (it makes its pools once the OSD is up) start at once.

@@ -14,8 +14,10 @@
 //		...
 //	}
 //
-// Start skips the test when the Ceph packages are missing, naming them, and fails it instead
-// under CI (internal/testenv). Tests that share the cluster and also stop it (Restart,
+// Start makes its caller a system test (internal/testenv): it skips unless CSIKIT_SYSTEM=1, so
+// that the unit tier never starts a cluster because the Ceph packages happen to be installed.
+// In the system tier it skips the test when the Ceph packages are missing, naming them, and
+// fails it instead under CI. Tests that share the cluster and also stop it (Restart,
 // StopDaemons) must not run in parallel with the tests they would disturb.
 //
 // A cluster belongs to the process that started it: if that process dies without stopping it
@@ -389,10 +391,12 @@ func Main(m *testing.M) int {
 
 // Start returns the test binary's cluster, launching it on the first call (Launch, in a new
 // temporary directory; later calls wait for that and share the cluster or its failure). It
-// skips t when the Ceph packages are missing (fails it under CI) and fails t if the cluster
-// cannot start or TestMain does not call Main.
+// skips t unless CSIKIT_SYSTEM=1 (testenv.System), skips it when the Ceph packages are
+// missing (fails it under CI) and fails t if the cluster cannot start or TestMain does not
+// call Main.
 func Start(t testing.TB) *Cluster {
 	t.Helper()
+	testenv.System(t, "starts a one-node Ceph")
 	if missing := MissingPackages(); len(missing) > 0 {
 		testenv.Skip(t, "needs a one-node Ceph: install the Debian packages %v", missing)
 	}

@@ -539,6 +539,7 @@ func readFrom(t *testing.T, path string, offset int64) string {
 // stops every daemon (which must unmount it and wait for ceph-fuse to exit), starts them again,
 // and reads the file back through a new mount.
 func TestStopUnmountsCephFuse(t *testing.T) {
+	testenv.System(t, "starts a one-node Ceph")
 	testenv.Root(t, "ceph-fuse mounts")
 	fuse := testenv.Tool(t, "ceph-fuse", "ceph-fuse")
 	c := cephtest.Start(t)
@@ -620,9 +621,10 @@ func TestStopUnmountsCephFuse(t *testing.T) {
 // TestLaunchCancelledLeavesNothing cancels a bring-up in two of its phases: Launch must fail
 // saying it was interrupted, and no daemon, watcher or cluster directory may remain. A phase
 // is recognised by what the script does, not by a time, so each case cancels where it says
-// on a loaded machine too (a fixed 3 s once landed in a health check, where the reason went
-// to /dev/null).
+// on a loaded machine too. By a health check the daemons' logs are long: their tails outgrow
+// the end of stderr that Launch's error keeps, so the reason must come last too.
 func TestLaunchCancelledLeavesNothing(t *testing.T) {
+	testenv.System(t, "starts a one-node Ceph")
 	if missing := cephtest.MissingPackages(); len(missing) > 0 {
 		testenv.Skip(t, "needs the Debian packages %v", missing)
 	}
@@ -676,6 +678,7 @@ func TestLaunchCancelledLeavesNothing(t *testing.T) {
 // cleanup short: the script says it was interrupted once, stops every daemon and keeps the
 // directory for a look.
 func TestCtrlCTwiceStillStopsEverything(t *testing.T) {
+	testenv.System(t, "starts a one-node Ceph")
 	if missing := cephtest.MissingPackages(); len(missing) > 0 {
 		testenv.Skip(t, "needs the Debian packages %v", missing)
 	}
@@ -722,7 +725,7 @@ func TestCtrlCTwiceStillStopsEverything(t *testing.T) {
 	if n := strings.Count(out, "ceph-up.sh: interrupted"); n != 1 {
 		t.Errorf("the script said it was interrupted %d times, want once:\n%s", n, out)
 	}
-	if !strings.Contains(out, "failed; logs and data kept in "+dir) {
+	if !strings.Contains(out, "failed (interrupted); logs and data kept in "+dir) {
 		t.Errorf("no word of the kept directory:\n%s", out)
 	}
 	if procs := processesMentioning(t, dir); len(procs) > 0 {
@@ -838,6 +841,51 @@ func TestOwnerExitLeavesNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOwnerDiesDuringBringUp: the owner of a cluster dies while ceph-up.sh is still starting
+// it, as a test binary does at its timeout. The watcher must stop the bring-up and every daemon
+// it had started, and remove the directory, as it does for an owner that dies later.
+func TestOwnerDiesDuringBringUp(t *testing.T) {
+	testenv.System(t, "starts a one-node Ceph")
+	if missing := cephtest.MissingPackages(); len(missing) > 0 {
+		testenv.Skip(t, "needs the Debian packages %v", missing)
+	}
+	dir := filepath.Join(t.TempDir(), "cluster")
+	ctx := testContext(t, 5*time.Minute)
+	// The owner stands for the test binary: a process that dies when the test says.
+	owner := exec.CommandContext(ctx, "sleep", "infinity")
+	if err := owner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ownerDone := make(chan struct{})
+	go func() { defer close(ownerDone); _ = owner.Wait() }()
+	up := exec.CommandContext(ctx, "bash", "ceph-up.sh", "--owner", strconv.Itoa(owner.Process.Pid), dir)
+	var stderr bytes.Buffer
+	up.Stderr = &stderr
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	upDone := make(chan struct{})
+	go func() { defer close(upDone); _ = up.Wait() }()
+	// The owner dies once the daemons are starting: the mon runs and the mgr has started.
+	cancelWhen(ctx, func() bool { _, err := os.Stat(filepath.Join(dir, "run", "mgr.x.pid")); return err == nil }, func() {
+		if err := owner.Process.Kill(); err != nil {
+			t.Errorf("killing the owner: %v", err)
+		}
+	})
+	<-ownerDone
+	<-upDone
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("ceph-up.sh's stderr:\n%s", &stderr)
+		}
+	})
+	eventually(t, ctx, "the watcher to stop the bring-up and every daemon, and remove the directory", func() (bool, string) {
+		_, err := os.Stat(dir)
+		procs := processesMentioning(t, dir)
+		return errors.Is(err, os.ErrNotExist) && len(procs) == 0, fmt.Sprintf("stat: %v, processes:\n%s", err, describeProcesses(procs))
+	})
 }
 
 // s3Do sends a SigV4-signed request to RGW and returns the status and body.

@@ -45,6 +45,9 @@ const faultChildEnv = "MEMORYS3_ATTACK_FAULT_CASE"
 func TestStateDirReadsNeverAliasTheFile(t *testing.T) {
 	for _, c := range []string{"copy", "stalled-get", "cross-tenant-read"} {
 		t.Run(c, func(t *testing.T) {
+			// Side by side: each case is a process of its own, mostly waiting on its store's
+			// commits, and together they are the longest test of the unit tier.
+			t.Parallel()
 			cmd := exec.Command(os.Args[0], "-test.run=^TestStateDirReadsNeverAliasTheFileChild$", "-test.count=1")
 			cmd.Env = append(os.Environ(), faultChildEnv+"="+c)
 			out, err := cmd.CombinedOutput()
@@ -65,7 +68,9 @@ func TestStateDirReadsNeverAliasTheFileChild(t *testing.T) {
 	if which == "" {
 		t.Skip("run as a child of TestStateDirReadsNeverAliasTheFile")
 	}
-	f := newFixture(t, false, Config{StateDir: t.TempDir()})
+	// Two cases stall a GET for as long as a PUT of tens of MiB takes: the idle timeout, which
+	// closes a connection on which nothing moves, would end the stall first on a slow machine.
+	f := newFixture(t, false, Config{StateDir: t.TempDir(), Limits: Limits{IdleTimeout: time.Hour}})
 	c := f.bucketWithAccount("bkt", "rw", ReadWrite)
 	client := f.awsClient(c)
 	ctx := context.Background()
@@ -95,9 +100,7 @@ func TestStateDirReadsNeverAliasTheFileChild(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer conn.Close()
-		if err := conn.SetDeadline(time.Now().Add(60 * time.Second)); err != nil {
-			t.Fatal(err)
-		}
+		watchdog(t, conn)
 		if _, err := conn.Write(rawSigned(t, c, http.MethodGet, addr, "/bkt/big", -1, nil)); err != nil {
 			t.Fatal(err)
 		}
@@ -106,6 +109,7 @@ func TestStateDirReadsNeverAliasTheFileChild(t *testing.T) {
 			t.Fatal(err)
 		}
 		put("grow", 96<<20) // the store's file grows; bbolt maps it anew
+		watchdog(t, conn)
 		n, err := io.Copy(io.Discard, resp.Body)
 		if err != nil || n != 32<<20 {
 			t.Fatalf("GET body: %d bytes, %v", n, err)
@@ -125,9 +129,7 @@ func TestStateDirReadsNeverAliasTheFileChild(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer conn.Close()
-		if err := conn.SetDeadline(time.Now().Add(60 * time.Second)); err != nil {
-			t.Fatal(err)
-		}
+		watchdog(t, conn)
 		if _, err := conn.Write(rawSigned(t, c, http.MethodGet, addr, "/bkt/x", -1, nil)); err != nil {
 			t.Fatal(err)
 		}
@@ -143,6 +145,7 @@ func TestStateDirReadsNeverAliasTheFileChild(t *testing.T) {
 			Body: bytes.NewReader(bytes.Repeat([]byte("S"), size))}); err != nil {
 			t.Fatal(err)
 		}
+		watchdog(t, conn)
 		got, err := io.ReadAll(resp.Body)
 		if err != nil {
 			t.Fatal(err)
@@ -150,5 +153,16 @@ func TestStateDirReadsNeverAliasTheFileChild(t *testing.T) {
 		if leaked := bytes.Count(got, []byte("S")); leaked > 0 {
 			t.Fatalf("tenant A's GET of its own object returned %d bytes of tenant B's secret (of %d)", leaked, len(got))
 		}
+	}
+}
+
+// watchdog bounds the next exchange on conn, so that a server that stops answering fails the
+// test instead of hanging it. It is a watchdog, not a measure: generous, and set again before
+// each exchange, so that the PUTs between them (96 MiB under the race detector on a loaded
+// machine) never count against it.
+func watchdog(t *testing.T, conn net.Conn) {
+	t.Helper()
+	if err := conn.SetDeadline(time.Now().Add(2 * time.Minute)); err != nil {
+		t.Fatal(err)
 	}
 }

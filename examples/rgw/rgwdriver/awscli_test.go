@@ -145,6 +145,9 @@ func TestAWSCLI(t *testing.T) {
 	cli.must(rwKey, "s3", "rm", s3url)
 	cli.must(rwKey, "s3", "rm", "s3://"+bk+"/wo.txt")
 
+	// A fresh bound for the calls below: the CLI runs above (a Python start-up each, seconds
+	// apiece on a loaded machine) must not use up the one the calls above had.
+	ctx = callCtx(t)
 	if err := w.revoke(ctx, rwID, bk); err != nil {
 		t.Fatal(err)
 	}
