@@ -131,6 +131,7 @@ const (
 	ownerOther   owner = iota // another volume's, or not a volume's at all
 	ownerThis                 // shows this volume's backing
 	ownerUnknown              // a device node of a loop device that is no longer attached
+	ownerReused               // a device node of a loop device that now has another file attached
 )
 
 // loopMajor is the block major number of loop devices.
@@ -155,9 +156,10 @@ func mountOwner(m *nodemount.Info, kind, backing string) (owner, error) {
 		return ownerOther, nil
 	}
 	major, minor := uint32(m.Major), uint32(m.Minor) // a filesystem on the device
+	node := st.Mode&unix.S_IFMT == unix.S_IFBLK
 	var src unix.Stat_t
 	switch {
-	case st.Mode&unix.S_IFMT == unix.S_IFBLK:
+	case node:
 		major, minor = unix.Major(st.Rdev), unix.Minor(st.Rdev) // the device node itself
 	case major != loopMajor && strings.HasPrefix(m.Source, "/dev/") && unix.Stat(m.Source, &src) == nil && src.Mode&unix.S_IFMT == unix.S_IFBLK:
 		// A filesystem that reports an anonymous device (btrfs): its source names the device.
@@ -172,8 +174,14 @@ func mountOwner(m *nodemount.Info, kind, backing string) (owner, error) {
 	}
 	for _, l := range loops {
 		if l.Major == major && l.Minor == minor {
-			if l.Backs(backing) {
+			switch {
+			case l.Backs(backing):
 				return ownerThis, nil
+			case node:
+				// A bind mount of a device node does not hold the loop device: once it was
+				// detached, the next attach on the node could take its number. A mounted
+				// filesystem does hold its device, so only a device node can be reused so.
+				return ownerReused, nil
 			}
 			return ownerOther, nil
 		}

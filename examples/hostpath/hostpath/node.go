@@ -249,17 +249,39 @@ func topMount(path, kind, backing string) (*nodemount.Info, owner, error) {
 type trust int
 
 const (
-	trustOurs   trust = iota // only a mount that shows this volume's backing
-	trustRecord              // also a detached loop device's node: a record says the driver mounted it
-	trustAll                 // anything: a record says the driver mounted it, and the backing is gone
+	trustOurs       trust = iota // only a mount that shows this volume's backing
+	trustRecord                  // also a detached loop device's node: a record says the driver mounted it
+	trustDeviceNode              // also any loop device's node: a block publication's record says the driver bound one there
+	trustAll                     // anything: a record says the driver mounted it, and the backing is gone
 )
+
+// takes says whether a mount with owner o is the volume's to unmount under trust t.
+//
+// trustDeviceNode takes the node of a loop device that now has another file attached: a bind
+// mount of a device node does not hold the loop device, so after a detach (losetup -D) the next
+// attach on the node may take the number, and the node the driver bound at this target then
+// reaches another volume's data. Unmounting it removes one path to that device node and nothing
+// else (the other volume's device, file and mounts are untouched), and leaving it would keep the
+// other volume's data within the pod's reach and this volume forever published. Without the
+// record the mount cannot be told from one someone else made, so it is left alone.
+func (t trust) takes(o owner) bool {
+	switch t {
+	case trustAll:
+		return true
+	case trustDeviceNode:
+		return o == ownerThis || o == ownerUnknown || o == ownerReused
+	case trustRecord:
+		return o == ownerThis || o == ownerUnknown
+	}
+	return o == ownerThis
+}
 
 // unmountOurs unmounts what this volume has mounted at path, the whole stack if a retry mounted it
 // twice. Something else mounted there is left alone: FAILED_PRECONDITION.
 func (n *Node) unmountOurs(field, path, kind, backing string, t trust) error {
 	ours := func(m *nodemount.Info) (bool, error) {
 		o, err := mountOwner(m, kind, backing)
-		return t == trustAll || o == ownerThis || (o == ownerUnknown && t == trustRecord), err
+		return t.takes(o), err
 	}
 	if err := n.mounts.Unmount(path, ours); err != nil {
 		return fmt.Errorf("%s: %w", field, err)
@@ -267,14 +289,17 @@ func (n *Node) unmountOurs(field, path, kind, backing string, t trust) error {
 	return nil
 }
 
-// trustFor is the trust a call has in the mounts at a path: more with a record, all when the
-// record's volume has no backing left to compare with.
-func trustFor(hasRecord bool, backingErr error) trust {
+// trustFor is the trust a call has in the mounts at a path: more with a record, more still with
+// the record of a block publication (see trust.takes), all when the record's volume has no backing
+// left to compare with.
+func trustFor(hasRecord, block bool, backingErr error) trust {
 	switch {
 	case !hasRecord:
 		return trustOurs
 	case backingErr != nil:
 		return trustAll
+	case block:
+		return trustDeviceNode
 	}
 	return trustRecord
 }
@@ -507,7 +532,7 @@ func (n *Node) NodeUnstageVolume(ctx context.Context, req *driver.NodeUnstageVol
 	}
 	unlock := n.paths.lock(staging)
 	defer unlock()
-	if err := n.unmountOurs("staging_target_path", staging, kind, backing, trustFor(rec != nil, backingErr)); err != nil {
+	if err := n.unmountOurs("staging_target_path", staging, kind, backing, trustFor(rec != nil, false, backingErr)); err != nil {
 		return err
 	}
 	if kind == kindFile {
@@ -577,22 +602,28 @@ func accessName(block bool) string {
 // publish mounts source at the target and commits the record, idempotently. backing is what the
 // mount shows, to tell this volume's mount from another's.
 func (n *Node) publish(want publishedRecord, kind, backing, source string, flags []string) error {
-	if cur, err := n.published(want.VolumeID, want.Target); err != nil {
-		return err
-	} else if cur != nil {
-		if !cur.sameSettings(want) {
-			return fmt.Errorf("volume %q is published at %q with other settings: %w", want.VolumeID, want.Target, driver.ErrAlreadyExists)
-		}
-		return nil
-	}
-	others, err := n.publications(want.VolumeID)
+	cur, err := n.published(want.VolumeID, want.Target)
 	if err != nil {
 		return err
 	}
-	for _, o := range others {
-		if want.Mode == driver.SingleNodeSingleWriter || o.Mode == driver.SingleNodeSingleWriter {
-			return fmt.Errorf("volume %q is already published at %s and SINGLE_NODE_SINGLE_WRITER allows one publication: %w",
-				want.VolumeID, o.Target, driver.ErrFailedPrecondition)
+	if cur != nil && !cur.sameSettings(want) {
+		return fmt.Errorf("volume %q is published at %q with other settings: %w", want.VolumeID, want.Target, driver.ErrAlreadyExists)
+	}
+	if cur != nil && !cur.Block {
+		// A filesystem mount holds what it shows (a loop device cannot be detached from under
+		// it), so the recorded publication is still this volume's.
+		return nil
+	}
+	if cur == nil {
+		others, err := n.publications(want.VolumeID)
+		if err != nil {
+			return err
+		}
+		for _, o := range others {
+			if want.Mode == driver.SingleNodeSingleWriter || o.Mode == driver.SingleNodeSingleWriter {
+				return fmt.Errorf("volume %q is already published at %s and SINGLE_NODE_SINGLE_WRITER allows one publication: %w",
+					want.VolumeID, o.Target, driver.ErrFailedPrecondition)
+			}
 		}
 	}
 	unlock := n.paths.lock(want.Target)
@@ -601,13 +632,29 @@ func (n *Node) publish(want publishedRecord, kind, backing, source string, flags
 	if err != nil {
 		return err
 	}
-	if top != nil && o != ownerThis {
+	switch {
+	case top == nil || o == ownerThis:
+		// Nothing there, or this volume's (left by a publish that did not commit: adopted).
+	case cur != nil && trustDeviceNode.takes(o):
+		// The record says the driver bound a device node here, and that node reaches another
+		// file's data or none: its loop device was detached, perhaps reused. Answering OK would
+		// hand the next container on this target what the node reaches now; the node is
+		// replaced with the volume's current device instead (see trust.takes for why unmounting
+		// it is safe).
+		if err := n.unmountOurs("target_path", want.Target, kind, backing, trustDeviceNode); err != nil {
+			return err
+		}
+		top = nil
+	default:
 		return fmt.Errorf("target_path %q already has a mount that is not this volume's: %w", want.Requested, driver.ErrFailedPrecondition)
 	}
-	if top == nil { // else this volume's, left by a publish that did not commit: adopted
+	if top == nil {
 		if err := n.mounts.Bind(source, want.Target, nodemount.Options{ReadOnly: want.Readonly, MountFlags: flags}); err != nil {
 			return fmt.Errorf("publish at the target: %w", err)
 		}
+	}
+	if cur != nil {
+		return nil // committed already
 	}
 	err = fail("node-publish:before-commit")
 	if err == nil {
@@ -694,7 +741,7 @@ func (n *Node) NodeUnpublishVolume(ctx context.Context, req *driver.NodeUnpublis
 	}
 	unlock := n.paths.lock(target)
 	defer unlock()
-	if err := n.unmountOurs("target_path", target, kind, backing, trustFor(rec != nil, backingErr)); err != nil {
+	if err := n.unmountOurs("target_path", target, kind, backing, trustFor(rec != nil, rec != nil && rec.Block, backingErr)); err != nil {
 		return err
 	}
 	if err := nodemount.RemoveTarget(target); err != nil {
@@ -742,7 +789,23 @@ func (n *Node) NodeGetVolumeStats(ctx context.Context, req *driver.NodeGetVolume
 	if st == nil && pub == nil {
 		return nil, fmt.Errorf("volume %q is not staged or published at %q: %w", req.VolumeID, req.VolumePath, driver.ErrNotFound)
 	}
-	if (pub != nil && pub.Block) || (st != nil && st.Block) {
+	if pub != nil && pub.Block {
+		// What the target reaches decides, not which device the volume has now: the node bound
+		// there may be of a loop device detached since, and perhaps attached to another file.
+		// The spec's NOT_FOUND is for a volume not accessible at volume_path; the other file's
+		// size must never be reported as this volume's.
+		if c, err := blockTargetCondition(pub.Target, backing); err != nil {
+			return nil, err
+		} else if c != nil {
+			return nil, fmt.Errorf("volume %q is not accessible at %q: %s: %w", req.VolumeID, req.VolumePath, c.Message, driver.ErrNotFound)
+		}
+		size, err := nodemount.DeviceSize(pub.Target)
+		if err != nil {
+			return nil, err
+		}
+		return []driver.VolumeUsage{{Unit: driver.UsageBytes, Total: size}}, nil
+	}
+	if st != nil && st.Block {
 		// The loop device is looked up, not taken from a record: after a restart it may have
 		// another number, or be gone.
 		dev, err := nodemount.FindLoop(backing)
@@ -807,10 +870,12 @@ func (n *Node) NodeExpandVolume(ctx context.Context, req *driver.NodeExpandVolum
 	return size, nil
 }
 
-// NodeGetVolumeHealth reports a volume whose backing or mounts are gone.
+// NodeGetVolumeHealth reports a volume whose backing or mounts are gone, and a block publication
+// whose target no longer reaches the volume's loop device. The spec allows one condition per
+// status and reason, so each is reported once, whatever number of targets has it.
 func (n *Node) NodeGetVolumeHealth(ctx context.Context, req *driver.NodeGetVolumeHealthRequest) (*driver.VolumeHealth, error) {
 	h := &driver.VolumeHealth{VolumeID: req.VolumeID}
-	id, _, _, err := n.volumeOf(req.VolumeID)
+	id, _, backing, err := n.volumeOf(req.VolumeID)
 	if err != nil {
 		return nil, err
 	}
@@ -828,13 +893,66 @@ func (n *Node) NodeGetVolumeHealth(ctx context.Context, req *driver.NodeGetVolum
 		if req.VolumePublishPath != "" && !samePath(p.Target, p.Requested, canon, req.VolumePublishPath) {
 			continue
 		}
+		var c *driver.HealthCondition
 		if ok, err := n.isMounted(p.Target); err == nil && !ok {
-			h.Conditions = append(h.Conditions, driver.HealthCondition{Status: driver.HealthInaccessible, Reason: "MountMissing",
-				Message: "the volume is no longer mounted at its target path"})
-			break
+			c = &driver.HealthCondition{Status: driver.HealthInaccessible, Reason: "MountMissing", Message: "the volume is no longer mounted at its target path"}
+		} else if err == nil && p.Block {
+			if c, err = blockTargetCondition(p.Target, backing); err != nil {
+				return nil, err
+			}
+		}
+		if c != nil && !slices.ContainsFunc(h.Conditions, func(o driver.HealthCondition) bool { return o.Status == c.Status && o.Reason == c.Reason }) {
+			h.Conditions = append(h.Conditions, *c)
 		}
 	}
 	return h, nil
+}
+
+// Reasons of the health conditions of a block publication whose target no longer reaches the
+// volume.
+const (
+	reasonLoopDetached = "LoopDeviceDetached"
+	reasonLoopReused   = "LoopDeviceReused"
+)
+
+// blockTargetCondition says why the block publication at target (canonical) does not reach the
+// volume's image at backing, or nil when it does. The target is a bind mount of a loop device's
+// node, which does not hold the device: it can be detached under the publication (losetup -D),
+// and its number then taken by the next attach on the node, when the target reaches that file.
+// The messages are kept within the spec's 128 bytes for a string.
+func blockTargetCondition(target, backing string) (*driver.HealthCondition, error) {
+	top, o, err := topMount(target, kindFile, backing)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case top == nil:
+		return &driver.HealthCondition{Status: driver.HealthInaccessible, Reason: "MountMissing", Message: "the volume is no longer mounted at its target path"}, nil
+	case o == ownerThis:
+		return nil, nil
+	case o == ownerUnknown:
+		return &driver.HealthCondition{Status: driver.HealthInaccessible, Reason: reasonLoopDetached,
+			Message: fmt.Sprintf("loop device %s at the target was detached from the volume; stage and publish again", deviceAt(target))}, nil
+	case o == ownerReused:
+		return &driver.HealthCondition{Status: driver.HealthInaccessible, Reason: reasonLoopReused,
+			Message: fmt.Sprintf("loop device %s at the target now serves another file, not this volume; stage and publish again", deviceAt(target))}, nil
+	}
+	return &driver.HealthCondition{Status: driver.HealthInaccessible, Reason: "TargetMountReplaced",
+		Message: "something other than the volume's loop device is mounted at the target path"}, nil
+}
+
+// deviceAt names the block device whose node is at path, for a message: "/dev/loop3" when sysfs
+// knows it, else its numbers.
+func deviceAt(path string) string {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return path
+	}
+	nums := fmt.Sprintf("%d:%d", unix.Major(st.Rdev), unix.Minor(st.Rdev))
+	if link, err := os.Readlink("/sys/dev/block/" + nums); err == nil {
+		return "/dev/" + filepath.Base(link)
+	}
+	return nums
 }
 
 // NodeGetStorageHealth reports the state directory's file system degraded above 90% use.

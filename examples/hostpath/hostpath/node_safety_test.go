@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -268,25 +269,164 @@ func TestEphemeralPublishCutShortIsUnpublished(t *testing.T) {
 	}
 }
 
-// TestStatsOfBlockPublicationWithoutItsLoopDevice: the loop device under a block publication was
-// detached (losetup -D) and the plugin restarted, so no staged record remains: stats answer
-// NOT_FOUND instead of panicking, and unpublish still cleans up.
-func TestStatsOfBlockPublicationWithoutItsLoopDevice(t *testing.T) {
+// TestBlockPublicationWithoutItsLoopDevice: the loop device under a block publication is detached
+// while its device node is still bind-mounted at the target (losetup -D), and the plugin
+// restarts, so no staged record remains. A bind mount of a device node does not hold the loop
+// device, so its number is free for the next attach on the node: the cases leave it free, give it
+// to another image (as a concurrent attach does) with the volume unstaged or staged again on
+// another device, and drop the publication record. Stats never report the other image's device
+// as this volume's, health names the cause, a repeated publish answers OK only once the target
+// reaches this volume again, and unpublish with the record cleans up without touching the other
+// image; without the record it stays cautious.
+func TestBlockPublicationWithoutItsLoopDevice(t *testing.T) {
 	needRoot(t)
-	e := newEnv(t)
-	vol := e.create(t, "b", 16<<20, blockCap())
-	staging, target := filepath.Join(e.dir, "st"), filepath.Join(e.dir, "tgt")
-	must(t, e.stage(vol, staging, blockCap()))
-	must(t, e.publish(vol, staging, target, blockCap()))
-	must(t, nodemount.DetachLoop(e.plugin.Controller.l.volumeImage(vol.GetVolumeId())))
-	e.restart()
-	_, err := e.node.NodeGetVolumeStats(context.Background(), &csi.NodeGetVolumeStatsRequest{VolumeId: vol.GetVolumeId(), VolumePath: target})
-	wantCode(t, "NodeGetVolumeStats", err, codes.NotFound)
-	must(t, e.unpublish(vol.GetVolumeId(), target))
-	must(t, e.unstage(vol.GetVolumeId(), staging))
-	if m := e.ourMounts(); len(m) != 0 {
-		t.Fatalf("left mounts %v", m)
+	tests := []struct {
+		name       string
+		reuse      bool     // another image is attached to the volume's loop device number
+		restage    bool     // the volume is staged again (on another device) before the checks
+		dropRecord bool     // the publication record is lost
+		reasons    []string // the health condition reported at the target is one of these
+		publish    codes.Code
+		unpublish  codes.Code
+	}{
+		// Another process on the node may attach a file to the free number at any time.
+		{name: "device left free", reasons: []string{reasonLoopDetached, reasonLoopReused}, publish: codes.FailedPrecondition, unpublish: codes.OK},
+		{name: "device reused by another image", reuse: true, reasons: []string{reasonLoopReused}, publish: codes.FailedPrecondition, unpublish: codes.OK},
+		{name: "device reused, volume staged again", reuse: true, restage: true, reasons: []string{reasonLoopReused}, publish: codes.OK, unpublish: codes.OK},
+		{name: "device reused, no publication record", reuse: true, dropRecord: true, publish: codes.FailedPrecondition, unpublish: codes.FailedPrecondition},
 	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			ctx := context.Background()
+			vol := e.create(t, fmt.Sprint("b", i), 16<<20, blockCap())
+			id, img := vol.GetVolumeId(), e.plugin.Controller.l.volumeImage(vol.GetVolumeId())
+			staging, target := filepath.Join(e.dir, "st"), filepath.Join(e.dir, "tgt")
+			scratch := filepath.Join(e.dir, "scratch.img")
+			must(t, createImage(scratch, 8<<20))
+			scratchData := writeImage(t, scratch, 0)
+			var dev string
+			for attempt := 1; ; attempt++ {
+				must(t, e.stage(vol, staging, blockCap()))
+				must(t, e.publish(vol, staging, target, blockCap()))
+				var err error
+				if dev, err = nodemount.FindLoop(img); err != nil || dev == "" {
+					t.Fatalf("the staged volume's loop device: %q, %v", dev, err)
+				}
+				must(t, nodemount.DetachLoop(img))
+				if !tt.reuse {
+					break
+				}
+				if err := attachAt(dev, scratch); err == nil {
+					t.Cleanup(func() { _ = nodemount.DetachLoop(scratch) })
+					break
+				} else if !errors.Is(err, unix.EBUSY) || attempt == 5 {
+					t.Fatalf("attach the scratch image to %s: %v", dev, err)
+				}
+				// Another process took the number between the detach and the attach: the
+				// scenario again, from the start.
+				must(t, e.unpublish(id, target))
+				must(t, e.unstage(id, staging))
+			}
+			if tt.dropRecord {
+				must(t, e.plugin.Node.st.update(func(tx *bolt.Tx) error { return del(tx, bPublished, pubKey(id, target)) }))
+			}
+			e.restart()
+			if tt.restage {
+				must(t, e.stage(vol, staging, blockCap()))
+			}
+
+			// Each observation is reported and the next made: unpublish must clean up whatever
+			// the others found.
+			stats, err := e.node.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: id, VolumePath: target})
+			if status.Code(err) != codes.NotFound {
+				t.Errorf("NodeGetVolumeStats at the target: %v, %v; want NotFound", stats.GetUsage(), err)
+			}
+			h, err := e.node.NodeGetVolumeHealth(ctx, &csi.NodeGetVolumeHealthRequest{VolumeId: id, VolumePublishPath: target})
+			if got := healthReasons(h.GetVolumeHealth()); err != nil || len(tt.reasons) == 0 && len(got) != 0 ||
+				len(tt.reasons) > 0 && (len(got) != 1 || !slices.Contains(tt.reasons, got[0])) {
+				t.Errorf("health at the target: %v, %v; want one of %v", h.GetVolumeHealth().GetHealthStatuses(), err, tt.reasons)
+			} else if len(got) == 1 && !strings.Contains(h.GetVolumeHealth().GetHealthStatuses()[0].GetMessage(), dev) {
+				t.Errorf("health at the target does not name the loop device %s: %v", dev, h.GetVolumeHealth().GetHealthStatuses())
+			}
+			if err := e.publish(vol, staging, target, blockCap()); status.Code(err) != tt.publish {
+				t.Errorf("NodePublishVolume again: %v, want %v", err, tt.publish)
+			} else if tt.publish == codes.OK {
+				now, err := nodemount.FindLoop(img)
+				must(t, err)
+				if got, want := rdevOf(t, target), rdevOf(t, now); got != want {
+					t.Errorf("after the publish the target reaches device %#x, want the volume's %s (%#x)", got, now, want)
+				} else if _, err := e.node.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: id, VolumePath: target}); err != nil {
+					t.Errorf("stats once the target reaches the volume again: %v", err)
+				}
+			}
+
+			wantCode(t, "NodeUnpublishVolume", e.unpublish(id, target), tt.unpublish)
+			if tt.reuse {
+				if l, err := nodemount.FindLoop(scratch); err != nil || l != dev {
+					t.Fatalf("the other image's loop device: %q, %v; want it still at %s", l, err, dev)
+				}
+				if !imageHas(t, scratch, scratchData, 0) {
+					t.Fatal("the other image's data changed")
+				}
+			}
+			if tt.unpublish != codes.OK {
+				if m := e.ourMounts(); !slices.Contains(m, target) {
+					t.Fatalf("the refused unpublish unmounted the target: %v", m)
+				}
+				must(t, unix.Unmount(target, 0))
+			}
+			if r, err := e.plugin.Node.published(id, target); err != nil || r != nil {
+				t.Fatalf("publication record left: %+v, %v", r, err)
+			}
+			must(t, e.unstage(id, staging))
+			if m, l := e.ourMounts(), e.ourLoops(); len(m)+len(l) != 0 {
+				t.Fatalf("left mounts %v and loop devices %v", m, l)
+			}
+			if tt.unpublish == codes.OK {
+				if _, err := os.Lstat(target); !errors.Is(err, os.ErrNotExist) {
+					t.Fatalf("target left: %v", err)
+				}
+			}
+		})
+	}
+}
+
+// attachAt attaches file to the loop device dev itself, as losetup /dev/loopN FILE does, where
+// nodemount.AttachLoop takes whichever device is free. An error wraps unix.EBUSY when dev has a
+// file attached already.
+func attachAt(dev, file string) error {
+	f, err := os.OpenFile(file, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	d, err := os.OpenFile(dev, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := unix.IoctlLoopConfigure(int(d.Fd()), &unix.LoopConfig{Fd: uint32(f.Fd())}); err != nil {
+		return fmt.Errorf("attach %s to %s: %w", file, dev, err)
+	}
+	return nil
+}
+
+// rdevOf is the device number of the device node at path.
+func rdevOf(t *testing.T, path string) uint64 {
+	t.Helper()
+	var st unix.Stat_t
+	must(t, unix.Stat(path, &st))
+	return st.Rdev
+}
+
+// healthReasons lists the reasons of a volume's health conditions.
+func healthReasons(h *csi.VolumeHealth) []string {
+	var out []string
+	for _, s := range h.GetHealthStatuses() {
+		out = append(out, s.GetReason())
+	}
+	return out
 }
 
 // TestKubeletDirThroughSymlink: the kubelet directory is reached through a symlink (as
