@@ -25,7 +25,13 @@ import (
 //   - a Deny of PutObject carrying an ACL: a canned ACL other than "private" (the default) or any
 //     x-amz-grant-* header. Pacific's RGW puts these condition keys in PutObject's environment
 //     only: CopyObject, CreateMultipartUpload and browser-form POST carry an ACL no condition
-//     sees, which the Deny above and the public access block (rgwdriver.go) leave inert;
+//     sees, which the Deny above and the public access block (rgwdriver.go) leave inert, except
+//     for UploadPartCopy (below);
+//   - an Allow of PutObjectAcl to the owner, which no object's ACL gives it: a revoke resets the
+//     ACLs of the objects the revoked account owns to the owner alone. Pacific's RGW checks the
+//     source of an UploadPartCopy by the source object's ACL alone, never by its bucket's policy
+//     or public access block, so without the reset a revoked key could copy what it uploaded
+//     into a bucket it still has, and read it there;
 //
 // and per account, an Allow of its mode's actions and a Deny of every other object action, ACL
 // writes included (Pacific's RGW ignores NotAction, so the Deny lists them).
@@ -86,6 +92,7 @@ const (
 	denySuffix   = "deny"
 	strangersSid = sidPrefix + "strangers"
 	aclSid       = sidPrefix + "noaclheader"
+	ownerACLSid  = sidPrefix + "ownersetsacls"
 )
 
 // grantHeaders are the condition keys of the x-amz-grant-* headers, by the Sid of the Deny that
@@ -119,7 +126,7 @@ func ours(sid string) bool {
 // bucketSid says whether sid is one of the statements every bucket of the driver has once.
 func bucketSid(sid string) bool {
 	_, grant := grantHeaders[sid]
-	return sid == strangersSid || sid == aclSid || grant
+	return sid == strangersSid || sid == aclSid || sid == ownerACLSid || grant
 }
 
 type policyDoc struct {
@@ -216,7 +223,7 @@ func rewrite(policy, bucketName, owner, uid string, allowed []string) (out strin
 		}
 		admitted = append(admitted, userARN(uidOfAllowSid(sid)))
 	}
-	doc.Statement = append(doc.Statement, bucketStatements(bucketName, admitted)...)
+	doc.Statement = append(doc.Statement, bucketStatements(bucketName, owner, admitted)...)
 	b, err := json.Marshal(doc)
 	if err != nil {
 		return "", false, err
@@ -225,8 +232,8 @@ func rewrite(policy, bucketName, owner, uid string, allowed []string) (out strin
 }
 
 // bucketStatements are the statements every bucket of the driver has once: the Deny of everyone
-// but admitted, and the Denies of PutObject carrying an ACL.
-func bucketStatements(bucketName string, admitted []string) []json.RawMessage {
+// but admitted, the Denies of PutObject carrying an ACL, and the owner's Allow of ACL writes.
+func bucketStatements(bucketName, owner string, admitted []string) []json.RawMessage {
 	everyone := map[string][]string{"AWS": {"*"}}
 	objects := []string{"arn:aws:s3:::" + bucketName + "/*"}
 	out := []statement{
@@ -243,6 +250,8 @@ func bucketStatements(bucketName string, admitted []string) []json.RawMessage {
 		out = append(out, statement{Sid: sid, Effect: "Deny", Principal: everyone, Action: []string{"s3:PutObject"}, Resource: objects,
 			Condition: map[string]map[string][]string{"StringLike": {grantHeaders[sid]: {"*"}}}})
 	}
+	out = append(out, statement{Sid: ownerACLSid, Effect: "Allow", Principal: map[string][]string{"AWS": {userARN(owner)}},
+		Action: []string{"s3:PutObjectAcl"}, Resource: objects})
 	raw := make([]json.RawMessage, len(out))
 	for i, s := range out {
 		raw[i], _ = json.Marshal(s) // strings, slices and maps of strings: cannot fail

@@ -28,10 +28,12 @@
 //     its key: a repeated grant finds the same user and answers the same key; one with other
 //     buckets or modes is ALREADY_EXISTS; a grant interrupted after the user was made is
 //     finished by its retry.
-//   - A revoke takes the named buckets out of the user's record, deleting the user and its keys
-//     when nothing is left (from that request on, the key authenticates nowhere), then takes the
-//     account's statements out of those buckets' policies, which puts it under each bucket's Deny
-//     of everyone else, objects it owns there included. Deleting a bucket first revokes it from
+//   - A revoke takes the named buckets out of the user's record, deleting its keys when nothing
+//     is left (from that request on, the key authenticates nowhere), then takes the account's
+//     statements out of those buckets' policies, which puts it under each bucket's Deny of
+//     everyone else, objects it owns there included, and resets the ACLs of those objects to the
+//     owner alone (RGW checks an UploadPartCopy's source by its ACL only); a user with nothing
+//     left goes last. Deleting a bucket first revokes it from
 //     every account its policy names (so a key whose only bucket it was is deleted, and none is
 //     answered again by a grant on a later bucket of that name), then deletes it with its
 //     objects and policy.
@@ -529,12 +531,15 @@ func (b *Backend) RevokeBucketAccess(ctx context.Context, req *bucket.RevokeBuck
 }
 
 // revoke takes the buckets targets (every granted one when none is named) from account uid:
-// first from its user's record (deleting the user and its keys with its last bucket), then from
-// each target's policy, whatever the record said. In that order a revoke interrupted anywhere is
-// finished by its retry, or by a retried delete of the bucket, which finds the statements still
-// in the policy; the other order could leave a user whose record names a bucket it no longer
-// has, which a grant on a later bucket of that name would take for a repeat. ErrNotFound when
-// uid is no user of this driver, once its statements are out all the same.
+// first from its user's record (with its last bucket, its keys are deleted instead), then from
+// each target's policy, whatever the record said, and from the ACLs of the objects it owns there
+// (disownObjects); with its last bucket, the user goes last, since RGW writes no ACL naming an
+// owner that does not exist. In that order a revoke interrupted anywhere is finished by its
+// retry, or by a retried delete of the bucket, which finds the statements still in the policy;
+// the other order could leave a user whose record names a bucket it no longer has, which a
+// grant on a later bucket of that name would take for a repeat (one left without a key answers
+// no key). ErrNotFound when uid is no user of this driver, once its statements are out all the
+// same.
 func (b *Backend) revoke(ctx context.Context, uid string, targets []string) error {
 	unlock, err := b.locks.lock(ctx, "account/"+uid)
 	if err != nil {
@@ -547,6 +552,7 @@ func (b *Backend) revoke(ctx context.Context, uid string, targets []string) erro
 		return rgwError(ctx, fmt.Sprintf("reading RGW user %q", uid), err)
 	}
 	rec, recErr := parseRecord(u.DisplayName) // errNotOurs for a missing user's empty name
+	last := false                             // the user goes once its objects are disowned
 	if recErr == nil {
 		if len(targets) == 0 {
 			targets = rec.bucketsOf()
@@ -563,15 +569,27 @@ func (b *Backend) revoke(ctx context.Context, uid string, targets []string) erro
 				return rgwError(ctx, fmt.Sprintf("recording the revoke on RGW user %q", uid), err)
 			}
 		default:
-			if err := b.admin.RemoveUser(ctx, admin.User{ID: uid}); err != nil && !errors.Is(err, admin.ErrNoSuchUser) {
-				return rgwError(ctx, fmt.Sprintf("deleting RGW user %q", uid), err)
+			last = true
+			for _, k := range u.Keys {
+				err := b.admin.RemoveKey(ctx, admin.UserKeySpec{UID: uid, AccessKey: k.AccessKey, KeyType: "s3"})
+				if err != nil && !errors.Is(err, admin.ErrNoSuchUser) && !errors.Is(err, admin.ErrInvalidAccessKey) {
+					return rgwError(ctx, fmt.Sprintf("deleting the keys of RGW user %q", uid), err)
+				}
 			}
 		}
 	}
 	for _, id := range targets {
 		err := b.editPolicy(ctx, id, func(p string) (string, bool, error) { return withoutGrant(p, id, b.ownerUID, uid) })
+		if err == nil && !missing {
+			err = b.disownObjects(ctx, id, uid)
+		}
 		if err != nil && !errors.Is(err, driver.ErrNotFound) && !errors.Is(err, driver.ErrFailedPrecondition) {
 			return err
+		}
+	}
+	if last {
+		if err := b.admin.RemoveUser(ctx, admin.User{ID: uid}); err != nil && !errors.Is(err, admin.ErrNoSuchUser) {
+			return rgwError(ctx, fmt.Sprintf("deleting RGW user %q", uid), err)
 		}
 	}
 	switch {
@@ -579,6 +597,46 @@ func (b *Backend) revoke(ctx context.Context, uid string, targets []string) erro
 		return fmt.Errorf("account %q: %w", uid, driver.ErrNotFound)
 	case recErr != nil:
 		return fmt.Errorf("RGW user %q was not created by this driver: %w", uid, driver.ErrNotFound)
+	}
+	return nil
+}
+
+// disownObjects leaves uid no grant in the ACL of any object it owns in bucket id: each gets
+// an ACL granting the bucket's owner alone (uid stays its owner, which RGW lets no ACL write
+// change). The bucket policy keeps uid out of everything else once its statements are gone, but
+// Pacific's RGW checks the source of an UploadPartCopy by the source object's ACL alone: without
+// this, a revoked key could copy what it uploaded here into a bucket it still has, and read it
+// there. Run after the policy edit, so no upload of uid's starts meanwhile; ErrNotFound when the
+// bucket is gone.
+func (b *Backend) disownObjects(ctx context.Context, id, uid string) error {
+	c, err := b.ownerClient(ctx)
+	if err != nil {
+		return err
+	}
+	acl := &s3types.AccessControlPolicy{Owner: &s3types.Owner{ID: aws.String(uid)}, Grants: []s3types.Grant{{
+		Grantee: &s3types.Grantee{Type: s3types.TypeCanonicalUser, ID: aws.String(b.ownerUID)}, Permission: s3types.PermissionFullControl}}}
+	pages := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(id), FetchOwner: aws.Bool(true)})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if errorCode(err) == "NoSuchBucket" {
+			return fmt.Errorf("bucket %q: %w", id, driver.ErrNotFound)
+		}
+		if err != nil {
+			return b.ownerError(ctx, fmt.Sprintf("listing the objects of bucket %q", id), err)
+		}
+		for _, o := range page.Contents {
+			if o.Owner == nil || aws.ToString(o.Owner.ID) != uid {
+				continue
+			}
+			_, err := c.PutObjectAcl(ctx, &s3.PutObjectAclInput{Bucket: aws.String(id), Key: o.Key, AccessControlPolicy: acl})
+			switch code := errorCode(err); {
+			case err == nil, code == "NoSuchKey": // deleted meanwhile: nothing left to reach
+			case code == "NoSuchBucket":
+				return fmt.Errorf("bucket %q: %w", id, driver.ErrNotFound)
+			default:
+				return b.ownerError(ctx, fmt.Sprintf("resetting the ACL of an object of RGW user %q in bucket %q", uid, id), err)
+			}
+		}
 	}
 	return nil
 }

@@ -5,8 +5,10 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	mimemultipart "mime/multipart"
 	"net/http"
 	"slices"
@@ -42,8 +44,13 @@ func ownerS3(t *testing.T, c *cephtest.Cluster) *s3.Client {
 }
 
 // denied says whether err is RGW's refusal: AccessDenied, or a bare 403 for a HEAD, whose answer
-// has no body to carry a code.
-func denied(err error) bool { c := s3Code(err); return c == "AccessDenied" || c == "Forbidden" }
+// has no body to carry a code, or for a PUT refused before its body was sent, whose connection
+// RGW may close before the answer's body is read.
+func denied(err error) bool {
+	var re *smithyhttp.ResponseError
+	c := s3Code(err)
+	return c == "AccessDenied" || c == "Forbidden" || errors.As(err, &re) && re.HTTPStatusCode() == http.StatusForbidden
+}
 
 // adminS3 is an S3 client of the cluster's admin user: an RGW user that no grant names.
 func adminS3(c *cephtest.Cluster) *s3.Client {
@@ -241,8 +248,8 @@ func TestRevokesNeverOpenTheBucket(t *testing.T) {
 
 // TestRevokeReachesOwnedObjects: an account granted two buckets uploads to one, then loses it.
 // Its key keeps working on the other bucket but reaches nothing in the revoked one, not even the
-// objects it owns there (whose ACLs RGW would otherwise decide by), whether or not other accounts
-// are still granted that bucket.
+// objects it owns there (whose ACLs RGW would otherwise decide by, and alone decides by for the
+// source of an UploadPartCopy), whether or not other accounts are still granted that bucket.
 func TestRevokeReachesOwnedObjects(t *testing.T) {
 	b, c := newBackend(t)
 	_, w, _ := served(t, b)
@@ -310,6 +317,9 @@ func TestRevokeReachesOwnedObjects(t *testing.T) {
 					_, err := kc.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String(y), Key: aws.String("copied"), CopySource: aws.String(x + "/mine")})
 					return err
 				}},
+				{"copy it into the bucket still granted as an upload's part", func() error {
+					return partCopy(ctx, kc, y, x+"/mine")
+				}},
 				{"overwrite it", func() error {
 					bk, key := obj()
 					_, err := kc.PutObject(ctx, &s3.PutObjectInput{Bucket: bk, Key: key, Body: strings.NewReader("x")})
@@ -349,6 +359,66 @@ func TestRevokeReachesOwnedObjects(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// partCopy copies bucketName/key into a new upload's part in dst with c and aborts the upload;
+// it answers the copy's error.
+func partCopy(ctx context.Context, c *s3.Client, dst, src string) error {
+	up, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(dst), Key: aws.String("part-copied")})
+	if err != nil {
+		return fmt.Errorf("starting an upload in %s: %w", dst, err)
+	}
+	defer c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(dst), Key: aws.String("part-copied"), UploadId: up.UploadId})
+	_, err = c.UploadPartCopy(ctx, &s3.UploadPartCopyInput{Bucket: aws.String(dst), Key: aws.String("part-copied"), UploadId: up.UploadId,
+		PartNumber: aws.Int32(1), CopySource: aws.String(src)})
+	return err
+}
+
+// TestRegrantedAccountReachesNoOldObjects: an account loses its only bucket (its user and key go)
+// and is later granted another one. Its new key has the same RGW user ID, which the ACLs of the
+// objects it uploaded to the first bucket named; it reads none of them, not even as the source
+// of an UploadPartCopy, which RGW checks by the object's ACL alone.
+func TestRegrantedAccountReachesNoOldObjects(t *testing.T) {
+	b, c := newBackend(t)
+	_, w, _ := served(t, b)
+	ctx := callCtx(t)
+	x, err := w.create(ctx, "bc-regranted-x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := w.create(ctx, "bc-regranted-y")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, k, err := w.grant(ctx, "ba-regranted", map[string]cosi2.AccessMode_Mode{x: rw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s3As(c.RGW.Endpoint, k).PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(x), Key: aws.String("mine"),
+		Body: strings.NewReader("mine")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.revoke(ctx, id, x); err != nil {
+		t.Fatal(err)
+	}
+	id2, k2, err := w.grant(ctx, "ba-regranted", map[string]cosi2.AccessMode_Mode{y: rw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id2 != id {
+		t.Fatalf("the account's new grant answered user %q, want %q", id2, id)
+	}
+	if err := partCopy(ctx, s3As(c.RGW.Endpoint, k2), y, x+"/mine"); !denied(err) {
+		t.Errorf("the account's new key copied what it uploaded to the bucket it lost: %q, want AccessDenied", s3Code(err))
+	}
+	if err := w.revoke(ctx, id2, y); err != nil {
+		t.Fatal(err)
+	}
+	for _, bk := range []string{x, y} {
+		if err := w.remove(ctx, bk); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -662,11 +732,8 @@ func TestCloseBucketsLeftOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, k, err := w.grant(ctx, "ba-left-open", map[string]cosi2.AccessMode_Mode{bk: rw})
+	id, _, err := w.grant(ctx, "ba-left-open", map[string]cosi2.AccessMode_Mode{bk: rw})
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := publicWrites(ep, bk, "", k)["multipart"](ctx, "public"); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.revoke(ctx, id, bk); err != nil {
@@ -677,6 +744,11 @@ func TestCloseBucketsLeftOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := owner.DeletePublicAccessBlock(ctx, &s3.DeletePublicAccessBlockInput{Bucket: aws.String(bk)}); err != nil {
+		t.Fatal(err)
+	}
+	// Written once the bucket is as an earlier version left it: a revoke now resets the ACLs of
+	// what the revoked account owns, so a public object it left would no longer be public.
+	if err := multipartWithACL(ctx, owner, bk, "public", s3types.ObjectCannedACLPublicRead); err != nil {
 		t.Fatal(err)
 	}
 	if got := anonymousGET(t, ep, bk, "public"); got != http.StatusOK {
@@ -695,5 +767,76 @@ func TestCloseBucketsLeftOpen(t *testing.T) {
 	}
 	if err := w.remove(ctx, bk); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestUploadPartCopyChecksACLsAlone pins what RGW 16.2 leaves open: it checks the source of an
+// UploadPartCopy by the source object's ACL alone. An object a read-write key made public-read
+// (by a multipart upload, which RGW lets carry an ACL) is copied by another account into its own
+// bucket, and a write-only key copies what it uploaded into a bucket it reads; an object whose
+// ACL grants them nothing stays out of reach.
+func TestUploadPartCopyChecksACLsAlone(t *testing.T) {
+	b, c := newBackend(t)
+	_, w, _ := served(t, b)
+	ctx := callCtx(t)
+	ep := c.RGW.Endpoint
+	x, err := w.create(ctx, "bc-partcopy-x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	z, err := w.create(ctx, "bc-partcopy-z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	granted := map[string][]string{} // account ID -> its buckets
+	grant := func(name string, modes map[string]cosi2.AccessMode_Mode) *s3.Client {
+		id, k, err := w.grant(ctx, "ba-partcopy-"+name, modes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		granted[id] = slices.Collect(maps.Keys(modes))
+		return s3As(ep, k)
+	}
+	writer := grant("rw", map[string]cosi2.AccessMode_Mode{x: rw})
+	writeOnly := grant("wo", map[string]cosi2.AccessMode_Mode{x: wo, z: rw})
+	other := grant("other", map[string]cosi2.AccessMode_Mode{z: rw})
+	if err := multipartWithACL(ctx, writer, x, "public", s3types.ObjectCannedACLPublicRead); err != nil {
+		t.Fatal(err)
+	}
+	for key, c := range map[string]*s3.Client{"private": writer, "own": writeOnly} {
+		if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(x), Key: aws.String(key), Body: strings.NewReader(key)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		who      string
+		c        *s3.Client
+		key      string
+		refused  bool
+		whatRead string
+	}{
+		{"another account", other, "public", false, "a public-read object"},
+		{"another account", other, "private", true, "a private object"},
+		{"a write-only key", writeOnly, "own", false, "what it uploaded"},
+		{"a write-only key", writeOnly, "private", true, "what another account uploaded"},
+	} {
+		err := partCopy(ctx, tc.c, z, x+"/"+tc.key)
+		if tc.refused && !denied(err) {
+			t.Errorf("%s copied %s as an upload's part: %q, want AccessDenied", tc.who, tc.whatRead, s3Code(err))
+		}
+		if !tc.refused && err != nil {
+			t.Errorf("%s could not copy %s as an upload's part (%v): RGW now checks the source's bucket policy; "+
+				"update the README's rgw section", tc.who, tc.whatRead, err)
+		}
+	}
+	for id, buckets := range granted {
+		if err := w.revoke(ctx, id, buckets...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, bk := range []string{x, z} {
+		if err := w.remove(ctx, bk); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -118,7 +118,7 @@ func FuzzParseRecord(f *testing.F) {
 
 // looseStatement reads any statement: Principal and Action may be a string or a list.
 type looseStatement struct {
-	Sid                                        string
+	Sid, Effect                                string
 	Principal, NotPrincipal, Action, Condition json.RawMessage
 }
 
@@ -144,6 +144,7 @@ func bucketSids() string {
 	for _, sid := range slices.Sorted(maps.Keys(grantHeaders)) {
 		out = append(out, sid)
 	}
+	out = append(out, ownerACLSid)
 	return strings.Join(out, " ")
 }
 
@@ -189,7 +190,11 @@ func TestPolicyEdits(t *testing.T) {
 	if string(st[2].NotPrincipal) != `{"AWS":["arn:aws:iam:::user/owner","arn:aws:iam:::user/`+uid+`"]}` || st[2].actions() != "s3:*," {
 		t.Errorf("the strangers' Deny: %s", p)
 	}
-	for _, s := range st[3:] {
+	last := st[len(st)-1]
+	if last.Effect != "Allow" || string(last.Principal) != `{"AWS":["arn:aws:iam:::user/owner"]}` || last.actions() != "s3:PutObjectAcl," {
+		t.Errorf("the owner's Allow of ACL writes: %+v", last)
+	}
+	for _, s := range st[3 : len(st)-1] {
 		if string(s.Principal) != `{"AWS":["*"]}` || s.actions() != "s3:PutObject," || len(s.Condition) == 0 {
 			t.Errorf("an ACL header's Deny: %+v", s)
 		}
@@ -335,7 +340,7 @@ func FuzzPolicy(f *testing.F) {
 		if !sameJSON(othersBefore, othersAfter) {
 			t.Fatalf("others' statements changed:\n%v\n%v", othersBefore, othersAfter)
 		}
-		if len(own) != 2+len(grantHeaders) || slices.ContainsFunc(slices.Collect(maps.Values(own)), func(n int) bool { return n != 1 }) {
+		if len(own) != 3+len(grantHeaders) || slices.ContainsFunc(slices.Collect(maps.Values(own)), func(n int) bool { return n != 1 }) {
 			t.Fatalf("the bucket's own statements: %v", own)
 		}
 		if want := append([]string{userARN("owner")}, accounts...); !slices.Equal(strangers.NotPrincipal["AWS"], want) {
