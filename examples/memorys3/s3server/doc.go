@@ -16,8 +16,9 @@
 //	bucket info               -> Endpoint(), Region(), path-style addressing
 //
 // What a granted key may do: with ReadOnly, GET/HEAD objects and list; with WriteOnly,
-// PUT/DELETE objects, DeleteObjects and multipart uploads; ReadWrite both. Any grant may HEAD
-// the bucket. A key that may not read a bucket may not send a condition on what it holds
+// PUT/DELETE objects, DeleteObjects and its own multipart uploads; ReadWrite both, and it
+// alone lists uploads in progress and their parts (they name other writers' keys, and a
+// part's ETag is the MD5 of its bytes). Any grant may HEAD the bucket. A key that may not read a bucket may not send a condition on what it holds
 // (If-Match, If-None-Match, If-Modified-Since, If-Unmodified-Since): the answer would read
 // for it. ListBuckets shows only the key's buckets. Nobody creates, deletes or configures
 // a bucket through S3: that is the driver's job. A copy needs read on the source bucket too.

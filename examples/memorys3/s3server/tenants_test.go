@@ -384,6 +384,82 @@ func TestWriteOnlyKeysGetNoAnswerThatDependsOnStoredObjects(t *testing.T) {
 	}
 }
 
+// TestWriteOnlyKeysListNoUploadsButRunTheirOwn: a write-only key listed the uploads in
+// progress of a bucket (the keys other writers were storing under) and their parts, whose
+// ETags are the MD5s of the parts' bytes: a guess of another writer's data was confirmed
+// offline, the oracle the conditional headers were closed for. Both listings now need read
+// and write; a write-only key still creates, uploads to, completes and aborts its own
+// uploads with the IDs and ETags it was answered.
+func TestWriteOnlyKeysListNoUploadsButRunTheirOwn(t *testing.T) {
+	f := newFixture(t, false, Config{})
+	wo := f.awsClient(f.bucketWithAccount("bkt", "wo", WriteOnly))
+	rw := f.awsClient(grantOn(t, f.srv, "rw", ReadWrite, "bkt"))
+	ctx := context.Background()
+	const salary = "salary=100000"
+	up, err := rw.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("bkt"), Key: aws.String("payroll/alice")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rw.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("bkt"), Key: aws.String("payroll/alice"), UploadId: up.UploadId,
+		PartNumber: aws.Int32(1), Body: strings.NewReader(salary)}); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("a write-only key cannot list the uploads in progress", func(t *testing.T) {
+		out, err := wo.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String("bkt")})
+		if err == nil || apiCode(err) != "AccessDenied" {
+			var keys []string
+			if out != nil {
+				for _, u := range out.Uploads {
+					keys = append(keys, aws.ToString(u.Key))
+				}
+			}
+			t.Fatalf("ListMultipartUploads answered keys %q, err %v; want AccessDenied", keys, err)
+		}
+	})
+	t.Run("a write-only key cannot list another writer's parts", func(t *testing.T) {
+		out, err := wo.ListParts(ctx, &s3.ListPartsInput{Bucket: aws.String("bkt"), Key: aws.String("payroll/alice"), UploadId: up.UploadId})
+		if err == nil || apiCode(err) != "AccessDenied" {
+			var etags []string
+			if out != nil {
+				for _, p := range out.Parts {
+					etags = append(etags, aws.ToString(p.ETag))
+				}
+			}
+			t.Fatalf("ListParts answered ETags %q, err %v; want AccessDenied", etags, err)
+		}
+	})
+	t.Run("a write-only key runs its own uploads", func(t *testing.T) {
+		for _, complete := range []bool{true, false} {
+			mine, err := wo.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("bkt"), Key: aws.String("mine")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			part, err := wo.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("bkt"), Key: aws.String("mine"), UploadId: mine.UploadId,
+				PartNumber: aws.Int32(1), Body: strings.NewReader("data")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if complete {
+				_, err = wo.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String("bkt"), Key: aws.String("mine"),
+					UploadId: mine.UploadId, MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{PartNumber: aws.Int32(1), ETag: part.ETag}}}})
+			} else {
+				_, err = wo.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String("bkt"), Key: aws.String("mine"), UploadId: mine.UploadId})
+			}
+			if err != nil {
+				t.Fatalf("complete %v: %v", complete, err)
+			}
+		}
+	})
+	t.Run("a read-write key lists both", func(t *testing.T) {
+		if _, err := rw.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String("bkt")}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rw.ListParts(ctx, &s3.ListPartsInput{Bucket: aws.String("bkt"), Key: aws.String("payroll/alice"), UploadId: up.UploadId}); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 // countingListener counts the bytes the server reads on each connection it accepts.
 type countingListener struct {
 	net.Listener
