@@ -202,10 +202,19 @@ func (s *Server) perform(w http.ResponseWriter, r *http.Request, id requestID, o
 			return
 		}
 		if op.spec.name == "DeleteObjects" {
-			if _, err := deleteCount(sp.reader()); errors.Is(err, errTooManyObjects) {
+			_, answer, err := scanDeleteDoc(sp.reader())
+			if errors.Is(err, errTooManyObjects) {
 				s.refuse(w, r, id, s3err.ErrMalformedXML.With("DeleteObjects takes at most %d keys", maxDeleteKeys), res.AccessKeyID, "too many keys to delete")
 				return
 			}
+			// The answer names every key, escaped, and is held whole until the client has
+			// read it: up to five times the document, charged to the tenant until then.
+			if !t.Take(answer) {
+				s.refuse(w, r, id, errTenantShare, res.AccessKeyID, "no room for the answer naming the deleted keys")
+				return
+			}
+			defer t.Give(answer)
+			c.answerSize = answer
 		}
 		setBody(r, io.NopCloser(sp.reader()), sp.n)
 		if op.spec.body == bodyCompletion {
@@ -306,6 +315,9 @@ type commit struct {
 	ring *keyring // the grants in force when it was authorised
 	id   requestID
 	key  string
+	// answerSize bounds the store's answer, which is held whole (storeAnswer) and was charged
+	// to the tenant at that size; 0: a short answer, not charged.
+	answerSize int64
 }
 
 // serve hands r to the store. A request that changes the store is authorised again first, as
@@ -328,6 +340,8 @@ func (c commit) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ans := storeAnswer{header: w.Header()}
+	// Grown at once to the size charged, the buffer does not double past it as it fills.
+	ans.body.Grow(int(c.answerSize))
 	if !c.commitLocked(&ans, r) {
 		s.refuse(w, r, c.id, errGrantGone, c.key, "grant gone before "+c.op.spec.name+" committed on bucket "+c.op.bucket)
 		return

@@ -104,9 +104,10 @@ type Limits struct {
 	MaxUploadsPerTenant int
 	// MaxBufferedBytesPerTenant bounds what the requests of one account in progress hold of
 	// MaxBufferedBytes: the bytes of their bodies received so far (counted in steps of 64 KiB),
-	// the buffers of their signed chunks, the pages of their listings and (with a state
-	// directory) their GETs' copies; within it, an account holds at most its fair share of
-	// what the others leave (see fair). Past it a request is refused with SlowDown, so one
+	// the buffers of their signed chunks, the pages of their listings, the answers of their
+	// DeleteObjects (which name every key deleted) and (with a state directory) their GETs'
+	// copies; within it, an account holds at most its fair share of what the others leave
+	// (see fair). Past it a request is refused with SlowDown, so one
 	// tenant cannot refuse every other by holding bodies open or answers unread. Zero: a
 	// quarter of MaxBufferedBytes, but never less than one body of MaxObjectSize with its
 	// chunk buffer (MaxObjectSize plus up to 16 MiB) or a listing page (1,000 keys of 1 KiB

@@ -924,6 +924,54 @@ func TestFairSharesLeaveTheNextTenantRoom(t *testing.T) {
 	}
 }
 
+// TestDeleteObjectsAnswersAreChargedUntilRead: the answer to a DeleteObjects names every key
+// it deleted, escaped, and is held whole until the client has read it. A key of quotes is
+// five times longer escaped, so an 8 MB document of 1,000 keys made a 40 MB answer; one key
+// left four such answers unread and the live heap grew by 184 MB while the budget counted
+// 33 MB (the documents). The answer is now charged to its tenant, at the most the document
+// can make it, until it is written.
+func TestDeleteObjectsAnswersAreChargedUntilRead(t *testing.T) {
+	f := newFixture(t, false, Config{})
+	c := f.bucketWithAccount("bkt", "rw", ReadWrite)
+	var b strings.Builder
+	b.WriteString("<Delete>")
+	for range maxDeleteKeys {
+		b.WriteString("<Object><Key>" + strings.Repeat(`"`, 8000) + "</Key></Object>")
+	}
+	b.WriteString("</Delete>")
+	doc := []byte(b.String())
+	addr := f.hs.Listener.Addr().String()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	// The answer is far larger than what the sockets buffer, so the server holds it while
+	// the client reads nothing.
+	if err := conn.(*net.TCPConn).SetReadBuffer(16 << 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Write(append(rawSigned(t, c, http.MethodPost, addr, "/bkt?delete", int64(len(doc)), nil), doc...)); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := f.srv.budget.used.Load() // the answer has begun and is not read yet
+	answer, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %v", resp.StatusCode, err)
+	}
+	if held < int64(len(answer)) {
+		t.Fatalf("an unread answer of %d bytes (to a document of %d) was held while the budget counted %d", len(answer), len(doc), held)
+	}
+	if used := f.srv.budget.used.Load(); used != 0 {
+		t.Fatalf("%d buffered bytes still counted once the answer was read", used)
+	}
+}
+
 // TestDeleteObjectsTakesAtMostAThousandKeys: S3 takes at most 1,000 keys in one DeleteObjects;
 // gofakes3 took any number, so an 8 MiB document of short keys decoded into some 280,000 of
 // them (about 20 MB, charged to nothing) and deleted them under the store's lock. A document
