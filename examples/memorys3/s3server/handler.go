@@ -72,6 +72,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer t.leave()
 	iw.admitted = true
+	defer iw.dropBody() // before leave: within the tenant's requests
 	if res.Body != nil {
 		// A signed chunk is held until its signature checks: its buffer is charged to the
 		// tenant's share and the server's budget, and given back however the request ends.

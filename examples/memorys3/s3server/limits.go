@@ -569,13 +569,21 @@ type idleReader struct {
 	length         int64
 	expectContinue bool
 	n              int64
+	eof            bool // the body was read to its end
 }
+
+// done says whether the body has been read to its end.
+func (r *idleReader) done() bool { return r.eof || (r.length >= 0 && r.n >= r.length) }
 
 func (r *idleReader) Read(p []byte) (int, error) {
 	r.d.bodyRead(time.Now(), r.n)
 	n, err := r.ReadCloser.Read(p)
 	r.n += int64(n)
-	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+	switch {
+	case err == nil:
+	case errors.Is(err, io.EOF):
+		r.eof = true
+	case errors.Is(err, os.ErrDeadlineExceeded):
 		err = errBodyTimeout
 	}
 	return n, err
@@ -610,7 +618,29 @@ func (r *idleReader) linger() {
 		}
 	}
 	_ = r.d.rc.SetReadDeadline(time.Now().Add(lingerTime))
-	_, _ = io.CopyN(io.Discard, r.ReadCloser, left)
+	n, err := io.CopyN(io.Discard, r.ReadCloser, left)
+	r.n += n
+	r.eof = errors.Is(err, io.EOF)
+}
+
+// dropBody ends the request's body before its handler returns, while the request still
+// counts among its tenant's requests. A body its operation did not read (a HEAD or a GET
+// that declares one), or that the store answered before reading (a malformed Content-MD5),
+// is read on, lingering, and if it is not then at its end the connection closes with the
+// answer. Left to net/http, it would be read on after the handler returned, before the
+// answer was sent, up to 256 KiB and until the read deadline: a connection held for the
+// idle timeout by a client that declares a body and sends none, outside any tenant's share,
+// and not quiet, so the limiter could not close it either.
+func (w *idleWriter) dropBody() {
+	b := w.body
+	if b == nil || b.done() {
+		return
+	}
+	b.linger()
+	if !b.done() {
+		// net/http's read of what is left fails at once, and the connection closes.
+		_ = b.d.rc.SetReadDeadline(time.Now())
+	}
 }
 
 // lingerBody finds the request body to linger on under w, a chain of response writers that

@@ -591,6 +591,59 @@ func TestAnonymousRequestsAreClosedWithoutLingering(t *testing.T) {
 	}
 }
 
+// TestAnUnreadBodyIsDroppedWithinItsTenantsShare: a request whose operation reads no body
+// (a HEAD, a GET) or that the store answered before reading it (a PUT with a malformed
+// Content-MD5) left its declared body unread when its handler returned. net/http then read
+// on, up to 256 KiB, before it sent the answer, waiting for bytes the client never sent
+// until the read deadline: some 34 s in which the connection counted against no tenant's
+// requests and was not quiet, so the limiter could not close it. One key with a share of
+// two requests held all eight connections, and another tenant got no answer. What is left
+// of such a body is now read, lingering, within the tenant's requests, and the connection
+// closes at once after it.
+//
+// Here MaxConnections is 8 (a tenant's share: 2 requests in progress).
+func TestAnUnreadBodyIsDroppedWithinItsTenantsShare(t *testing.T) {
+	const slots = 8
+	lis := &countingListener{accepted: make(chan *countingConn, slots)}
+	srv, addr := serveConfig(t, Config{Limits: Limits{MaxConnections: slots}}, func(l net.Listener) net.Listener { lis.Listener = l; return lis })
+	attacker := grantOn(t, srv, "attacker", ReadWrite, "bkt")
+	victim := secondTenant(t, srv)
+	for i := range slots {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		server := <-lis.accepted
+		var head []byte
+		switch i % 3 {
+		case 0:
+			head = rawSigned(t, attacker, http.MethodHead, addr, "/bkt", 1000, nil)
+		case 1:
+			head = rawSigned(t, attacker, http.MethodGet, addr, "/bkt?location", 1000, nil)
+		default:
+			head = rawSigned(t, attacker, http.MethodPut, addr, "/bkt/k", 1000, http.Header{"Content-Md5": {"bm90IGFuIE1ENQ=="}})
+		}
+		if _, err := conn.Write(head); err != nil {
+			t.Fatal(err)
+		}
+		server.waitRead(t, int64(len(head)))
+	}
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write(rawSigned(t, victim, http.MethodHead, addr, "/other", -1, nil)); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: http.MethodHead})
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("another tenant's HEAD while one key's %d answered requests declare bodies they never send (of %d connections): %v %v", slots, slots, resp, err)
+	}
+}
+
 // TestAGetAnswerMovesItsDeadlineAsItIsRead: a GET's answer was one write of the whole object
 // under one deadline (the idle timeout), so a reader slower than the object's size per idle
 // timeout was cut off (a steady 1 MB/s reader at 42.5 of 67 MB, on every retry). The answer
