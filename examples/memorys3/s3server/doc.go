@@ -29,7 +29,7 @@
 // AccessDenied. What one request, one connection and the whole server may hold is bounded
 // (Limits), and so is what one tenant (a COSI account, whatever keys and buckets it holds) may
 // hold of each server-wide bound: its requests in progress, the bytes they hold (bodies,
-// signed chunks, listing pages, GET copies), its multipart uploads and their parts, each
+// signed chunks, listing pages, GET answers), its multipart uploads and their parts, each
 // within a bound of its own and a fair share of what the other tenants leave, so that a party
 // holding several accounts still leaves room for the next; a body must keep a minimum rate
 // after a grace, an answer of any size reaches a steady reader, and an upload left idle is

@@ -330,7 +330,7 @@ type commit struct {
 func (c commit) serve(w http.ResponseWriter, r *http.Request) {
 	s := c.s
 	if !c.op.spec.commits {
-		// A read may be refused for want of the tenant's share (a GET's copy, a listing's
+		// A read may be refused for want of the tenant's share (a GET's answer, a listing's
 		// page), which gofakes3 answers as 500; such an answer is kept (it is short) and sent
 		// with its own status.
 		sf := &statusFixer{ResponseWriter: w}

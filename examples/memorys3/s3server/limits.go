@@ -31,8 +31,8 @@ const (
 	DefaultMaxObjectSize = 256 << 20
 	// DefaultMaxBufferedBytes bounds the bytes held in request bodies across the server: the
 	// bodies being read before the store takes them and the store's copies of them, the parts
-	// of multipart uploads waiting for their completion, and (with a state directory) the
-	// objects GETs are sending. Four bodies of the largest size fit as they arrive, two as the
+	// of multipart uploads waiting for their completion, and the objects GETs are sending
+	// (with a state directory, copies of them). Four bodies of the largest size fit as they arrive, two as the
 	// store copies them.
 	DefaultMaxBufferedBytes = 1 << 30
 	// DefaultMaxPartBytes bounds the bytes held in the parts of uploads in progress, within
@@ -85,8 +85,9 @@ type Limits struct {
 	MaxObjectSize int64
 	// MaxBufferedBytes bounds the bytes held in request bodies across the server, counted as
 	// they arrive (bodies are read whole before the store takes them), while the store makes
-	// its copy of a body, while parts wait for their completion, and, with a state directory,
-	// while a GET's copy of an object is being sent. A body that would pass it is refused with
+	// its copy of a body, while parts wait for their completion, and while a GET's answer is
+	// sent (the object it read, or with a state directory the copy it made: the answer keeps
+	// it whatever replaces the object meanwhile). A body that would pass it is refused with
 	// SlowDown and not read further; so is a GET. It must hold one body of MaxObjectSize and
 	// the store's copy of it: twice MaxObjectSize, and up to 512 KiB more for sizes that are
 	// not a power of two.
@@ -105,8 +106,8 @@ type Limits struct {
 	// MaxBufferedBytesPerTenant bounds what the requests of one account in progress hold of
 	// MaxBufferedBytes: the bytes of their bodies received so far (counted in steps of 64 KiB),
 	// the buffers of their signed chunks, the pages of their listings, the answers of their
-	// DeleteObjects (which name every key deleted) and (with a state directory) their GETs'
-	// copies; within it, an account holds at most its fair share of what the others leave
+	// DeleteObjects (which name every key deleted) and the objects their GETs are sending;
+	// within it, an account holds at most its fair share of what the others leave
 	// (see fair). Past it a request is refused with SlowDown, so one
 	// tenant cannot refuse every other by holding bodies open or answers unread. Zero: a
 	// quarter of MaxBufferedBytes, but never less than one body of MaxObjectSize with its

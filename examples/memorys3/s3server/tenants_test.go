@@ -872,6 +872,63 @@ func TestGetCopiesAreChargedToTheReadersShare(t *testing.T) {
 	}
 }
 
+// TestGetAnswersHoldTheirObjectWithinTheReadersShare: without a state directory a GET's
+// answer reads the stored bytes without a copy, and keeps them while it is sent, whatever
+// replaces the object meanwhile. One key replaced an object of 32 MiB eight times, in a
+// bucket that may hold one object, leaving a GET of each version unread: the live heap grew
+// by 256 MiB while the budget counted nothing, and a tenant's 64 requests could pin 64
+// objects of the largest size. What a GET's answer holds is now charged to the reader's
+// share and the budget until it is sent, as a state directory's copies are: past the share
+// the GET is refused, and another tenant's PUT is served.
+//
+// Here the budget is 32 MiB and each version 8 MiB; the attacker opens a GET of each of
+// eight versions and reads none.
+func TestGetAnswersHoldTheirObjectWithinTheReadersShare(t *testing.T) {
+	const size = 8 << 20
+	f := newFixture(t, false, Config{Limits: Limits{MaxObjectSize: 2 << 20, MaxBufferedBytes: 32 << 20, MaxObjectsPerBucket: 1}})
+	attacker := f.bucketWithAccount("bkt", "attacker", ReadWrite)
+	victim := secondTenant(t, f.srv)
+	addr := f.hs.Listener.Addr().String()
+	held, refused := 0, 0
+	for i := range 8 {
+		if _, err := f.srv.backend.PutObject("bkt", "big", map[string]string{}, bytes.NewReader(bytes.Repeat([]byte{byte(i)}, size)), size, nil); err != nil {
+			t.Fatal(err)
+		}
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		if err := conn.(*net.TCPConn).SetReadBuffer(16 << 10); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Write(rawSigned(t, attacker, http.MethodGet, addr, "/bkt/big", -1, nil)); err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case resp.StatusCode == http.StatusOK:
+			held++
+		case resp.StatusCode == http.StatusServiceUnavailable && codeOf(t, resp) == "SlowDown":
+			refused++
+		default:
+			t.Fatalf("attacker's GET: %d", resp.StatusCode)
+		}
+	}
+	if pinned, share := int64(held)*size, f.srv.limits.MaxBufferedBytesPerTenant; pinned > share {
+		t.Fatalf("one key holds unread GETs of %d versions replaced since (%d MiB, its share %d MiB, %d refused), while the budget counts %d bytes",
+			held, pinned>>20, share>>20, refused, f.srv.budget.used.Load())
+	}
+	_, err := f.awsClient(victim).PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("other"), Key: aws.String("k"),
+		Body: bytes.NewReader(bytes.Repeat([]byte("v"), 1<<20))})
+	if err != nil {
+		t.Fatalf("another tenant's 1 MiB PUT while one key holds %d unread GETs of %d MiB (%d refused): %v (%s)", held, size>>20, refused, err, apiCode(err))
+	}
+}
+
 // TestOneAccountsBucketsHoldAtMostItsShareOfUploads: MaxUploadsPerBucket and
 // MaxPartBytesPerBucket bounded a bucket, not an account: one account granted ten buckets
 // took all 10,000 uploads (or all part bytes), and every other tenant's
