@@ -23,7 +23,8 @@ const (
 	ReadWrite Mode = iota + 1
 	// ReadOnly allows GET/HEAD of objects and listing.
 	ReadOnly
-	// WriteOnly allows PUT/POST/DELETE of objects and multipart uploads, and no reads.
+	// WriteOnly allows PUT/POST/DELETE of objects and multipart uploads, and no reads: not
+	// even a listing of uploads or parts.
 	WriteOnly
 )
 

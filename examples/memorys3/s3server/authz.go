@@ -8,6 +8,10 @@ const (
 	needAny                         // any grant on the bucket (HEAD bucket)
 	needRead
 	needWrite
+	// needReadWrite: listings of uploads in progress. They name other writers' keys, and a
+	// part's ETag is the MD5 of its bytes, which confirms a guess of them: reads that a
+	// write-only key's own uploads do not need (it keeps the IDs and ETags it was answered).
+	needReadWrite
 )
 
 // allows says whether a grant mode satisfies a need. A mode that is not one of the three
@@ -20,6 +24,8 @@ func (m Mode) allows(n need) bool {
 		return m == ReadWrite || m == ReadOnly
 	case needWrite:
 		return m == ReadWrite || m == WriteOnly
+	case needReadWrite:
+		return m == ReadWrite
 	}
 	return false
 }

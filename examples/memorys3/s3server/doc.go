@@ -16,8 +16,9 @@
 //	bucket info               -> Endpoint(), Region(), path-style addressing
 //
 // What a granted key may do: with ReadOnly, GET/HEAD objects and list; with WriteOnly,
-// PUT/DELETE objects, DeleteObjects and multipart uploads; ReadWrite both. Any grant may HEAD
-// the bucket. A key that may not read a bucket may not send a condition on what it holds
+// PUT/DELETE objects, DeleteObjects and its own multipart uploads; ReadWrite both, and it
+// alone lists uploads in progress and their parts (they name other writers' keys, and a
+// part's ETag is the MD5 of its bytes). Any grant may HEAD the bucket. A key that may not read a bucket may not send a condition on what it holds
 // (If-Match, If-None-Match, If-Modified-Since, If-Unmodified-Since): the answer would read
 // for it. ListBuckets shows only the key's buckets. Nobody creates, deletes or configures
 // a bucket through S3: that is the driver's job. A copy needs read on the source bucket too.
@@ -28,7 +29,7 @@
 // AccessDenied. What one request, one connection and the whole server may hold is bounded
 // (Limits), and so is what one tenant (a COSI account, whatever keys and buckets it holds) may
 // hold of each server-wide bound: its requests in progress, the bytes they hold (bodies,
-// signed chunks, listing pages, GET copies), its multipart uploads and their parts, each
+// signed chunks, listing pages, GET answers), its multipart uploads and their parts, each
 // within a bound of its own and a fair share of what the other tenants leave, so that a party
 // holding several accounts still leaves room for the next; a body must keep a minimum rate
 // after a grace, an answer of any size reaches a steady reader, and an upload left idle is

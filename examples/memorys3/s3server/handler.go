@@ -72,6 +72,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer t.leave()
 	iw.admitted = true
+	defer iw.dropBody() // before leave: within the tenant's requests
 	if res.Body != nil {
 		// A signed chunk is held until its signature checks: its buffer is charged to the
 		// tenant's share and the server's budget, and given back however the request ends.
@@ -202,10 +203,19 @@ func (s *Server) perform(w http.ResponseWriter, r *http.Request, id requestID, o
 			return
 		}
 		if op.spec.name == "DeleteObjects" {
-			if _, err := deleteCount(sp.reader()); errors.Is(err, errTooManyObjects) {
+			_, answer, err := scanDeleteDoc(sp.reader())
+			if errors.Is(err, errTooManyObjects) {
 				s.refuse(w, r, id, s3err.ErrMalformedXML.With("DeleteObjects takes at most %d keys", maxDeleteKeys), res.AccessKeyID, "too many keys to delete")
 				return
 			}
+			// The answer names every key, escaped, and is held whole until the client has
+			// read it: up to five times the document, charged to the tenant until then.
+			if !t.Take(answer) {
+				s.refuse(w, r, id, errTenantShare, res.AccessKeyID, "no room for the answer naming the deleted keys")
+				return
+			}
+			defer t.Give(answer)
+			c.answerSize = answer
 		}
 		setBody(r, io.NopCloser(sp.reader()), sp.n)
 		if op.spec.body == bodyCompletion {
@@ -306,6 +316,9 @@ type commit struct {
 	ring *keyring // the grants in force when it was authorised
 	id   requestID
 	key  string
+	// answerSize bounds the store's answer, which is held whole (storeAnswer) and was charged
+	// to the tenant at that size; 0: a short answer, not charged.
+	answerSize int64
 }
 
 // serve hands r to the store. A request that changes the store is authorised again first, as
@@ -317,7 +330,7 @@ type commit struct {
 func (c commit) serve(w http.ResponseWriter, r *http.Request) {
 	s := c.s
 	if !c.op.spec.commits {
-		// A read may be refused for want of the tenant's share (a GET's copy, a listing's
+		// A read may be refused for want of the tenant's share (a GET's answer, a listing's
 		// page), which gofakes3 answers as 500; such an answer is kept (it is short) and sent
 		// with its own status.
 		sf := &statusFixer{ResponseWriter: w}
@@ -328,6 +341,8 @@ func (c commit) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ans := storeAnswer{header: w.Header()}
+	// Grown at once to the size charged, the buffer does not double past it as it fills.
+	ans.body.Grow(int(c.answerSize))
 	if !c.commitLocked(&ans, r) {
 		s.refuse(w, r, c.id, errGrantGone, c.key, "grant gone before "+c.op.spec.name+" committed on bucket "+c.op.bucket)
 		return

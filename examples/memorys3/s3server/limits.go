@@ -31,8 +31,8 @@ const (
 	DefaultMaxObjectSize = 256 << 20
 	// DefaultMaxBufferedBytes bounds the bytes held in request bodies across the server: the
 	// bodies being read before the store takes them and the store's copies of them, the parts
-	// of multipart uploads waiting for their completion, and (with a state directory) the
-	// objects GETs are sending. Four bodies of the largest size fit as they arrive, two as the
+	// of multipart uploads waiting for their completion, and the objects GETs are sending
+	// (with a state directory, copies of them). Four bodies of the largest size fit as they arrive, two as the
 	// store copies them.
 	DefaultMaxBufferedBytes = 1 << 30
 	// DefaultMaxPartBytes bounds the bytes held in the parts of uploads in progress, within
@@ -85,8 +85,9 @@ type Limits struct {
 	MaxObjectSize int64
 	// MaxBufferedBytes bounds the bytes held in request bodies across the server, counted as
 	// they arrive (bodies are read whole before the store takes them), while the store makes
-	// its copy of a body, while parts wait for their completion, and, with a state directory,
-	// while a GET's copy of an object is being sent. A body that would pass it is refused with
+	// its copy of a body, while parts wait for their completion, and while a GET's answer is
+	// sent (the object it read, or with a state directory the copy it made: the answer keeps
+	// it whatever replaces the object meanwhile). A body that would pass it is refused with
 	// SlowDown and not read further; so is a GET. It must hold one body of MaxObjectSize and
 	// the store's copy of it: twice MaxObjectSize, and up to 512 KiB more for sizes that are
 	// not a power of two.
@@ -104,9 +105,10 @@ type Limits struct {
 	MaxUploadsPerTenant int
 	// MaxBufferedBytesPerTenant bounds what the requests of one account in progress hold of
 	// MaxBufferedBytes: the bytes of their bodies received so far (counted in steps of 64 KiB),
-	// the buffers of their signed chunks, the pages of their listings and (with a state
-	// directory) their GETs' copies; within it, an account holds at most its fair share of
-	// what the others leave (see fair). Past it a request is refused with SlowDown, so one
+	// the buffers of their signed chunks, the pages of their listings, the answers of their
+	// DeleteObjects (which name every key deleted) and the objects their GETs are sending;
+	// within it, an account holds at most its fair share of what the others leave
+	// (see fair). Past it a request is refused with SlowDown, so one
 	// tenant cannot refuse every other by holding bodies open or answers unread. Zero: a
 	// quarter of MaxBufferedBytes, but never less than one body of MaxObjectSize with its
 	// chunk buffer (MaxObjectSize plus up to 16 MiB) or a listing page (1,000 keys of 1 KiB
@@ -568,13 +570,21 @@ type idleReader struct {
 	length         int64
 	expectContinue bool
 	n              int64
+	eof            bool // the body was read to its end
 }
+
+// done says whether the body has been read to its end.
+func (r *idleReader) done() bool { return r.eof || (r.length >= 0 && r.n >= r.length) }
 
 func (r *idleReader) Read(p []byte) (int, error) {
 	r.d.bodyRead(time.Now(), r.n)
 	n, err := r.ReadCloser.Read(p)
 	r.n += int64(n)
-	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+	switch {
+	case err == nil:
+	case errors.Is(err, io.EOF):
+		r.eof = true
+	case errors.Is(err, os.ErrDeadlineExceeded):
 		err = errBodyTimeout
 	}
 	return n, err
@@ -609,7 +619,29 @@ func (r *idleReader) linger() {
 		}
 	}
 	_ = r.d.rc.SetReadDeadline(time.Now().Add(lingerTime))
-	_, _ = io.CopyN(io.Discard, r.ReadCloser, left)
+	n, err := io.CopyN(io.Discard, r.ReadCloser, left)
+	r.n += n
+	r.eof = errors.Is(err, io.EOF)
+}
+
+// dropBody ends the request's body before its handler returns, while the request still
+// counts among its tenant's requests. A body its operation did not read (a HEAD or a GET
+// that declares one), or that the store answered before reading (a malformed Content-MD5),
+// is read on, lingering, and if it is not then at its end the connection closes with the
+// answer. Left to net/http, it would be read on after the handler returned, before the
+// answer was sent, up to 256 KiB and until the read deadline: a connection held for the
+// idle timeout by a client that declares a body and sends none, outside any tenant's share,
+// and not quiet, so the limiter could not close it either.
+func (w *idleWriter) dropBody() {
+	b := w.body
+	if b == nil || b.done() {
+		return
+	}
+	b.linger()
+	if !b.done() {
+		// net/http's read of what is left fails at once, and the connection closes.
+		_ = b.d.rc.SetReadDeadline(time.Now())
+	}
 }
 
 // lingerBody finds the request body to linger on under w, a chain of response writers that

@@ -29,7 +29,7 @@ import (
 // gofakes3 calls its backend with no request at hand, so a request performed for a tenant
 // (every client's) gets a gofakes3 of its own on a backend that knows the tenant
 // (requestBackend): a handful of small allocations, which buy charging the tenant for what
-// the request holds (a GET's copy, a listing's page) and for the uploads and parts it makes.
+// the request holds (a GET's answer, a listing's page) and for the uploads and parts it makes.
 // The server's own calls use the shared one.
 type objectStore struct {
 	s        *Server

@@ -83,7 +83,7 @@ var operations = []opSpec{
 	{name: "ListObjects", method: http.MethodGet, on: onBucket, params: listObjectsParams, need: needRead},
 	{name: "GetBucketLocation", method: http.MethodGet, on: onBucket, sub: []string{"location"}, need: needRead},
 	{name: "GetBucketVersioning", method: http.MethodGet, on: onBucket, sub: []string{"versioning"}, need: needRead},
-	{name: "ListMultipartUploads", method: http.MethodGet, on: onBucket, sub: []string{"uploads"}, params: listUploadsParams, need: needWrite},
+	{name: "ListMultipartUploads", method: http.MethodGet, on: onBucket, sub: []string{"uploads"}, params: listUploadsParams, need: needReadWrite},
 	{name: "DeleteObjects", method: http.MethodPost, on: onBucket, sub: []string{"delete"}, need: needWrite, body: bodyDocument, commits: true},
 	{name: "GetObject", method: http.MethodGet, on: onObject, params: responseParams, need: needRead},
 	{name: "HeadObject", method: http.MethodHead, on: onObject, params: []string{"X-Amz-Checksum-Mode"}, need: needRead},
@@ -94,7 +94,7 @@ var operations = []opSpec{
 	{name: "UploadPart", method: http.MethodPut, on: onObject, sub: []string{"partNumber", "uploadId"}, need: needWrite, body: bodyPart, commits: true},
 	{name: "CompleteMultipartUpload", method: http.MethodPost, on: onObject, sub: []string{"uploadId"}, need: needWrite, body: bodyCompletion, commits: true},
 	{name: "AbortMultipartUpload", method: http.MethodDelete, on: onObject, sub: []string{"uploadId"}, need: needWrite, commits: true},
-	{name: "ListParts", method: http.MethodGet, on: onObject, sub: []string{"uploadId"}, params: listPartsParams, need: needWrite},
+	{name: "ListParts", method: http.MethodGet, on: onObject, sub: []string{"uploadId"}, params: listPartsParams, need: needReadWrite},
 }
 
 // reserved are S3 operations that exist and that no key may perform: buckets are created and

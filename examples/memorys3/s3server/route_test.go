@@ -378,7 +378,7 @@ func conditionalRequests(uploadID string) []offered {
 var matrix = map[string][]string{
 	"rw":   {"ListBuckets", "HeadBucket", "ListObjects", "GetBucketLocation", "GetBucketVersioning", "ListMultipartUploads", "DeleteObjects", "GetObject", "HeadObject", "PutObject", "CopyObject", "DeleteObject", "CreateMultipartUpload", "UploadPart", "CompleteMultipartUpload", "AbortMultipartUpload", "ListParts"},
 	"ro":   {"ListBuckets", "HeadBucket", "ListObjects", "GetBucketLocation", "GetBucketVersioning", "GetObject", "HeadObject"},
-	"wo":   {"ListBuckets", "HeadBucket", "ListMultipartUploads", "DeleteObjects", "PutObject", "DeleteObject", "CreateMultipartUpload", "UploadPart", "CompleteMultipartUpload", "AbortMultipartUpload", "ListParts"},
+	"wo":   {"ListBuckets", "HeadBucket", "DeleteObjects", "PutObject", "DeleteObject", "CreateMultipartUpload", "UploadPart", "CompleteMultipartUpload", "AbortMultipartUpload"},
 	"none": {"ListBuckets"},
 }
 

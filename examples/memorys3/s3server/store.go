@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync"
 
 	"github.com/johannesboyne/gofakes3"
 )
@@ -111,8 +112,11 @@ func listingCharge(list *gofakes3.ObjectList) int64 {
 	return n
 }
 
-// GetObject implements gofakes3.Backend: a copy the store made of the object (boltStore's,
-// charged to the budget already) is charged to the tenant's share too until it is sent.
+// GetObject implements gofakes3.Backend: what the answer holds is charged to the tenant's
+// share until it is sent. That is a copy the store made of the object (boltStore's, charged
+// to the budget already), or the stored bytes themselves (memStore's), which the answer keeps
+// whatever replaces or deletes the object meanwhile: uncharged, one key pinned a version of
+// an object per unread GET, beyond what the bucket holds.
 func (b *requestBackend) GetObject(bucket, key string, rng *gofakes3.ObjectRangeRequest) (*gofakes3.Object, error) {
 	obj, err := b.storeBackend.GetObject(bucket, key, rng)
 	if err != nil {
@@ -124,8 +128,36 @@ func (b *requestBackend) GetObject(bucket, key string, rng *gofakes3.ObjectRange
 			return nil, errStoreTenantShare
 		}
 		c.tenant = b.t
+		return obj, nil
 	}
+	n := obj.Size
+	if obj.Range != nil {
+		n = obj.Range.Length
+	}
+	if n == 0 {
+		return obj, nil
+	}
+	if !b.t.Take(n) {
+		_ = obj.Contents.Close()
+		return nil, errStoreTenantShare
+	}
+	obj.Contents = &heldAnswer{ReadCloser: obj.Contents, t: b.t, n: n}
 	return obj, nil
+}
+
+// heldAnswer is a GET's answer read from the stored bytes, charged to its tenant (share and
+// budget) until it is closed (gofakes3 closes an object's contents once its answer is
+// written).
+type heldAnswer struct {
+	io.ReadCloser
+	t    *tenant
+	n    int64
+	once sync.Once
+}
+
+func (h *heldAnswer) Close() error {
+	h.once.Do(func() { h.t.Give(h.n) })
+	return h.ReadCloser.Close()
 }
 
 // CreateMultipartUpload implements gofakes3.MultipartBackend: the upload is the tenant's.

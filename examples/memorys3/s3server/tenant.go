@@ -12,8 +12,8 @@ import (
 // A tenant is a COSI account: the keys and buckets it was granted. memorys3 gives each account
 // one key, and a party that wants to hold more of the server has itself granted more
 // accounts, each a tenant. Every server-wide bound is therefore shared out by tenant: the
-// requests in progress (of MaxConnections), the bytes their bodies, signed chunks, GET copies
-// and listing pages hold (of MaxBufferedBytes), the multipart uploads (of MaxUploads) and
+// requests in progress (of MaxConnections), the bytes their bodies, signed chunks, GET answers,
+// listing pages and DeleteObjects answers hold (of MaxBufferedBytes), the multipart uploads (of MaxUploads) and
 // their parts' bytes (of MaxPartBytes). A tenant's share of each is the smaller of its own
 // bound (MaxRequestsPerTenant, ...) and a fair share of what the others leave (fair); past it
 // a request is refused with 503 SlowDown while the other tenants go on.

@@ -384,6 +384,82 @@ func TestWriteOnlyKeysGetNoAnswerThatDependsOnStoredObjects(t *testing.T) {
 	}
 }
 
+// TestWriteOnlyKeysListNoUploadsButRunTheirOwn: a write-only key listed the uploads in
+// progress of a bucket (the keys other writers were storing under) and their parts, whose
+// ETags are the MD5s of the parts' bytes: a guess of another writer's data was confirmed
+// offline, the oracle the conditional headers were closed for. Both listings now need read
+// and write; a write-only key still creates, uploads to, completes and aborts its own
+// uploads with the IDs and ETags it was answered.
+func TestWriteOnlyKeysListNoUploadsButRunTheirOwn(t *testing.T) {
+	f := newFixture(t, false, Config{})
+	wo := f.awsClient(f.bucketWithAccount("bkt", "wo", WriteOnly))
+	rw := f.awsClient(grantOn(t, f.srv, "rw", ReadWrite, "bkt"))
+	ctx := context.Background()
+	const salary = "salary=100000"
+	up, err := rw.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("bkt"), Key: aws.String("payroll/alice")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rw.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("bkt"), Key: aws.String("payroll/alice"), UploadId: up.UploadId,
+		PartNumber: aws.Int32(1), Body: strings.NewReader(salary)}); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("a write-only key cannot list the uploads in progress", func(t *testing.T) {
+		out, err := wo.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String("bkt")})
+		if err == nil || apiCode(err) != "AccessDenied" {
+			var keys []string
+			if out != nil {
+				for _, u := range out.Uploads {
+					keys = append(keys, aws.ToString(u.Key))
+				}
+			}
+			t.Fatalf("ListMultipartUploads answered keys %q, err %v; want AccessDenied", keys, err)
+		}
+	})
+	t.Run("a write-only key cannot list another writer's parts", func(t *testing.T) {
+		out, err := wo.ListParts(ctx, &s3.ListPartsInput{Bucket: aws.String("bkt"), Key: aws.String("payroll/alice"), UploadId: up.UploadId})
+		if err == nil || apiCode(err) != "AccessDenied" {
+			var etags []string
+			if out != nil {
+				for _, p := range out.Parts {
+					etags = append(etags, aws.ToString(p.ETag))
+				}
+			}
+			t.Fatalf("ListParts answered ETags %q, err %v; want AccessDenied", etags, err)
+		}
+	})
+	t.Run("a write-only key runs its own uploads", func(t *testing.T) {
+		for _, complete := range []bool{true, false} {
+			mine, err := wo.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("bkt"), Key: aws.String("mine")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			part, err := wo.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("bkt"), Key: aws.String("mine"), UploadId: mine.UploadId,
+				PartNumber: aws.Int32(1), Body: strings.NewReader("data")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if complete {
+				_, err = wo.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String("bkt"), Key: aws.String("mine"),
+					UploadId: mine.UploadId, MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{PartNumber: aws.Int32(1), ETag: part.ETag}}}})
+			} else {
+				_, err = wo.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String("bkt"), Key: aws.String("mine"), UploadId: mine.UploadId})
+			}
+			if err != nil {
+				t.Fatalf("complete %v: %v", complete, err)
+			}
+		}
+	})
+	t.Run("a read-write key lists both", func(t *testing.T) {
+		if _, err := rw.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String("bkt")}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rw.ListParts(ctx, &s3.ListPartsInput{Bucket: aws.String("bkt"), Key: aws.String("payroll/alice"), UploadId: up.UploadId}); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 // countingListener counts the bytes the server reads on each connection it accepts.
 type countingListener struct {
 	net.Listener
@@ -512,6 +588,59 @@ func TestAnonymousRequestsAreClosedWithoutLingering(t *testing.T) {
 				t.Fatalf("the server read %d bytes of the body of a request it did not admit, want none", read)
 			}
 		})
+	}
+}
+
+// TestAnUnreadBodyIsDroppedWithinItsTenantsShare: a request whose operation reads no body
+// (a HEAD, a GET) or that the store answered before reading it (a PUT with a malformed
+// Content-MD5) left its declared body unread when its handler returned. net/http then read
+// on, up to 256 KiB, before it sent the answer, waiting for bytes the client never sent
+// until the read deadline: some 34 s in which the connection counted against no tenant's
+// requests and was not quiet, so the limiter could not close it. One key with a share of
+// two requests held all eight connections, and another tenant got no answer. What is left
+// of such a body is now read, lingering, within the tenant's requests, and the connection
+// closes at once after it.
+//
+// Here MaxConnections is 8 (a tenant's share: 2 requests in progress).
+func TestAnUnreadBodyIsDroppedWithinItsTenantsShare(t *testing.T) {
+	const slots = 8
+	lis := &countingListener{accepted: make(chan *countingConn, slots)}
+	srv, addr := serveConfig(t, Config{Limits: Limits{MaxConnections: slots}}, func(l net.Listener) net.Listener { lis.Listener = l; return lis })
+	attacker := grantOn(t, srv, "attacker", ReadWrite, "bkt")
+	victim := secondTenant(t, srv)
+	for i := range slots {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		server := <-lis.accepted
+		var head []byte
+		switch i % 3 {
+		case 0:
+			head = rawSigned(t, attacker, http.MethodHead, addr, "/bkt", 1000, nil)
+		case 1:
+			head = rawSigned(t, attacker, http.MethodGet, addr, "/bkt?location", 1000, nil)
+		default:
+			head = rawSigned(t, attacker, http.MethodPut, addr, "/bkt/k", 1000, http.Header{"Content-Md5": {"bm90IGFuIE1ENQ=="}})
+		}
+		if _, err := conn.Write(head); err != nil {
+			t.Fatal(err)
+		}
+		server.waitRead(t, int64(len(head)))
+	}
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write(rawSigned(t, victim, http.MethodHead, addr, "/other", -1, nil)); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: http.MethodHead})
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("another tenant's HEAD while one key's %d answered requests declare bodies they never send (of %d connections): %v %v", slots, slots, resp, err)
 	}
 }
 
@@ -743,6 +872,63 @@ func TestGetCopiesAreChargedToTheReadersShare(t *testing.T) {
 	}
 }
 
+// TestGetAnswersHoldTheirObjectWithinTheReadersShare: without a state directory a GET's
+// answer reads the stored bytes without a copy, and keeps them while it is sent, whatever
+// replaces the object meanwhile. One key replaced an object of 32 MiB eight times, in a
+// bucket that may hold one object, leaving a GET of each version unread: the live heap grew
+// by 256 MiB while the budget counted nothing, and a tenant's 64 requests could pin 64
+// objects of the largest size. What a GET's answer holds is now charged to the reader's
+// share and the budget until it is sent, as a state directory's copies are: past the share
+// the GET is refused, and another tenant's PUT is served.
+//
+// Here the budget is 32 MiB and each version 8 MiB; the attacker opens a GET of each of
+// eight versions and reads none.
+func TestGetAnswersHoldTheirObjectWithinTheReadersShare(t *testing.T) {
+	const size = 8 << 20
+	f := newFixture(t, false, Config{Limits: Limits{MaxObjectSize: 2 << 20, MaxBufferedBytes: 32 << 20, MaxObjectsPerBucket: 1}})
+	attacker := f.bucketWithAccount("bkt", "attacker", ReadWrite)
+	victim := secondTenant(t, f.srv)
+	addr := f.hs.Listener.Addr().String()
+	held, refused := 0, 0
+	for i := range 8 {
+		if _, err := f.srv.backend.PutObject("bkt", "big", map[string]string{}, bytes.NewReader(bytes.Repeat([]byte{byte(i)}, size)), size, nil); err != nil {
+			t.Fatal(err)
+		}
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		if err := conn.(*net.TCPConn).SetReadBuffer(16 << 10); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Write(rawSigned(t, attacker, http.MethodGet, addr, "/bkt/big", -1, nil)); err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case resp.StatusCode == http.StatusOK:
+			held++
+		case resp.StatusCode == http.StatusServiceUnavailable && codeOf(t, resp) == "SlowDown":
+			refused++
+		default:
+			t.Fatalf("attacker's GET: %d", resp.StatusCode)
+		}
+	}
+	if pinned, share := int64(held)*size, f.srv.limits.MaxBufferedBytesPerTenant; pinned > share {
+		t.Fatalf("one key holds unread GETs of %d versions replaced since (%d MiB, its share %d MiB, %d refused), while the budget counts %d bytes",
+			held, pinned>>20, share>>20, refused, f.srv.budget.used.Load())
+	}
+	_, err := f.awsClient(victim).PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("other"), Key: aws.String("k"),
+		Body: bytes.NewReader(bytes.Repeat([]byte("v"), 1<<20))})
+	if err != nil {
+		t.Fatalf("another tenant's 1 MiB PUT while one key holds %d unread GETs of %d MiB (%d refused): %v (%s)", held, size>>20, refused, err, apiCode(err))
+	}
+}
+
 // TestOneAccountsBucketsHoldAtMostItsShareOfUploads: MaxUploadsPerBucket and
 // MaxPartBytesPerBucket bounded a bucket, not an account: one account granted ten buckets
 // took all 10,000 uploads (or all part bytes), and every other tenant's
@@ -845,6 +1031,54 @@ func TestFairSharesLeaveTheNextTenantRoom(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDeleteObjectsAnswersAreChargedUntilRead: the answer to a DeleteObjects names every key
+// it deleted, escaped, and is held whole until the client has read it. A key of quotes is
+// five times longer escaped, so an 8 MB document of 1,000 keys made a 40 MB answer; one key
+// left four such answers unread and the live heap grew by 184 MB while the budget counted
+// 33 MB (the documents). The answer is now charged to its tenant, at the most the document
+// can make it, until it is written.
+func TestDeleteObjectsAnswersAreChargedUntilRead(t *testing.T) {
+	f := newFixture(t, false, Config{})
+	c := f.bucketWithAccount("bkt", "rw", ReadWrite)
+	var b strings.Builder
+	b.WriteString("<Delete>")
+	for range maxDeleteKeys {
+		b.WriteString("<Object><Key>" + strings.Repeat(`"`, 8000) + "</Key></Object>")
+	}
+	b.WriteString("</Delete>")
+	doc := []byte(b.String())
+	addr := f.hs.Listener.Addr().String()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	// The answer is far larger than what the sockets buffer, so the server holds it while
+	// the client reads nothing.
+	if err := conn.(*net.TCPConn).SetReadBuffer(16 << 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Write(append(rawSigned(t, c, http.MethodPost, addr, "/bkt?delete", int64(len(doc)), nil), doc...)); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := f.srv.budget.used.Load() // the answer has begun and is not read yet
+	answer, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %v", resp.StatusCode, err)
+	}
+	if held < int64(len(answer)) {
+		t.Fatalf("an unread answer of %d bytes (to a document of %d) was held while the budget counted %d", len(answer), len(doc), held)
+	}
+	if used := f.srv.budget.used.Load(); used != 0 {
+		t.Fatalf("%d buffered bytes still counted once the answer was read", used)
 	}
 }
 

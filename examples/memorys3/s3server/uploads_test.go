@@ -84,13 +84,13 @@ func TestCompletionSizeCountsEveryPart(t *testing.T) {
 // router now checks part-number-marker, and hands the store a range whose end cannot
 // overflow; the answers are 400 InvalidArgument and the object from byte 1.
 //   - ListParts with a part-number-marker beyond the upload's highest part: gofakes3 slices
-//     mpu.parts[marker:] (a WriteOnly key).
+//     mpu.parts[marker:] (a ReadWrite key).
 //   - GET with Range: bytes=1-9223372036854775807: gofakes3's ObjectRangeRequest.Range
 //     computes start+length, which overflows, so the "clamp to size" branch is skipped and
 //     the backend slices data[1:-9223372036854775808] (a ReadOnly key).
 func TestInputNeverReachesStorePanics(t *testing.T) {
 	f := newFixture(t, false, Config{})
-	w := f.bucketWithAccount("bkt", "w", WriteOnly)
+	w := f.bucketWithAccount("bkt", "w", ReadWrite)
 	reader, err := f.srv.GrantAccess(context.Background(), "r", map[string]Mode{"bkt": ReadOnly})
 	if err != nil {
 		t.Fatal(err)
@@ -377,7 +377,7 @@ func TestUploadBounds(t *testing.T) {
 // every page after the first relative to the marker).
 func TestListPartsPagesPastAThousandParts(t *testing.T) {
 	f := newFixture(t, false, Config{})
-	c := f.bucketWithAccount("bkt", "w", WriteOnly)
+	c := f.bucketWithAccount("bkt", "w", ReadWrite)
 	id := f.startUpload(c, "bkt", "obj")
 	want := map[int32]int64{}
 	for n := 1; n <= 2500; n += 2 { // sparse: every other number
@@ -416,7 +416,7 @@ func TestListPartsPagesPastAThousandParts(t *testing.T) {
 // paged with the markers S3 answers, with common prefixes under a delimiter.
 func TestListMultipartUploadsPages(t *testing.T) {
 	f := newFixture(t, false, Config{})
-	c := f.bucketWithAccount("bkt", "w", WriteOnly)
+	c := f.bucketWithAccount("bkt", "w", ReadWrite)
 	var want []string // key/upload ID in the order S3 lists them
 	for _, k := range []string{"b", "a", "dir/x", "dir/y", "c"} {
 		for range 2 {
