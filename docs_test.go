@@ -587,3 +587,54 @@ func TestHeadingAnchors(t *testing.T) {
 		t.Error("a line in a code block made an anchor")
 	}
 }
+
+// ciTools matches .ci/run's list of commands the tests use, each with its Debian package
+// (command:package), and ciPackages the packages it checks by name.
+var (
+	ciTools    = regexp.MustCompile(`(?s)for tool in (.*?); do`)
+	ciPackages = regexp.MustCompile(`for pkg in ([^;]*); do`)
+	aptInstall = regexp.MustCompile(`(?s)apt-get install -y --no-install-recommends (.*?)\n` + "```")
+)
+
+// TestSystemPackagesAreListed: docs/testing.md names the Debian packages of the system tier, and
+// .ci/run installs them. The two lists must name the same packages, so that a reader who installs
+// what the guide says can run every test CI runs.
+func TestSystemPackagesAreListed(t *testing.T) {
+	script := readText(t, ".ci/run")
+	want := map[string]bool{}
+	tools := ciTools.FindStringSubmatch(script)
+	pkgs := ciPackages.FindStringSubmatch(script)
+	if tools == nil || pkgs == nil {
+		t.Fatal(".ci/run has no 'for tool in ...; do' or 'for pkg in ...; do' list")
+	}
+	for _, f := range strings.Fields(strings.ReplaceAll(tools[1], "\\\n", " ")) {
+		_, pkg, ok := strings.Cut(f, ":")
+		if !ok {
+			t.Fatalf(".ci/run: %q in the tool list is not command:package", f)
+		}
+		want[pkg] = true
+	}
+	for _, pkg := range strings.Fields(pkgs[1]) {
+		want[pkg] = true
+	}
+
+	guide := readText(t, "docs/testing.md")
+	line := aptInstall.FindStringSubmatch(guide)
+	if line == nil {
+		t.Fatal("docs/testing.md has no 'apt-get install -y --no-install-recommends' block")
+	}
+	got := map[string]bool{}
+	for _, pkg := range strings.Fields(strings.ReplaceAll(line[1], "\\\n", " ")) {
+		got[pkg] = true
+	}
+	for pkg := range want {
+		if !got[pkg] {
+			t.Errorf("docs/testing.md does not list %s, which .ci/run installs", pkg)
+		}
+	}
+	for pkg := range got {
+		if !want[pkg] {
+			t.Errorf("docs/testing.md lists %s, which .ci/run does not install", pkg)
+		}
+	}
+}

@@ -348,9 +348,9 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-// TestCapacityIsWhatTheFilesystemCanHold: minimal accepted 9.2 EB and reported it as the volume's
-// capacity. A volume is a directory; what its filesystem cannot hold is OUT_OF_RANGE, and what is
-// reported is what was asked for (nothing reserves it: see CreateVolume).
+// TestCapacityIsWhatTheFilesystemCanHold: a request for 9.2 EB must not be accepted and reported
+// as the volume's capacity. A volume is a directory; what its filesystem cannot hold is
+// OUT_OF_RANGE, and what is reported is what was asked for (nothing reserves it: see CreateVolume).
 func TestCapacityIsWhatTheFilesystemCanHold(t *testing.T) {
 	p := serve(t)
 	var st unix.Statfs_t
