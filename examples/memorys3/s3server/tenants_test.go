@@ -841,28 +841,10 @@ func TestGetCopiesAreChargedToTheReadersShare(t *testing.T) {
 	addr := f.hs.Listener.Addr().String()
 	held, refused := 0, 0
 	for range 4 {
-		conn, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { conn.Close() })
-		if err := conn.(*net.TCPConn).SetReadBuffer(16 << 10); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := conn.Write(rawSigned(t, attacker, http.MethodGet, addr, "/bkt/big", -1, nil)); err != nil {
-			t.Fatal(err)
-		}
-		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-		switch {
-		case err != nil:
-			t.Fatal(err)
-		case resp.StatusCode == http.StatusOK:
+		if unreadGet(t, addr, attacker, "/bkt/big") {
 			held++
-		case resp.StatusCode == http.StatusServiceUnavailable && codeOf(t, resp) == "SlowDown":
+		} else {
 			refused++
-		default:
-			t.Fatalf("attacker's GET: %d", resp.StatusCode)
 		}
 	}
 	_, err := f.awsClient(victim).PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("other"), Key: aws.String("k"),
@@ -894,28 +876,10 @@ func TestGetAnswersHoldTheirObjectWithinTheReadersShare(t *testing.T) {
 		if _, err := f.srv.backend.PutObject("bkt", "big", map[string]string{}, bytes.NewReader(bytes.Repeat([]byte{byte(i)}, size)), size, nil); err != nil {
 			t.Fatal(err)
 		}
-		conn, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { conn.Close() })
-		if err := conn.(*net.TCPConn).SetReadBuffer(16 << 10); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := conn.Write(rawSigned(t, attacker, http.MethodGet, addr, "/bkt/big", -1, nil)); err != nil {
-			t.Fatal(err)
-		}
-		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-		switch {
-		case err != nil:
-			t.Fatal(err)
-		case resp.StatusCode == http.StatusOK:
+		if unreadGet(t, addr, attacker, "/bkt/big") {
 			held++
-		case resp.StatusCode == http.StatusServiceUnavailable && codeOf(t, resp) == "SlowDown":
+		} else {
 			refused++
-		default:
-			t.Fatalf("attacker's GET: %d", resp.StatusCode)
 		}
 	}
 	if pinned, share := int64(held)*size, f.srv.limits.MaxBufferedBytesPerTenant; pinned > share {
@@ -1117,4 +1081,34 @@ func TestDeleteObjectsTakesAtMostAThousandKeys(t *testing.T) {
 			}
 		})
 	}
+}
+
+// unreadGet sends key's GET of path on a connection of its own, with a small receive buffer,
+// and reads only the answer's head, so the body stays unsent on the server. It reports true for
+// a 200 and false for a 503 SlowDown; any other answer fails the test.
+func unreadGet(t *testing.T, addr string, key Credentials, path string) bool {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if err := conn.(*net.TCPConn).SetReadBuffer(16 << 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Write(rawSigned(t, key, http.MethodGet, addr, path, -1, nil)); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	switch {
+	case err != nil:
+		t.Fatal(err)
+	case resp.StatusCode == http.StatusOK:
+		return true
+	case resp.StatusCode == http.StatusServiceUnavailable && codeOf(t, resp) == "SlowDown":
+		return false
+	}
+	t.Fatalf("GET %s: %d", path, resp.StatusCode)
+	return false
 }
