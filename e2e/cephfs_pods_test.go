@@ -51,7 +51,8 @@ func TestCephFSPods(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a cluster with a kubelet and a Ceph cluster; not in -short")
 	}
-	if err := nodePreflight(); err != nil {
+	ctx := testContext(t, 40*time.Minute)
+	if err := nodePreflight(ctx, t); err != nil {
 		skipOrFail(t, "the kubelet cluster cannot run here: %v", err)
 	}
 	if missing := cephtest.MissingPackages(); len(missing) > 0 {
@@ -63,8 +64,6 @@ func TestCephFSPods(t *testing.T) {
 	if err := cephfsLibrariesPresent(); err != nil {
 		skipOrFail(t, "%v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
-	defer cancel()
 
 	// Registered first, so stopped last: after kubelet and the pods that mount from it.
 	began := time.Now()

@@ -42,8 +42,7 @@ func TestCOSILifecycle(t *testing.T) {
 	if err != nil {
 		skipOrFail(t, "no etcd on PATH (Debian: apt-get install etcd-server): %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 30*time.Minute)
 
 	// A short directory: unix socket paths must stay under 108 bytes.
 	work, err := os.MkdirTemp("", "csikit-cosi-")

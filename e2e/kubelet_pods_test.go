@@ -145,11 +145,10 @@ func TestPods(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a cluster with a kubelet; not in -short")
 	}
-	if err := nodePreflight(); err != nil {
+	ctx := testContext(t, 50*time.Minute)
+	if err := nodePreflight(ctx, t); err != nil {
 		skipOrFail(t, "the kubelet cluster cannot run here: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Minute)
-	defer cancel()
 	work, logDir := podsWorkDir(t)
 	ms, err := loadManifests(hostpathDir)
 	if err != nil {
@@ -205,6 +204,11 @@ func podsWorkDir(t *testing.T) (work, logDir string) {
 	t.Helper()
 	work, err := os.MkdirTemp("", "csikit-pods-")
 	if err != nil {
+		t.Fatal(err)
+	}
+	// Before the clean-up below is registered, so its record is removed after it has run.
+	netnsBefore, _ := filepath.Glob("/run/netns/cni-*")
+	if err := recordRun(t, &runRecord{Work: work, NetnsBefore: netnsBefore}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -68,8 +68,7 @@ func TestLifecycle(t *testing.T) {
 	if err != nil {
 		skipOrFail(t, "no etcd on PATH (Debian: apt-get install etcd-server): %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 50*time.Minute)
 
 	// A short directory: unix socket paths must stay under 108 bytes.
 	work, err := os.MkdirTemp("", "csikit-e2e-")

@@ -70,8 +70,9 @@ func (n *node) timed(name string, fn func() error) error {
 	return err
 }
 
-// nodePreflight says why the kubelet cluster cannot run here, or nil.
-func nodePreflight() error {
+// nodePreflight says why the kubelet cluster cannot run here, or nil. It first releases what a
+// dead run left (node_leftovers_test.go).
+func nodePreflight(ctx context.Context, t *testing.T) error {
 	if os.Geteuid() != 0 {
 		return errors.New("needs root: kubelet, containerd and the hostpath node plugin mount and attach loop devices")
 	}
@@ -89,8 +90,21 @@ func nodePreflight() error {
 	if len(missing) > 0 {
 		return fmt.Errorf("missing %s (Debian: apt-get install %s)", strings.Join(missing, ", "), nodePackages)
 	}
+	rec, err := readRunRecord()
+	if err != nil {
+		return err
+	}
+	if rec != nil {
+		if rec.alive() {
+			return fmt.Errorf("another run (pid %d, %s) holds this machine", rec.PID, rec.Work)
+		}
+		if err := releaseDeadRun(ctx, t, rec); err != nil {
+			return fmt.Errorf("release what a dead run left: %w", err)
+		}
+	}
 	if mps := mountsUnder(kubeletDir); len(mps) > 0 {
-		return fmt.Errorf("%s has mounts (another kubelet, or a run that did not clean up): %s", kubeletDir, strings.Join(mps, ", "))
+		return fmt.Errorf("%s has mounts, and no record of a dead run of this test says they are its own (%s): another kubelet, or a run of an older version of this test: %s",
+			kubeletDir, runRecordPath, strings.Join(mps, ", "))
 	}
 	if _, err := os.Stat("/sys/class/net/" + nodeBridge); err == nil {
 		return fmt.Errorf("the interface %s exists: another run is going on, or one did not clean up (ip link del %s)", nodeBridge, nodeBridge)
@@ -152,6 +166,9 @@ func startNode(ctx context.Context, t *testing.T, work string, ps *procs, images
 	}
 	n.kubeletBin = paths["kubelet"]
 	n.tools = paths
+	if err := updateRunRecord(func(rec *runRecord) { rec.KubeProxy = paths["kube-proxy"] }); err != nil {
+		return nil, err
+	}
 	if err := n.setupNetwork(t); err != nil {
 		return nil, err
 	}
@@ -371,26 +388,8 @@ func (n *node) removeContainers(work string, netnsBefore []string) {
 	}
 	// Sandboxes' network namespaces: containerd names them cni-<uuid> under /run/netns and
 	// removes them with the sandbox, which a forced delete skips.
-	after, _ := filepath.Glob("/run/netns/cni-*")
-	for _, ns := range after {
-		if slices.Contains(netnsBefore, ns) {
-			continue
-		}
-		if err := syscall.Unmount(ns, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
-			n.t.Logf("unmount %s: %v", ns, err)
-		}
-		if err := os.Remove(ns); err != nil {
-			n.t.Logf("remove %s: %v", ns, err)
-		}
-	}
-	unmountAll(n.t, kubeletDir)
-	unmountAll(n.t, filepath.Join(work, "containerd"))
-	for _, dev := range append(loopsUnder(hostpathStateDir), detachedHostpathLoops()...) {
-		if o, err := exec.Command("losetup", "-d", dev).CombinedOutput(); err != nil {
-			n.t.Logf("detach %s: %v %s", dev, err, o)
-		}
-	}
-	unmountAll(n.t, hostpathStateDir)
+	removeNetns(n.t, netnsBefore)
+	releaseNodeMounts(n.t, work)
 }
 
 // importImages writes each image as an OCI archive and imports it into containerd.
