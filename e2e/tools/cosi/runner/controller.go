@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"sync"
 	"time"
 
@@ -92,7 +91,7 @@ func newController[T Object](name string, informer cache.SharedIndexInformer, l 
 }
 
 // seen queues an Update from the version last handed on when the object has been handed on
-// before (unless nothing changed since), else an Add, unless work for the object is already
+// before (if its spec changed or its deletion began since: specOrDeletionChanged), else an Add, unless work for the object is already
 // waiting: upstream's runner keeps that work, so an object changed before its first Add ran
 // is handed to Add as first seen.
 func (c *controller[T]) seen(o any) {
@@ -105,7 +104,7 @@ func (c *controller[T]) seen(o any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if prev, ok := c.handed[uid]; ok {
-		if reflect.DeepEqual(prev, obj) {
+		if !specOrDeletionChanged(prev, obj) {
 			return
 		}
 		c.store(uid, op[T]{kind: opUpdate, old: prev, obj: obj})
@@ -210,6 +209,20 @@ func (c *controller[T]) next(ctx context.Context) bool {
 	delete(c.pending, uid)
 	c.queue.Forget(uid)
 	return true
+}
+
+// specOrDeletionChanged reports whether an Update from prev to obj is handed on: when the spec
+// changed (the API server bumps the generation of an object with a status subresource for that
+// alone) or the object's deletion began. Changes of status, finalizers, labels or annotations
+// are not. Upstream's listeners act on nothing else, and they write status and finalizers
+// themselves: handed the echo of those writes, v0.2.2's BucketClaim logic runs its create again
+// and writes BucketReady=false over the true the sidecar set in between, after which no access
+// is ever granted (the race of cozystack/cozystack#3032). Which of the two wins depends on
+// whether the echo reaches the runner before the listener's call returns (then it is dropped,
+// see next) or after. This is where the runner departs from upstream's, on purpose.
+func specOrDeletionChanged(prev, obj metav1.Object) bool {
+	return prev.GetGeneration() != obj.GetGeneration() ||
+		(prev.GetDeletionTimestamp() == nil) != (obj.GetDeletionTimestamp() == nil)
 }
 
 func key(obj metav1.Object) string {

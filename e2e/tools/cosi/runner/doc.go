@@ -10,8 +10,10 @@
 //
 //   - every object is identified by its UID and handed to the listener's Add the first time it
 //     is seen, to Update(old, new) when it changes afterwards (old being the version last handed
-//     to the listener; an update that changes nothing is not handed on), and to Delete once when
-//     it is gone;
+//     to the listener), and to Delete once when it is gone. An update is handed on only when it
+//     changes the spec (the generation) or begins the deletion: here this runner departs from
+//     upstream's on purpose, so that the listeners' own status and finalizer writes do not come
+//     back to them (see specOrDeletionChanged);
 //   - while work for an object waits or runs, changes of it replace a waiting Update, but not a
 //     waiting Add (the Add gets the version first seen); when the work succeeds, what was queued
 //     for the object meanwhile is dropped. Upstream's listeners depend on this (see

@@ -37,6 +37,13 @@ func run(ctx context.Context, kubeconfig string) error {
 	if err != nil {
 		return err
 	}
+	// client-go's default rate (5 requests a second, bursts of 10) spaces the five requests of a
+	// claim's create by 200 ms once the burst is spent. The sidecar then makes the bucket and
+	// sets the claim ready before this controller writes the claim's status, which sets
+	// BucketReady=false over it for good (cozystack/cozystack#3032). Unthrottled, the
+	// controller's write comes first unless the sidecar is much quicker than usual;
+	// TestCOSILifecycle claims again when it does not.
+	rc.QPS, rc.Burst = 100, 200
 	// Upstream's names: the lease is leader-lock-cosi-controller-manager.
 	r, err := runner.New(runner.Config{Identity: "cosi-controller-manager", LeaseName: "leader-lock", Workers: 40}, rc)
 	if err != nil {
