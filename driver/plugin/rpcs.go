@@ -233,11 +233,30 @@ var rpcTable = buildRPCTable()
 // buildRPCTable describes every RPC once; unsupported defaults to INVALID_ARGUMENT.
 func buildRPCTable() map[rpc]*rpcSpec {
 	table := map[rpc]*rpcSpec{}
-	for _, s := range []*rpcSpec{
+	for _, service := range [][]*rpcSpec{identityRPCs(), controllerRPCs(), nodeRPCs(), groupControllerRPCs(),
+		volumeGroupRPCs(), cosiRPCs(), snapshotMetadataRPCs()} {
+		for _, s := range service {
+			if s.unsupported == codes.OK {
+				s.unsupported = codes.InvalidArgument
+			}
+			table[s.name] = s
+		}
+	}
+	return table
+}
+
+// identityRPCs describes the RPCs of the Identity service.
+func identityRPCs() []*rpcSpec {
+	return []*rpcSpec{
 		{name: "GetPluginInfo", service: svcIdentity},
 		{name: "GetPluginCapabilities", service: svcIdentity},
 		{name: rpcProbe, service: svcIdentity},
+	}
+}
 
+// controllerRPCs describes the RPCs of the Controller service.
+func controllerRPCs() []*rpcSpec {
+	return []*rpcSpec{
 		{name: rpcCreateVolume, service: svcController, ctrlCap: csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME,
 			locks: keys(func(r *csi.CreateVolumeRequest) []idempotency.Key {
 				return []idempotency.Key{
@@ -287,7 +306,12 @@ func buildRPCTable() map[rpc]*rpcSpec {
 			ctrlCap: csi.ControllerServiceCapability_RPC_GET_VOLUME_HEALTH},
 		{name: rpcControllerListHealth, service: svcController, serves: []reflect.Type{typeOf[driver.VolumeHealthLister]()},
 			ctrlCap: csi.ControllerServiceCapability_RPC_LIST_VOLUME_HEALTH},
+	}
+}
 
+// nodeRPCs describes the RPCs of the Node service.
+func nodeRPCs() []*rpcSpec {
+	return []*rpcSpec{
 		{name: rpcNodeStage, service: svcNode, serves: []reflect.Type{typeOf[driver.NodeStager]()},
 			nodeCap: csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME, unsupported: codes.FailedPrecondition,
 			locks: keys(func(r *csi.NodeStageVolumeRequest) []idempotency.Key {
@@ -331,7 +355,12 @@ func buildRPCTable() map[rpc]*rpcSpec {
 			nodeCap: csi.NodeServiceCapability_RPC_GET_VOLUME_HEALTH},
 		{name: rpcNodeGetStorageHealth, service: svcNode, serves: []reflect.Type{typeOf[driver.StorageHealthReporter]()},
 			nodeCap: csi.NodeServiceCapability_RPC_GET_STORAGE_HEALTH},
+	}
+}
 
+// groupControllerRPCs describes the RPCs of the GroupController service.
+func groupControllerRPCs() []*rpcSpec {
+	return []*rpcSpec{
 		{name: "GroupControllerGetCapabilities", service: svcGroupController},
 		{name: rpcCreateGroupSnapshot, service: svcGroupController,
 			locks: keys(func(r *csi.CreateVolumeGroupSnapshotRequest) []idempotency.Key {
@@ -350,7 +379,12 @@ func buildRPCTable() map[rpc]*rpcSpec {
 				return ks
 			})},
 		{name: rpcGetGroupSnapshot, service: svcGroupController},
+	}
+}
 
+// volumeGroupRPCs describes the RPCs of the volume-group extension's Controller service.
+func volumeGroupRPCs() []*rpcSpec {
+	return []*rpcSpec{
 		{name: rpcCreateVolumeGroup, service: svcVolumeGroup,
 			locks: keys(func(r *vgpb.CreateVolumeGroupRequest) []idempotency.Key {
 				return []idempotency.Key{excl(locking.KindVolumeGroupName, r.GetName())}
@@ -371,8 +405,13 @@ func buildRPCTable() map[rpc]*rpcSpec {
 			})},
 		{name: rpcGetVolumeGroup, service: svcVolumeGroup, serves: []reflect.Type{typeOf[volumegroup.Getter]()}},
 		{name: rpcListVolumeGroups, service: svcVolumeGroup, serves: []reflect.Type{typeOf[volumegroup.Lister](), typeOf[volumegroup.PageLister]()}},
+	}
+}
 
-		// COSI: one entry per RPC for every wire version (cosiKeys reads the requests of each);
+// cosiRPCs describes the RPCs of COSI's Identity and Provisioner services.
+func cosiRPCs() []*rpcSpec {
+	return []*rpcSpec{
+		// One entry per RPC for every wire version (cosiKeys reads the requests of each);
 		// DriverGetExistingBucket exists in v1alpha2 only.
 		{name: rpcDriverGetInfo, service: svcCOSIIdentity, wire: []service{svcCOSIIdentityV1alpha1, svcCOSIIdentityV1alpha2}},
 		{name: rpcCreateBucket, service: svcCOSIProvisioner, wire: []service{svcCOSIProvisionerV1alpha1, svcCOSIProvisionerV1alpha2},
@@ -385,14 +424,13 @@ func buildRPCTable() map[rpc]*rpcSpec {
 			serves: []reflect.Type{typeOf[bucket.AccessGranter]()}, locks: cosiKeysOf(rpcGrantBucketAccess)},
 		{name: rpcRevokeBucketAccess, service: svcCOSIProvisioner, wire: []service{svcCOSIProvisionerV1alpha1, svcCOSIProvisionerV1alpha2},
 			serves: []reflect.Type{typeOf[bucket.AccessGranter]()}, goneIsDone: true, locks: cosiKeysOf(rpcRevokeBucketAccess)},
+	}
+}
 
+// snapshotMetadataRPCs describes the RPCs of the SnapshotMetadata service.
+func snapshotMetadataRPCs() []*rpcSpec {
+	return []*rpcSpec{
 		{name: rpcGetMetadataAllocated, service: svcSnapshotMetadata, stream: true},
 		{name: rpcGetMetadataDelta, service: svcSnapshotMetadata, stream: true},
-	} {
-		if s.unsupported == codes.OK {
-			s.unsupported = codes.InvalidArgument
-		}
-		table[s.name] = s
 	}
-	return table
 }
