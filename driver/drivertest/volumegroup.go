@@ -25,10 +25,10 @@ import (
 // and are skipped otherwise.
 const CheckVolumeGroups Check = "volume-groups"
 
-// VolumeGroupOptions describe what the volume-group specs may expect of a driver beyond the volume-group spec.
-// The volume-group spec leaves some error rows to the driver (which volumes are incompatible, whether there is
-// a member limit, what puts a group in use); each option turns on the spec for one such row, and
-// the spec is skipped, saying which option it needs, while the option is unset.
+// VolumeGroupOptions say what the volume-group specs may expect of a driver beyond the
+// volume-group spec. That spec leaves some error rows to the driver: which volumes are
+// incompatible, whether there is a member limit, what puts a group in use. Each option turns on
+// the spec for one such row. While the option is unset, the spec is skipped, naming the option.
 type VolumeGroupOptions struct {
 	// Parameters are the CreateVolumeGroup parameters (a VolumeGroupClass); nil means none.
 	Parameters map[string]string
