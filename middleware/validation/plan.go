@@ -97,11 +97,19 @@ type registry struct {
 }
 
 var (
-	current atomic.Pointer[registry]
-	regMu   sync.Mutex // serialises RegisterRequired
+	// current is the registry every check reads: CSI's rules until RegisterRequired adds a
+	// package's.
+	current = func() *atomic.Pointer[registry] {
+		p := new(atomic.Pointer[registry])
+		p.Store(csiRegistry())
+		return p
+	}()
+	regMu sync.Mutex // serialises RegisterRequired
 )
 
-func init() {
+// csiRegistry compiles the rules of csi.proto: the fields its comments require, and the
+// exceptions the spec's prose makes.
+func csiRegistry() *registry {
 	req := make(map[protoreflect.FullName]map[protoreflect.Name]bool)
 	for msg, fields := range requiredGenerated {
 		addRequired(req, msg, fields...)
@@ -123,7 +131,7 @@ func init() {
 		required: req,
 	}
 	r.compileAll()
-	current.Store(r)
+	return r
 }
 
 func addRequired(req map[protoreflect.FullName]map[protoreflect.Name]bool, msg protoreflect.FullName, fields ...protoreflect.Name) {
