@@ -16,7 +16,6 @@ import (
 	"github.com/csikit/csikit/driver"
 	"github.com/csikit/csikit/driver/bucket"
 	"github.com/csikit/csikit/idempotency"
-	"github.com/csikit/csikit/middleware/locking"
 	"github.com/csikit/csikit/middleware/validation"
 )
 
@@ -78,7 +77,7 @@ func cosiKeys(req any) []idempotency.Key {
 // bucketKeys holds buckets shared.
 func bucketKeys(ks []idempotency.Key, ids ...string) []idempotency.Key {
 	for _, id := range ids {
-		ks = append(ks, shared(locking.KindBucket, id))
+		ks = append(ks, shared(kindBucket, id))
 	}
 	return ks
 }
