@@ -168,15 +168,48 @@ func TestDeadCephFuseRecovers(t *testing.T) {
 	}
 }
 
-// killCephFuse sends SIGKILL to the ceph-fuse daemon serving mountpoint and waits until the
-// kernel reports its mount disconnected.
+// killCephFuse kills the ceph-fuse daemon serving mountpoint and every process it started, as
+// the kernel does when their container is killed, and waits until the kernel reports the mount
+// disconnected. The children count: ceph-fuse checks at start that it can remount with
+// "mount -i -o remount", and that child holds /dev/fuse open. A mount whose daemon died while
+// such a child lives answers nothing until the child ends, and the child waits on the mount.
 func killCephFuse(t *testing.T, mountpoint string) {
+	t.Helper()
+	var daemons []int
+	for pid, args := range processes(t) {
+		if filepath.Base(args[0]) == "ceph-fuse" && args[len(args)-1] == mountpoint {
+			daemons = append(daemons, pid)
+		}
+	}
+	if len(daemons) != 1 {
+		t.Fatalf("%d ceph-fuse processes serve %s, want 1", len(daemons), mountpoint)
+	}
+	// Stopped, the daemon starts no child between the look at its children and the kill.
+	if err := unix.Kill(daemons[0], unix.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range append(descendants(t, daemons[0]), daemons[0]) {
+		if err := unix.Kill(pid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(mountpoint); errors.Is(err, unix.ENOTCONN) || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond) // the kernel notices the daemon's death on its own
+	}
+}
+
+// processes maps the PID of every process to its command line.
+func processes(t *testing.T) map[int][]string {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		t.Fatal(err)
 	}
-	killed := 0
+	out := map[int][]string{}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -186,22 +219,42 @@ func killCephFuse(t *testing.T, mountpoint string) {
 		if err != nil || len(raw) == 0 {
 			continue
 		}
-		args := strings.Split(strings.TrimSuffix(string(raw), "\x00"), "\x00")
-		if filepath.Base(args[0]) == "ceph-fuse" && args[len(args)-1] == mountpoint {
-			if err := unix.Kill(pid, unix.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			killed++
+		out[pid] = strings.Split(strings.TrimSuffix(string(raw), "\x00"), "\x00")
+	}
+	return out
+}
+
+// descendants lists the processes started by pid, and by them, and so on.
+func descendants(t *testing.T, pid int) []int {
+	t.Helper()
+	children := map[int][]int{}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// The command name, field 2, is in parentheses and may hold spaces: count from its end.
+		rest := stat[bytes.LastIndexByte(stat, ')')+1:]
+		f := strings.Fields(string(rest))
+		if len(f) < 2 {
+			continue
+		}
+		if ppid, err := strconv.Atoi(f[1]); err == nil {
+			children[ppid] = append(children[ppid], p)
 		}
 	}
-	if killed != 1 {
-		t.Fatalf("%d ceph-fuse processes serve %s, want 1", killed, mountpoint)
+	var out []int
+	for queue := children[pid]; len(queue) > 0; queue = queue[1:] {
+		out = append(out, queue[0])
+		queue = append(queue, children[queue[0]]...)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := os.Stat(mountpoint); errors.Is(err, unix.ENOTCONN) || time.Now().After(deadline) {
-			return
-		}
-		time.Sleep(50 * time.Millisecond) // the kernel notices the daemon's death on its own
-	}
+	return out
 }
