@@ -67,11 +67,29 @@ func TestUnstageReapsCephFuse(t *testing.T) {
 // among them, or the live ones.
 func cephFuseChildren(t *testing.T, zombies bool) []int {
 	t.Helper()
+	var out []int
+	for _, p := range procStats(t) {
+		if p.comm == "ceph-fuse" && p.ppid == os.Getpid() && (p.state == "Z") == zombies {
+			out = append(out, p.pid)
+		}
+	}
+	return out
+}
+
+// procStat is one process as /proc/PID/stat shows it.
+type procStat struct {
+	pid, ppid   int
+	comm, state string
+}
+
+// procStats reads /proc/PID/stat of every process.
+func procStats(t *testing.T) []procStat {
+	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []int
+	var out []procStat
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -81,18 +99,20 @@ func cephFuseChildren(t *testing.T, zombies bool) []int {
 		if err != nil {
 			continue
 		}
-		// pid (comm) state ppid ...
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses, so count from the last ')'.
 		open, end := bytes.IndexByte(raw, '('), bytes.LastIndexByte(raw, ')')
 		if open < 0 || end < open {
 			continue
 		}
 		f := strings.Fields(string(raw[end+1:]))
-		if string(raw[open+1:end]) != "ceph-fuse" || len(f) < 2 || f[1] != strconv.Itoa(os.Getpid()) {
+		if len(f) < 2 {
 			continue
 		}
-		if (f[0] == "Z") == zombies {
-			out = append(out, pid)
+		ppid, err := strconv.Atoi(f[1])
+		if err != nil {
+			continue
 		}
+		out = append(out, procStat{pid: pid, ppid: ppid, comm: string(raw[open+1 : end]), state: f[0]})
 	}
 	return out
 }
@@ -228,28 +248,8 @@ func processes(t *testing.T) map[int][]string {
 func descendants(t *testing.T, pid int) []int {
 	t.Helper()
 	children := map[int][]int{}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// The command name, field 2, is in parentheses and may hold spaces: count from its end.
-		rest := stat[bytes.LastIndexByte(stat, ')')+1:]
-		f := strings.Fields(string(rest))
-		if len(f) < 2 {
-			continue
-		}
-		if ppid, err := strconv.Atoi(f[1]); err == nil {
-			children[ppid] = append(children[ppid], p)
-		}
+	for _, p := range procStats(t) {
+		children[p.ppid] = append(children[p.ppid], p.pid)
 	}
 	var out []int
 	for queue := children[pid]; len(queue) > 0; queue = queue[1:] {
