@@ -168,7 +168,7 @@ func middlewareChain(logger *zap.Logger) []grpc.UnaryServerInterceptor {
 // publishKeys is the lock the driver takes for ControllerPublishVolume: the volume, exclusively.
 func publishKeys(req any) []idempotency.Key {
 	if r, ok := req.(*csi.ControllerPublishVolumeRequest); ok {
-		return []idempotency.Key{{Kind: locking.KindVolume, ID: r.GetVolumeId()}}
+		return []idempotency.Key{{Kind: "volume", ID: r.GetVolumeId()}}
 	}
 	return nil
 }

@@ -4,6 +4,14 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 )
 
+// Every request type carries Raw, the CSI request, with its secrets in clear. Printing or
+// encoding a request whole would leak them. So each type prints and JSON-encodes itself from Raw,
+// with every secret value replaced. The methods are generated into requests_format.go by
+// internal/reqfmt, from the struct declarations. TestFormattersAreGenerated fails until a new
+// request type has them.
+
+//go:generate env CSIKIT_WRITE_FORMATTERS=1 go test -run ^TestFormattersAreGenerated$ .
+
 // CreateVolumeRequest asks for a new volume.
 type CreateVolumeRequest struct {
 	// Name is the CO's name for the volume (for Kubernetes, pvc-<uid>). It is the idempotency

@@ -77,13 +77,15 @@ type registry struct {
 }
 
 var (
-	current atomic.Pointer[registry]
-	markMu  sync.Mutex // serialises writers of current
+	// current is the generation every lookup reads: the default sensitive fields until
+	// MarkSensitive adds more.
+	current = func() *atomic.Pointer[registry] {
+		p := new(atomic.Pointer[registry])
+		p.Store(newRegistry(nil, defaultSensitive))
+		return p
+	}()
+	markMu sync.Mutex // serialises writers of current
 )
-
-func init() {
-	current.Store(newRegistry(nil, defaultSensitive))
-}
 
 func newRegistry(base map[protoreflect.FullName]struct{}, add []protoreflect.FullName) *registry {
 	m := make(map[protoreflect.FullName]struct{}, len(base)+len(add))

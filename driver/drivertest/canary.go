@@ -268,213 +268,240 @@ func describeSecretCanary() {
 			c = newCanary()
 			f.dialCanary(c)
 		})
-
-		It(itCanaryController, func() {
-			f.caps.require(csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME)
-			ignore := func(any, error) {} // error paths: only the leak check matters
-
-			req := f.createVolumeReq("csikit-canary")
-			vol := f.createVolumeStep(ctx, "CreateVolume", req)
-			f.createVolumeStep(ctx, "CreateVolume repeated", req)
-			id := vol.GetVolumeId()
-			expanded := false // the volume snapshotted below was expanded first
-
-			By("taking error paths with secrets")
-			bigger := proto.Clone(req).(*csi.CreateVolumeRequest)
-			bigger.CapacityRange = &csi.CapacityRange{RequiredBytes: 2*sc.Config.TestVolumeSize + 1}
-			ignore(f.r.CreateVolume(ctx, bigger)) // same name, other size: ALREADY_EXISTS
-			nocaps := f.createVolumeReq("csikit-canary-nocaps")
-			nocaps.VolumeCapabilities = nil
-			ignore(f.r.CreateVolume(ctx, nocaps)) // INVALID_ARGUMENT
-			badKey := f.createVolumeReq("csikit-canary-badkey")
-			badKey.Secrets = map[string]string{"not a valid key!": c.value("CreateVolume (under an invalid key)")}
-			ignore(f.r.CreateVolume(ctx, badKey))
-			ignore(f.ctrl.ValidateVolumeCapabilities(ctx, &csi.ValidateVolumeCapabilitiesRequest{
-				VolumeId: sc.Config.IDGen.GenerateUniqueValidVolumeID(), VolumeCapabilities: []*csi.VolumeCapability{f.volumeCapability()}}))
-
-			By("validating capabilities")
-			_, err := f.ctrl.ValidateVolumeCapabilities(ctx, &csi.ValidateVolumeCapabilitiesRequest{
-				VolumeId: id, VolumeContext: vol.GetVolumeContext(), VolumeCapabilities: []*csi.VolumeCapability{f.volumeCapability()}})
-			Expect(err).NotTo(HaveOccurred(), "ValidateVolumeCapabilities")
-
-			if f.caps.has(csi.ControllerServiceCapability_RPC_GET_VOLUME_HEALTH) {
-				ignore(f.ctrl.ControllerGetVolumeHealth(ctx, &csi.ControllerGetVolumeHealthRequest{VolumeId: id}))
-			}
-			if f.caps.has(csi.ControllerServiceCapability_RPC_LIST_VOLUME_HEALTH) {
-				ignore(f.ctrl.ControllerListVolumeHealth(ctx, &csi.ControllerListVolumeHealthRequest{}))
-			}
-			if f.caps.has(csi.ControllerServiceCapability_RPC_MODIFY_VOLUME) {
-				if params := sc.Config.TestVolumeMutableParameters; len(params) > 0 {
-					_, err := f.ctrl.ControllerModifyVolume(ctx, &csi.ControllerModifyVolumeRequest{VolumeId: id, MutableParameters: params})
-					Expect(err).NotTo(HaveOccurred(), "ControllerModifyVolume")
-				}
-				ignore(f.ctrl.ControllerModifyVolume(ctx, &csi.ControllerModifyVolumeRequest{VolumeId: id,
-					MutableParameters: map[string]string{"csikit-unknown-key": "x"}}))
-			}
-			if f.caps.has(csi.ControllerServiceCapability_RPC_EXPAND_VOLUME) {
-				By("ControllerExpandVolume")
-				_, err := f.ctrl.ControllerExpandVolume(ctx, sanity.MakeExpandVolumeReq(sc, id))
-				Expect(err).NotTo(HaveOccurred(), "ControllerExpandVolume")
-				expanded = true
-			}
-			if f.caps.has(csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME) {
-				By("publishing and unpublishing")
-				if f.caps.nodeID != "" {
-					f.publishStep(ctx, "ControllerPublishVolume", f.controllerPublishReq(vol))
-					_, err := f.ctrl.ControllerUnpublishVolume(ctx, sanity.MakeControllerUnpublishVolumeReq(sc, id, f.caps.nodeID))
-					Expect(err).NotTo(HaveOccurred(), "ControllerUnpublishVolume")
-				}
-				wrongNode := f.controllerPublishReq(vol)
-				wrongNode.NodeId = sc.Config.IDGen.GenerateUniqueValidNodeID()
-				ignore(f.r.ControllerPublishVolume(ctx, wrongNode)) // NOT_FOUND
-			}
-			if f.caps.has(csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT) {
-				of := "the volume"
-				if expanded {
-					of = "the expanded volume"
-				}
-				sreq := sanity.MakeCreateSnapshotReq(sc, sanity.UniqueString("csikit-canary-snap"), id)
-				snap := f.createSnapshotStep(ctx, "CreateSnapshot of "+of, sreq).GetSnapshot()
-				f.createSnapshotStep(ctx, "CreateSnapshot of "+of+" repeated", sreq)
-				ignore(f.r.CreateSnapshot(ctx, sanity.MakeCreateSnapshotReq(sc, sanity.UniqueString("csikit-canary-snap-none"),
-					sc.Config.IDGen.GenerateUniqueValidVolumeID())))
-				if f.caps.has(csi.ControllerServiceCapability_RPC_GET_SNAPSHOT) {
-					_, err := f.ctrl.GetSnapshot(ctx, &csi.GetSnapshotRequest{SnapshotId: snap.GetSnapshotId()})
-					Expect(err).NotTo(HaveOccurred(), "GetSnapshot")
-					ignore(f.ctrl.GetSnapshot(ctx, &csi.GetSnapshotRequest{SnapshotId: "csikit-no-such-snapshot"}))
-				}
-				if f.caps.has(csi.ControllerServiceCapability_RPC_LIST_SNAPSHOTS) {
-					for _, lreq := range []*csi.ListSnapshotsRequest{{}, {SnapshotId: snap.GetSnapshotId()}, {SourceVolumeId: id}, {MaxEntries: 1},
-						{StartingToken: sc.Config.TestInvalidListVolumesStartingToken}} {
-						ignore(f.ctrl.ListSnapshots(ctx, lreq))
-					}
-				}
-				restore := f.createVolumeReq("csikit-canary-restore")
-				restore.VolumeContentSource = &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Snapshot{
-					Snapshot: &csi.VolumeContentSource_SnapshotSource{SnapshotId: snap.GetSnapshotId()}}}
-				restored := f.createVolumeStep(ctx, "CreateVolume from a snapshot of "+of, restore)
-				By("DeleteVolume of the restored volume")
-				_, err := f.r.DeleteVolume(ctx, sanity.MakeDeleteVolumeReq(sc, restored.GetVolumeId()))
-				Expect(err).NotTo(HaveOccurred(), "DeleteVolume of the volume restored from a snapshot of %s", of)
-				missing := f.createVolumeReq("csikit-canary-nosource")
-				missing.VolumeContentSource = &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Snapshot{
-					Snapshot: &csi.VolumeContentSource_SnapshotSource{SnapshotId: "csikit-no-such-snapshot"}}}
-				ignore(f.r.CreateVolume(ctx, missing)) // NOT_FOUND
-
-				if f.caps.plugin[csi.PluginCapability_Service_SNAPSHOT_METADATA_SERVICE] {
-					By("reading snapshot metadata")
-					if st, err := f.meta.GetMetadataAllocated(ctx, &csi.GetMetadataAllocatedRequest{SnapshotId: snap.GetSnapshotId()}); err == nil {
-						for {
-							if _, err := st.Recv(); err != nil {
-								break
-							}
-						}
-					}
-					if st, err := f.meta.GetMetadataDelta(ctx, &csi.GetMetadataDeltaRequest{BaseSnapshotId: snap.GetSnapshotId(), TargetSnapshotId: snap.GetSnapshotId()}); err == nil {
-						for {
-							if _, err := st.Recv(); err != nil {
-								break
-							}
-						}
-					}
-				}
-
-				if f.caps.group {
-					By("snapshotting a group")
-					greq := &csi.CreateVolumeGroupSnapshotRequest{Name: sanity.UniqueString("csikit-canary-group"), SourceVolumeIds: []string{id}}
-					g, err := f.group.CreateVolumeGroupSnapshot(ctx, greq)
-					Expect(err).NotTo(HaveOccurred(), "CreateVolumeGroupSnapshot")
-					var members []string
-					for _, s := range g.GetGroupSnapshot().GetSnapshots() {
-						members = append(members, s.GetSnapshotId())
-					}
-					gid := g.GetGroupSnapshot().GetGroupSnapshotId()
-					ignore(f.group.CreateVolumeGroupSnapshot(ctx, greq))
-					ignore(f.group.GetVolumeGroupSnapshot(ctx, &csi.GetVolumeGroupSnapshotRequest{GroupSnapshotId: gid, SnapshotIds: members}))
-					for range 2 {
-						_, err := f.group.DeleteVolumeGroupSnapshot(ctx, &csi.DeleteVolumeGroupSnapshotRequest{GroupSnapshotId: gid, SnapshotIds: members})
-						Expect(err).NotTo(HaveOccurred(), "DeleteVolumeGroupSnapshot")
-					}
-					ignore(f.group.GetVolumeGroupSnapshot(ctx, &csi.GetVolumeGroupSnapshotRequest{GroupSnapshotId: gid, SnapshotIds: members}))
-				}
-
-				for range 2 {
-					_, err := f.r.DeleteSnapshot(ctx, sanity.MakeDeleteSnapshotReq(sc, snap.GetSnapshotId()))
-					Expect(err).NotTo(HaveOccurred(), "DeleteSnapshot")
-				}
-			}
-			if f.caps.hasNode(csi.NodeServiceCapability_RPC_GET_STORAGE_HEALTH) {
-				ignore(f.node.NodeGetStorageHealth(ctx, &csi.NodeGetStorageHealthRequest{}))
-			}
-
-			By("deleting")
-			for range 2 {
-				_, err := f.r.DeleteVolume(ctx, sanity.MakeDeleteVolumeReq(sc, id))
-				Expect(err).NotTo(HaveOccurred(), "DeleteVolume")
-			}
-			f.verify(c)
-		})
-
-		It(itCanaryNode, func() {
-			f.caps.require(csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME)
-			f.requireNode()
-			ignore := func(any, error) {}
-			vol := f.mustCreateVolume("csikit-canary-node")
-			id := vol.GetVolumeId()
-			pc := f.controllerPublish(vol)
-			staging := ""
-			if f.caps.hasNode(csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME) {
-				staging = sc.StagingPath
-				for range 2 {
-					_, err := f.node.NodeStageVolume(ctx, f.nodeStageReq(vol, pc))
-					Expect(err).NotTo(HaveOccurred(), "NodeStageVolume")
-				}
-				missing := f.nodeStageReq(vol, pc)
-				missing.VolumeId = sc.Config.IDGen.GenerateUniqueValidVolumeID()
-				ignore(f.node.NodeStageVolume(ctx, missing)) // NOT_FOUND
-			}
-			for range 2 {
-				_, err := f.node.NodePublishVolume(ctx, f.nodePublishReq(vol, pc, staging))
-				Expect(err).NotTo(HaveOccurred(), "NodePublishVolume")
-			}
-			missing := f.nodePublishReq(vol, pc, staging)
-			missing.VolumeId = sc.Config.IDGen.GenerateUniqueValidVolumeID()
-			missing.TargetPath = sc.TargetPath + "/other_target"
-			ignore(f.node.NodePublishVolume(ctx, missing)) // NOT_FOUND
-
-			if f.caps.hasNode(csi.NodeServiceCapability_RPC_GET_VOLUME_STATS) {
-				_, err := f.node.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: id, VolumePath: f.targetPath(), StagingTargetPath: staging})
-				Expect(err).NotTo(HaveOccurred(), "NodeGetVolumeStats")
-			}
-			if f.caps.hasNode(csi.NodeServiceCapability_RPC_EXPAND_VOLUME) {
-				size := sc.Config.TestVolumeSize
-				if f.caps.has(csi.ControllerServiceCapability_RPC_EXPAND_VOLUME) {
-					resp, err := f.ctrl.ControllerExpandVolume(ctx, sanity.MakeExpandVolumeReq(sc, id))
-					Expect(err).NotTo(HaveOccurred(), "ControllerExpandVolume")
-					size = resp.GetCapacityBytes()
-				}
-				_, err := f.node.NodeExpandVolume(ctx, &csi.NodeExpandVolumeRequest{VolumeId: id, VolumePath: f.targetPath(), StagingTargetPath: staging,
-					CapacityRange: &csi.CapacityRange{RequiredBytes: size}, VolumeCapability: f.volumeCapability()})
-				Expect(err).NotTo(HaveOccurred(), "NodeExpandVolume")
-			}
-			if f.caps.hasNode(csi.NodeServiceCapability_RPC_GET_VOLUME_HEALTH) {
-				ignore(f.node.NodeGetVolumeHealth(ctx, &csi.NodeGetVolumeHealthRequest{VolumeId: id, VolumePublishPath: f.targetPath(), StagingTargetPath: staging}))
-			}
-
-			By("tearing down")
-			_, err := f.node.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: f.targetPath()})
-			Expect(err).NotTo(HaveOccurred(), "NodeUnpublishVolume")
-			if staging != "" {
-				_, err := f.node.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: id, StagingTargetPath: staging})
-				Expect(err).NotTo(HaveOccurred(), "NodeUnstageVolume")
-			}
-			if pc != nil || f.caps.has(csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME) {
-				_, err := f.ctrl.ControllerUnpublishVolume(ctx, sanity.MakeControllerUnpublishVolumeReq(sc, id, f.caps.nodeID))
-				Expect(err).NotTo(HaveOccurred(), "ControllerUnpublishVolume")
-			}
-			_, err = f.r.DeleteVolume(ctx, sanity.MakeDeleteVolumeReq(sc, id))
-			Expect(err).NotTo(HaveOccurred(), "DeleteVolume")
-			f.verify(c)
-		})
+		It(itCanaryController, func() { canaryControllerSpec(ctx, sc, f, c) })
+		It(itCanaryNode, func() { canaryNodeSpec(ctx, sc, f, c) })
 	})
+}
+
+// canaryControllerSpec is the spec named by itCanaryController.
+func canaryControllerSpec(ctx context.Context, sc *sanity.TestContext, f *fixture, c *canary) {
+	f.caps.require(csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME)
+
+	req := f.createVolumeReq("csikit-canary")
+	vol := f.createVolumeStep(ctx, "CreateVolume", req)
+	f.createVolumeStep(ctx, "CreateVolume repeated", req)
+	id := vol.GetVolumeId()
+	expanded := false // the volume snapshotted below was expanded first
+
+	canaryErrorPaths(ctx, sc, f, c, req)
+
+	By("validating capabilities")
+	_, err := f.ctrl.ValidateVolumeCapabilities(ctx, &csi.ValidateVolumeCapabilitiesRequest{
+		VolumeId: id, VolumeContext: vol.GetVolumeContext(), VolumeCapabilities: []*csi.VolumeCapability{f.volumeCapability()}})
+	Expect(err).NotTo(HaveOccurred(), "ValidateVolumeCapabilities")
+
+	if f.caps.has(csi.ControllerServiceCapability_RPC_GET_VOLUME_HEALTH) {
+		ignore(f.ctrl.ControllerGetVolumeHealth(ctx, &csi.ControllerGetVolumeHealthRequest{VolumeId: id}))
+	}
+	if f.caps.has(csi.ControllerServiceCapability_RPC_LIST_VOLUME_HEALTH) {
+		ignore(f.ctrl.ControllerListVolumeHealth(ctx, &csi.ControllerListVolumeHealthRequest{}))
+	}
+	if f.caps.has(csi.ControllerServiceCapability_RPC_MODIFY_VOLUME) {
+		if params := sc.Config.TestVolumeMutableParameters; len(params) > 0 {
+			_, err := f.ctrl.ControllerModifyVolume(ctx, &csi.ControllerModifyVolumeRequest{VolumeId: id, MutableParameters: params})
+			Expect(err).NotTo(HaveOccurred(), "ControllerModifyVolume")
+		}
+		ignore(f.ctrl.ControllerModifyVolume(ctx, &csi.ControllerModifyVolumeRequest{VolumeId: id,
+			MutableParameters: map[string]string{"csikit-unknown-key": "x"}}))
+	}
+	if f.caps.has(csi.ControllerServiceCapability_RPC_EXPAND_VOLUME) {
+		By("ControllerExpandVolume")
+		_, err := f.ctrl.ControllerExpandVolume(ctx, sanity.MakeExpandVolumeReq(sc, id))
+		Expect(err).NotTo(HaveOccurred(), "ControllerExpandVolume")
+		expanded = true
+	}
+	if f.caps.has(csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME) {
+		By("publishing and unpublishing")
+		if f.caps.nodeID != "" {
+			f.publishStep(ctx, "ControllerPublishVolume", f.controllerPublishReq(vol))
+			_, err := f.ctrl.ControllerUnpublishVolume(ctx, sanity.MakeControllerUnpublishVolumeReq(sc, id, f.caps.nodeID))
+			Expect(err).NotTo(HaveOccurred(), "ControllerUnpublishVolume")
+		}
+		wrongNode := f.controllerPublishReq(vol)
+		wrongNode.NodeId = sc.Config.IDGen.GenerateUniqueValidNodeID()
+		ignore(f.r.ControllerPublishVolume(ctx, wrongNode)) // NOT_FOUND
+	}
+	if f.caps.has(csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT) {
+		canarySnapshots(ctx, sc, f, id, expanded)
+	}
+	if f.caps.hasNode(csi.NodeServiceCapability_RPC_GET_STORAGE_HEALTH) {
+		ignore(f.node.NodeGetStorageHealth(ctx, &csi.NodeGetStorageHealthRequest{}))
+	}
+
+	By("deleting")
+	for range 2 {
+		_, err := f.r.DeleteVolume(ctx, sanity.MakeDeleteVolumeReq(sc, id))
+		Expect(err).NotTo(HaveOccurred(), "DeleteVolume")
+	}
+	f.verify(c)
+}
+
+// ignore drops a call's answer: on the canary's error paths only the leak check matters.
+func ignore(any, error) {}
+
+// canaryErrorPaths sends requests the driver must refuse, each carrying secrets: a refusal's
+// error, log line or event must not leak them either.
+func canaryErrorPaths(ctx context.Context, sc *sanity.TestContext, f *fixture, c *canary, req *csi.CreateVolumeRequest) {
+	By("taking error paths with secrets")
+	bigger := proto.Clone(req).(*csi.CreateVolumeRequest)
+	bigger.CapacityRange = &csi.CapacityRange{RequiredBytes: 2*sc.Config.TestVolumeSize + 1}
+	ignore(f.r.CreateVolume(ctx, bigger)) // same name, other size: ALREADY_EXISTS
+	nocaps := f.createVolumeReq("csikit-canary-nocaps")
+	nocaps.VolumeCapabilities = nil
+	ignore(f.r.CreateVolume(ctx, nocaps)) // INVALID_ARGUMENT
+	badKey := f.createVolumeReq("csikit-canary-badkey")
+	badKey.Secrets = map[string]string{"not a valid key!": c.value("CreateVolume (under an invalid key)")}
+	ignore(f.r.CreateVolume(ctx, badKey))
+	ignore(f.ctrl.ValidateVolumeCapabilities(ctx, &csi.ValidateVolumeCapabilitiesRequest{
+		VolumeId: sc.Config.IDGen.GenerateUniqueValidVolumeID(), VolumeCapabilities: []*csi.VolumeCapability{f.volumeCapability()}}))
+}
+
+// canarySnapshots snapshots the volume id, restores and deletes the snapshot, taking the error
+// paths of each call; expanded says the volume was expanded first.
+func canarySnapshots(ctx context.Context, sc *sanity.TestContext, f *fixture, id string, expanded bool) {
+	of := "the volume"
+	if expanded {
+		of = "the expanded volume"
+	}
+	sreq := sanity.MakeCreateSnapshotReq(sc, sanity.UniqueString("csikit-canary-snap"), id)
+	snap := f.createSnapshotStep(ctx, "CreateSnapshot of "+of, sreq).GetSnapshot()
+	f.createSnapshotStep(ctx, "CreateSnapshot of "+of+" repeated", sreq)
+	ignore(f.r.CreateSnapshot(ctx, sanity.MakeCreateSnapshotReq(sc, sanity.UniqueString("csikit-canary-snap-none"),
+		sc.Config.IDGen.GenerateUniqueValidVolumeID())))
+	if f.caps.has(csi.ControllerServiceCapability_RPC_GET_SNAPSHOT) {
+		_, err := f.ctrl.GetSnapshot(ctx, &csi.GetSnapshotRequest{SnapshotId: snap.GetSnapshotId()})
+		Expect(err).NotTo(HaveOccurred(), "GetSnapshot")
+		ignore(f.ctrl.GetSnapshot(ctx, &csi.GetSnapshotRequest{SnapshotId: "csikit-no-such-snapshot"}))
+	}
+	if f.caps.has(csi.ControllerServiceCapability_RPC_LIST_SNAPSHOTS) {
+		for _, lreq := range []*csi.ListSnapshotsRequest{{}, {SnapshotId: snap.GetSnapshotId()}, {SourceVolumeId: id}, {MaxEntries: 1},
+			{StartingToken: sc.Config.TestInvalidListVolumesStartingToken}} {
+			ignore(f.ctrl.ListSnapshots(ctx, lreq))
+		}
+	}
+	restore := f.createVolumeReq("csikit-canary-restore")
+	restore.VolumeContentSource = &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Snapshot{
+		Snapshot: &csi.VolumeContentSource_SnapshotSource{SnapshotId: snap.GetSnapshotId()}}}
+	restored := f.createVolumeStep(ctx, "CreateVolume from a snapshot of "+of, restore)
+	By("DeleteVolume of the restored volume")
+	_, err := f.r.DeleteVolume(ctx, sanity.MakeDeleteVolumeReq(sc, restored.GetVolumeId()))
+	Expect(err).NotTo(HaveOccurred(), "DeleteVolume of the volume restored from a snapshot of %s", of)
+	missing := f.createVolumeReq("csikit-canary-nosource")
+	missing.VolumeContentSource = &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Snapshot{
+		Snapshot: &csi.VolumeContentSource_SnapshotSource{SnapshotId: "csikit-no-such-snapshot"}}}
+	ignore(f.r.CreateVolume(ctx, missing)) // NOT_FOUND
+
+	if f.caps.plugin[csi.PluginCapability_Service_SNAPSHOT_METADATA_SERVICE] {
+		canarySnapshotMetadata(ctx, f, snap.GetSnapshotId())
+	}
+	if f.caps.group {
+		canaryGroupSnapshot(ctx, f, id)
+	}
+
+	for range 2 {
+		_, err := f.r.DeleteSnapshot(ctx, sanity.MakeDeleteSnapshotReq(sc, snap.GetSnapshotId()))
+		Expect(err).NotTo(HaveOccurred(), "DeleteSnapshot")
+	}
+}
+
+// canarySnapshotMetadata reads the allocated blocks of a snapshot and its delta to itself.
+func canarySnapshotMetadata(ctx context.Context, f *fixture, snapID string) {
+	By("reading snapshot metadata")
+	if st, err := f.meta.GetMetadataAllocated(ctx, &csi.GetMetadataAllocatedRequest{SnapshotId: snapID}); err == nil {
+		for {
+			if _, err := st.Recv(); err != nil {
+				break
+			}
+		}
+	}
+	if st, err := f.meta.GetMetadataDelta(ctx, &csi.GetMetadataDeltaRequest{BaseSnapshotId: snapID, TargetSnapshotId: snapID}); err == nil {
+		for {
+			if _, err := st.Recv(); err != nil {
+				break
+			}
+		}
+	}
+}
+
+// canaryGroupSnapshot snapshots a group of the volume id, repeats the call and deletes it twice.
+func canaryGroupSnapshot(ctx context.Context, f *fixture, id string) {
+	By("snapshotting a group")
+	greq := &csi.CreateVolumeGroupSnapshotRequest{Name: sanity.UniqueString("csikit-canary-group"), SourceVolumeIds: []string{id}}
+	g, err := f.group.CreateVolumeGroupSnapshot(ctx, greq)
+	Expect(err).NotTo(HaveOccurred(), "CreateVolumeGroupSnapshot")
+	var members []string
+	for _, s := range g.GetGroupSnapshot().GetSnapshots() {
+		members = append(members, s.GetSnapshotId())
+	}
+	gid := g.GetGroupSnapshot().GetGroupSnapshotId()
+	ignore(f.group.CreateVolumeGroupSnapshot(ctx, greq))
+	ignore(f.group.GetVolumeGroupSnapshot(ctx, &csi.GetVolumeGroupSnapshotRequest{GroupSnapshotId: gid, SnapshotIds: members}))
+	for range 2 {
+		_, err := f.group.DeleteVolumeGroupSnapshot(ctx, &csi.DeleteVolumeGroupSnapshotRequest{GroupSnapshotId: gid, SnapshotIds: members})
+		Expect(err).NotTo(HaveOccurred(), "DeleteVolumeGroupSnapshot")
+	}
+	ignore(f.group.GetVolumeGroupSnapshot(ctx, &csi.GetVolumeGroupSnapshotRequest{GroupSnapshotId: gid, SnapshotIds: members}))
+}
+
+// canaryNodeSpec is the spec named by itCanaryNode.
+func canaryNodeSpec(ctx context.Context, sc *sanity.TestContext, f *fixture, c *canary) {
+	f.caps.require(csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME)
+	f.requireNode()
+	ignore := func(any, error) {}
+	vol := f.mustCreateVolume("csikit-canary-node")
+	id := vol.GetVolumeId()
+	pc := f.controllerPublish(vol)
+	staging := ""
+	if f.caps.hasNode(csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME) {
+		staging = sc.StagingPath
+		for range 2 {
+			_, err := f.node.NodeStageVolume(ctx, f.nodeStageReq(vol, pc))
+			Expect(err).NotTo(HaveOccurred(), "NodeStageVolume")
+		}
+		missing := f.nodeStageReq(vol, pc)
+		missing.VolumeId = sc.Config.IDGen.GenerateUniqueValidVolumeID()
+		ignore(f.node.NodeStageVolume(ctx, missing)) // NOT_FOUND
+	}
+	for range 2 {
+		_, err := f.node.NodePublishVolume(ctx, f.nodePublishReq(vol, pc, staging))
+		Expect(err).NotTo(HaveOccurred(), "NodePublishVolume")
+	}
+	missing := f.nodePublishReq(vol, pc, staging)
+	missing.VolumeId = sc.Config.IDGen.GenerateUniqueValidVolumeID()
+	missing.TargetPath = sc.TargetPath + "/other_target"
+	ignore(f.node.NodePublishVolume(ctx, missing)) // NOT_FOUND
+
+	if f.caps.hasNode(csi.NodeServiceCapability_RPC_GET_VOLUME_STATS) {
+		_, err := f.node.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: id, VolumePath: f.targetPath(), StagingTargetPath: staging})
+		Expect(err).NotTo(HaveOccurred(), "NodeGetVolumeStats")
+	}
+	if f.caps.hasNode(csi.NodeServiceCapability_RPC_EXPAND_VOLUME) {
+		size := sc.Config.TestVolumeSize
+		if f.caps.has(csi.ControllerServiceCapability_RPC_EXPAND_VOLUME) {
+			resp, err := f.ctrl.ControllerExpandVolume(ctx, sanity.MakeExpandVolumeReq(sc, id))
+			Expect(err).NotTo(HaveOccurred(), "ControllerExpandVolume")
+			size = resp.GetCapacityBytes()
+		}
+		_, err := f.node.NodeExpandVolume(ctx, &csi.NodeExpandVolumeRequest{VolumeId: id, VolumePath: f.targetPath(), StagingTargetPath: staging,
+			CapacityRange: &csi.CapacityRange{RequiredBytes: size}, VolumeCapability: f.volumeCapability()})
+		Expect(err).NotTo(HaveOccurred(), "NodeExpandVolume")
+	}
+	if f.caps.hasNode(csi.NodeServiceCapability_RPC_GET_VOLUME_HEALTH) {
+		ignore(f.node.NodeGetVolumeHealth(ctx, &csi.NodeGetVolumeHealthRequest{VolumeId: id, VolumePublishPath: f.targetPath(), StagingTargetPath: staging}))
+	}
+
+	By("tearing down")
+	_, err := f.node.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: f.targetPath()})
+	Expect(err).NotTo(HaveOccurred(), "NodeUnpublishVolume")
+	if staging != "" {
+		_, err := f.node.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: id, StagingTargetPath: staging})
+		Expect(err).NotTo(HaveOccurred(), "NodeUnstageVolume")
+	}
+	if pc != nil || f.caps.has(csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME) {
+		_, err := f.ctrl.ControllerUnpublishVolume(ctx, sanity.MakeControllerUnpublishVolumeReq(sc, id, f.caps.nodeID))
+		Expect(err).NotTo(HaveOccurred(), "ControllerUnpublishVolume")
+	}
+	_, err = f.r.DeleteVolume(ctx, sanity.MakeDeleteVolumeReq(sc, id))
+	Expect(err).NotTo(HaveOccurred(), "DeleteVolume")
+	f.verify(c)
 }

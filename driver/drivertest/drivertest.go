@@ -100,16 +100,16 @@ const suiteDescription = "csikit conformance (csi-sanity v5.6.0 + csikit specs)"
 // Result counts the specs of one run of CSI, CSIEndpoint, COSI or COSIEndpoint.
 //
 // A CSI spec is one of csi-sanity's or csikit's, named by its full text. A COSI spec is one rule
-// of one wire version, named "<version>/<rule>"; besides, a version whose own set-up
-// (DriverGetInfo, a first bucket and grant, and their clean-up) fails counts as one failed spec
-// named after the version, and a driver that serves no COSI version at all as one named "COSI".
+// of one wire version, named "<version>/<rule>". A version whose own set-up fails counts as one
+// failed spec, named after the version: its DriverGetInfo, first bucket and grant, and their
+// clean-up. A driver that serves no COSI version at all counts as one, named "COSI".
 type Result struct {
-	// Ran, Passed, Skipped and Failed count specs: Ran == Passed + Failed, and Skipped counts
-	// apart what never ran, each with its reason in Skips, so a test can assert on exactly the
-	// skips it expects. CSI skips a capability the plugin does not advertise, a spec the profile
-	// or Options.Disable leaves out, a spec csi-sanity disables itself; COSI skips a rule that
-	// needs what the driver does not do (grants) or an option not given (CheckCredentials, ...),
-	// and every rule of a version the driver does not serve or whose set-up failed.
+	// Ran, Passed, Skipped and Failed count specs: Ran == Passed + Failed. Skipped counts apart
+	// what never ran, each with its reason in Skips, so a test can assert on exactly the skips
+	// it expects. CSI skips a capability the plugin does not advertise, a spec the profile or
+	// Options.Disable leaves out, and a spec csi-sanity disables itself. COSI skips a rule that
+	// needs what the driver does not do (grants), or an option not given (CheckCredentials, ...).
+	// It skips every rule of a version the driver does not serve, or whose set-up failed.
 	Ran, Passed, Skipped, Failed int
 	// Skips maps the name of each skipped spec to the reason it was skipped.
 	Skips map[string]string

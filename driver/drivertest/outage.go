@@ -64,14 +64,20 @@ type outageCalls struct {
 }
 
 // CSIOutage proves that a CSI driver on networked storage turns an outage into answers the CO
-// retries, and serves again by itself once the storage is back. With the storage up it creates a
-// volume; then it calls Down and checks that Probe turns ready=false (never an error code),
-// /readyz (with ReadyzURL) 503, and that CreateVolume of a new name and DeleteVolume of the
-// volume answer UNAVAILABLE, DEADLINE_EXCEEDED or ABORTED: never OK (a delete that cannot have
-// happened, an orphan later) and never a code the CO takes as final. Then it calls Up and checks,
-// with no restart of the driver, that Probe turns ready and /readyz 200, that the create retried
-// with the same name succeeds once and a repeat answers the same volume, and that both volumes
-// delete.
+// retries, and serves again by itself once the storage is back.
+//
+// With the storage up, it creates a volume. Then it calls Down and checks:
+//
+//   - Probe turns ready=false, never an error code, and /readyz (with ReadyzURL) answers 503;
+//   - CreateVolume of a new name and DeleteVolume of the volume answer UNAVAILABLE,
+//     DEADLINE_EXCEEDED or ABORTED. Never OK: a delete that cannot have happened, an orphan
+//     later. Never a code the CO takes as final.
+//
+// Then it calls Up and checks, with no restart of the driver:
+//
+//   - Probe turns ready, and /readyz answers 200;
+//   - the create retried with the same name succeeds once, and a repeat answers the same volume;
+//   - both volumes delete.
 func CSIOutage(t *testing.T, conn grpc.ClientConnInterface, o OutageOptions) {
 	t.Helper()
 	outage(t, csiOutageCalls(conn, o), o)

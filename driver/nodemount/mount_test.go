@@ -501,8 +501,16 @@ func TestDeadFUSEMount(t *testing.T) {
 		if err := unix.Kill(pid, unix.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := unix.Poll([]unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}, 10_000); err != nil {
-			t.Fatal(err)
+		// poll(2) returns EINTR when a signal arrives first, and the Go runtime sends its
+		// threads signals to preempt goroutines: wait again.
+		for {
+			_, err := unix.Poll([]unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}, 10_000)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, unix.EINTR) {
+				t.Fatal(err)
+			}
 		}
 		unix.Close(pidfd)
 	}

@@ -162,166 +162,218 @@ func sameBackend(a, b any) (same bool) {
 	return ta == tb && ta.Comparable() && a == b
 }
 
-// deriveCapabilities resolves what the plugin advertises and checks it for consistency.
+// deriveCapabilities resolves what the plugin advertises and checks it for consistency: the
+// controller's capabilities, then the node's, the plugin's services, and the expansion mode,
+// each of which may read what the ones before it resolved.
 func deriveCapabilities(b *backendSet, f driver.Features, o CapabilityOverrides) (capSet, error) {
-	var c capSet
-	var problems []string
-	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
-
-	// served lists what the backends could serve, independent of any override.
-	type ctrlCap = csi.ControllerServiceCapability_RPC_Type
-	type nodeCap = csi.NodeServiceCapability_RPC_Type
-	servedCtrl := map[ctrlCap]bool{}
-	servedNode := map[nodeCap]bool{}
+	d := &capDerivation{b: b, f: f, o: o, servedCtrl: map[ctrlCap]bool{}, servedNode: map[nodeCap]bool{}}
 	for _, s := range rpcTable {
 		if s.ctrlCap != 0 && b.serves(s) {
-			servedCtrl[s.ctrlCap] = true
+			d.servedCtrl[s.ctrlCap] = true
 		}
 		if s.nodeCap != 0 && b.serves(s) {
-			servedNode[s.nodeCap] = true
+			d.servedNode[s.nodeCap] = true
 		}
 	}
-	featureCtrl := map[ctrlCap]bool{
-		csi.ControllerServiceCapability_RPC_CLONE_VOLUME:                 true,
-		csi.ControllerServiceCapability_RPC_PUBLISH_READONLY:             true,
-		csi.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES: true,
-		csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER:     true,
+	d.controllerCaps()
+	d.nodeCaps()
+	d.pluginCaps()
+	d.expansion()
+	d.c.features = d.f
+	if len(d.problems) > 0 {
+		return d.c, errors.New("inconsistent capabilities: " + strings.Join(d.problems, "; "))
 	}
+	return d.c, nil
+}
 
-	if b.controller != nil {
-		if o.Controller == nil {
-			for cp := range servedCtrl {
-				c.controller[cp] = true
-			}
-			c.controller[csi.ControllerServiceCapability_RPC_CLONE_VOLUME] = f.CloneVolume
-			c.controller[csi.ControllerServiceCapability_RPC_PUBLISH_READONLY] = f.PublishReadonly
-			c.controller[csi.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES] = f.ListVolumesPublishedNodes
-			c.controller[csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER] = f.SingleNodeMultiWriter
-		} else {
-			for _, cp := range o.Controller {
-				if int(cp) <= 0 || int(cp) >= len(c.controller) || csi.ControllerServiceCapability_RPC_Type_name[int32(cp)] == "" {
-					bad("controller capability override %d is not a known capability", cp)
-					continue
-				}
-				if !servedCtrl[cp] && !featureCtrl[cp] {
-					bad("controller capability %s is listed but the Controller backend does not implement %s, which serves it", cp, servingInterfaces(func(s *rpcSpec) bool { return s.ctrlCap == cp }))
-					continue
-				}
-				c.controller[cp] = true
-			}
-			f.CloneVolume = c.controller[csi.ControllerServiceCapability_RPC_CLONE_VOLUME]
-			f.PublishReadonly = c.controller[csi.ControllerServiceCapability_RPC_PUBLISH_READONLY]
-			f.ListVolumesPublishedNodes = c.controller[csi.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES]
-			if !c.controller[csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME] {
-				bad("controller capability override must include CREATE_DELETE_VOLUME: a Controller backend always serves CreateVolume and DeleteVolume")
-			}
-		}
-		if c.controller[csi.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES] &&
-			!c.controller[csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME] {
-			bad("LIST_VOLUMES_PUBLISHED_NODES needs PUBLISH_UNPUBLISH_VOLUME (implement driver.ControllerPublisher)")
-		}
-		if c.controller[csi.ControllerServiceCapability_RPC_PUBLISH_READONLY] &&
-			!c.controller[csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME] {
-			bad("PUBLISH_READONLY needs PUBLISH_UNPUBLISH_VOLUME (implement driver.ControllerPublisher)")
-		}
-		if c.controller[csi.ControllerServiceCapability_RPC_LIST_VOLUME_HEALTH] &&
-			!c.controller[csi.ControllerServiceCapability_RPC_GET_VOLUME_HEALTH] {
-			bad("LIST_VOLUME_HEALTH needs GET_VOLUME_HEALTH (implement driver.VolumeHealthGetter)")
-		}
-	} else {
+type (
+	ctrlCap = csi.ControllerServiceCapability_RPC_Type
+	nodeCap = csi.NodeServiceCapability_RPC_Type
+)
+
+// capDerivation is one run of deriveCapabilities. An override list replaces what is derived,
+// and the Features it covers are rewritten from it, so f ends as what is advertised.
+type capDerivation struct {
+	b *backendSet
+	f driver.Features
+	o CapabilityOverrides
+	c capSet
+	// servedCtrl and servedNode are what the backends could serve, whatever the overrides say.
+	servedCtrl map[ctrlCap]bool
+	servedNode map[nodeCap]bool
+	problems   []string
+}
+
+func (d *capDerivation) bad(format string, args ...any) {
+	d.problems = append(d.problems, fmt.Sprintf(format, args...))
+}
+
+// controllerFeatureCaps are controller capabilities that announce a behaviour, not an RPC: an
+// override may list them whatever the backend implements.
+var controllerFeatureCaps = map[ctrlCap]bool{
+	csi.ControllerServiceCapability_RPC_CLONE_VOLUME:                 true,
+	csi.ControllerServiceCapability_RPC_PUBLISH_READONLY:             true,
+	csi.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES: true,
+	csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER:     true,
+}
+
+func (d *capDerivation) controllerCaps() {
+	b, o, c := d.b, d.o, &d.c
+	if b.controller == nil {
 		if o.Controller != nil {
-			bad("controller capability overrides given but no Controller backend is configured")
+			d.bad("controller capability overrides given but no Controller backend is configured")
 		}
 		for _, ft := range []struct {
 			name string
 			on   bool
-		}{{"CloneVolume", f.CloneVolume}, {"PublishReadonly", f.PublishReadonly}, {"ListVolumesPublishedNodes", f.ListVolumesPublishedNodes}} {
+		}{{"CloneVolume", d.f.CloneVolume}, {"PublishReadonly", d.f.PublishReadonly}, {"ListVolumesPublishedNodes", d.f.ListVolumesPublishedNodes}} {
 			if ft.on {
-				bad("Features.%s is a controller capability but no Controller backend is configured (a node-only process of a split plugin leaves it false)", ft.name)
+				d.bad("Features.%s is a controller capability but no Controller backend is configured (a node-only process of a split plugin leaves it false)", ft.name)
 			}
 		}
+		return
 	}
-
-	if b.node != nil {
-		if o.Node == nil {
-			for cp, ok := range servedNode {
-				c.node[cp] = ok
-			}
-			c.node[csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER] = f.SingleNodeMultiWriter
-			c.node[csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP] = f.VolumeMountGroup
-		} else {
-			for _, cp := range o.Node {
-				if int(cp) <= 0 || int(cp) >= len(c.node) || csi.NodeServiceCapability_RPC_Type_name[int32(cp)] == "" {
-					bad("node capability override %d is not a known capability", cp)
-					continue
-				}
-				feature := cp == csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER || cp == csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP
-				if !feature && !servedNode[cp] {
-					bad("node capability %s is listed but the Node backend does not implement %s, which serves it", cp, servingInterfaces(func(s *rpcSpec) bool { return s.nodeCap == cp }))
-					continue
-				}
-				c.node[cp] = true
-			}
-			f.VolumeMountGroup = c.node[csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP]
+	if o.Controller == nil {
+		for cp := range d.servedCtrl {
+			c.controller[cp] = true
 		}
+		c.controller[csi.ControllerServiceCapability_RPC_CLONE_VOLUME] = d.f.CloneVolume
+		c.controller[csi.ControllerServiceCapability_RPC_PUBLISH_READONLY] = d.f.PublishReadonly
+		c.controller[csi.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES] = d.f.ListVolumesPublishedNodes
+		c.controller[csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER] = d.f.SingleNodeMultiWriter
 	} else {
-		if o.Node != nil {
-			bad("node capability overrides given but no Node backend is configured")
-		}
-		if f.VolumeMountGroup {
-			bad("Features.VolumeMountGroup is a node capability but no Node backend is configured (a controller-only process of a split plugin leaves it false)")
+		d.controllerOverride()
+	}
+	for _, dep := range []struct {
+		needs, on ctrlCap
+		iface     string
+	}{
+		{csi.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES, csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME, "driver.ControllerPublisher"},
+		{csi.ControllerServiceCapability_RPC_PUBLISH_READONLY, csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME, "driver.ControllerPublisher"},
+		{csi.ControllerServiceCapability_RPC_LIST_VOLUME_HEALTH, csi.ControllerServiceCapability_RPC_GET_VOLUME_HEALTH, "driver.VolumeHealthGetter"},
+	} {
+		if c.controller[dep.needs] && !c.controller[dep.on] {
+			d.bad("%s needs %s (implement %s)", dep.needs, dep.on, dep.iface)
 		}
 	}
+}
 
+func (d *capDerivation) controllerOverride() {
+	c := &d.c
+	for _, cp := range d.o.Controller {
+		if int(cp) <= 0 || int(cp) >= len(c.controller) || csi.ControllerServiceCapability_RPC_Type_name[int32(cp)] == "" {
+			d.bad("controller capability override %d is not a known capability", cp)
+			continue
+		}
+		if !d.servedCtrl[cp] && !controllerFeatureCaps[cp] {
+			d.bad("controller capability %s is listed but the Controller backend does not implement %s, which serves it", cp, servingInterfaces(func(s *rpcSpec) bool { return s.ctrlCap == cp }))
+			continue
+		}
+		c.controller[cp] = true
+	}
+	d.f.CloneVolume = c.controller[csi.ControllerServiceCapability_RPC_CLONE_VOLUME]
+	d.f.PublishReadonly = c.controller[csi.ControllerServiceCapability_RPC_PUBLISH_READONLY]
+	d.f.ListVolumesPublishedNodes = c.controller[csi.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES]
+	if !c.controller[csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME] {
+		d.bad("controller capability override must include CREATE_DELETE_VOLUME: a Controller backend always serves CreateVolume and DeleteVolume")
+	}
+}
+
+func (d *capDerivation) nodeCaps() {
+	b, o, c := d.b, d.o, &d.c
+	if b.node == nil {
+		if o.Node != nil {
+			d.bad("node capability overrides given but no Node backend is configured")
+		}
+		if d.f.VolumeMountGroup {
+			d.bad("Features.VolumeMountGroup is a node capability but no Node backend is configured (a controller-only process of a split plugin leaves it false)")
+		}
+		return
+	}
+	if o.Node == nil {
+		for cp, ok := range d.servedNode {
+			c.node[cp] = ok
+		}
+		c.node[csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER] = d.f.SingleNodeMultiWriter
+		c.node[csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP] = d.f.VolumeMountGroup
+		return
+	}
+	for _, cp := range o.Node {
+		if int(cp) <= 0 || int(cp) >= len(c.node) || csi.NodeServiceCapability_RPC_Type_name[int32(cp)] == "" {
+			d.bad("node capability override %d is not a known capability", cp)
+			continue
+		}
+		feature := cp == csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER || cp == csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP
+		if !feature && !d.servedNode[cp] {
+			d.bad("node capability %s is listed but the Node backend does not implement %s, which serves it", cp, servingInterfaces(func(s *rpcSpec) bool { return s.nodeCap == cp }))
+			continue
+		}
+		c.node[cp] = true
+	}
+	d.f.VolumeMountGroup = c.node[csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP]
+}
+
+func (d *capDerivation) pluginCaps() {
+	b, o, c := d.b, d.o, &d.c
 	c.group = b.group != nil
 	if o.Plugin == nil {
 		c.plugin[csi.PluginCapability_Service_CONTROLLER_SERVICE] = b.controller != nil
 		c.plugin[csi.PluginCapability_Service_GROUP_CONTROLLER_SERVICE] = b.group != nil
 		c.plugin[csi.PluginCapability_Service_SNAPSHOT_METADATA_SERVICE] = b.metadata != nil
-		c.plugin[csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS] = f.VolumeAccessibilityConstraints
-		c.plugin[csi.PluginCapability_Service_SNAPSHOT_ACCESSIBILITY_CONSTRAINTS] = f.SnapshotAccessibilityConstraints
+		c.plugin[csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS] = d.f.VolumeAccessibilityConstraints
+		c.plugin[csi.PluginCapability_Service_SNAPSHOT_ACCESSIBILITY_CONSTRAINTS] = d.f.SnapshotAccessibilityConstraints
 	} else {
-		for _, sv := range o.Plugin {
-			if int(sv) <= 0 || int(sv) >= len(c.plugin) || csi.PluginCapability_Service_Type_name[int32(sv)] == "" {
-				bad("plugin capability override %d is not a known service capability", sv)
-				continue
-			}
-			c.plugin[sv] = true
-		}
-		for sv, served := range map[csi.PluginCapability_Service_Type]bool{
-			csi.PluginCapability_Service_CONTROLLER_SERVICE:        b.controller != nil,
-			csi.PluginCapability_Service_GROUP_CONTROLLER_SERVICE:  b.group != nil,
-			csi.PluginCapability_Service_SNAPSHOT_METADATA_SERVICE: b.metadata != nil,
-		} {
-			if served && !c.plugin[sv] {
-				bad("plugin capability override leaves out %s, which this process serves", sv)
-			}
-		}
-		f.VolumeAccessibilityConstraints = c.plugin[csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS]
-		f.SnapshotAccessibilityConstraints = c.plugin[csi.PluginCapability_Service_SNAPSHOT_ACCESSIBILITY_CONSTRAINTS]
-		if f.Expansion == driver.ExpansionAuto {
-			bad("a plugin capability override needs an explicit Features.Expansion: derived from this process's backends, it could differ between the plugin's processes")
-		}
+		d.pluginOverride()
 	}
-	if f.SnapshotAccessibilityConstraints && b.controller != nil && !servedCtrl[csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT] {
-		bad("SnapshotAccessibilityConstraints needs snapshots (implement driver.Snapshotter)")
+	if d.f.SnapshotAccessibilityConstraints && b.controller != nil && !d.servedCtrl[csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT] {
+		d.bad("SnapshotAccessibilityConstraints needs snapshots (implement driver.Snapshotter)")
 	}
+}
 
+func (d *capDerivation) pluginOverride() {
+	b, c := d.b, &d.c
+	for _, sv := range d.o.Plugin {
+		if int(sv) <= 0 || int(sv) >= len(c.plugin) || csi.PluginCapability_Service_Type_name[int32(sv)] == "" {
+			d.bad("plugin capability override %d is not a known service capability", sv)
+			continue
+		}
+		c.plugin[sv] = true
+	}
+	for sv, served := range map[csi.PluginCapability_Service_Type]bool{
+		csi.PluginCapability_Service_CONTROLLER_SERVICE:        b.controller != nil,
+		csi.PluginCapability_Service_GROUP_CONTROLLER_SERVICE:  b.group != nil,
+		csi.PluginCapability_Service_SNAPSHOT_METADATA_SERVICE: b.metadata != nil,
+	} {
+		if served && !c.plugin[sv] {
+			d.bad("plugin capability override leaves out %s, which this process serves", sv)
+		}
+	}
+	d.f.VolumeAccessibilityConstraints = c.plugin[csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS]
+	d.f.SnapshotAccessibilityConstraints = c.plugin[csi.PluginCapability_Service_SNAPSHOT_ACCESSIBILITY_CONSTRAINTS]
+	if d.f.Expansion == driver.ExpansionAuto {
+		d.bad("a plugin capability override needs an explicit Features.Expansion: derived from this process's backends, it could differ between the plugin's processes")
+	}
+}
+
+// expansion resolves the plugin's VolumeExpansion from Features.Expansion and the EXPAND_VOLUME
+// capabilities resolved before it.
+func (d *capDerivation) expansion() {
+	b, c := d.b, &d.c
 	ctrlExpand := c.controller[csi.ControllerServiceCapability_RPC_EXPAND_VOLUME]
 	nodeExpand := c.node[csi.NodeServiceCapability_RPC_EXPAND_VOLUME]
-	switch f.Expansion {
+	switch d.f.Expansion {
 	case driver.ExpansionAuto:
 		if ctrlExpand || nodeExpand {
 			c.expansion = csi.PluginCapability_VolumeExpansion_ONLINE
 		}
 	case driver.ExpansionOnline:
 		if b.controller != nil && b.node != nil && !ctrlExpand && !nodeExpand {
-			bad("ONLINE expansion needs driver.VolumeExpander or driver.NodeExpander")
+			d.bad("ONLINE expansion needs driver.VolumeExpander or driver.NodeExpander")
 		}
 		c.expansion = csi.PluginCapability_VolumeExpansion_ONLINE
 	case driver.ExpansionOffline:
 		if b.controller != nil && !ctrlExpand {
-			bad("OFFLINE expansion needs driver.VolumeExpander (the spec requires the controller EXPAND_VOLUME capability)")
+			d.bad("OFFLINE expansion needs driver.VolumeExpander (the spec requires the controller EXPAND_VOLUME capability)")
 		}
 		c.expansion = csi.PluginCapability_VolumeExpansion_OFFLINE
 	case driver.ExpansionNone:
@@ -329,13 +381,8 @@ func deriveCapabilities(b *backendSet, f driver.Features, o CapabilityOverrides)
 		c.controller[csi.ControllerServiceCapability_RPC_EXPAND_VOLUME] = false
 		c.node[csi.NodeServiceCapability_RPC_EXPAND_VOLUME] = false
 	default:
-		bad("unknown expansion mode %d", f.Expansion)
+		d.bad("unknown expansion mode %d", d.f.Expansion)
 	}
-	c.features = f
-	if len(problems) > 0 {
-		return c, errors.New("inconsistent capabilities: " + strings.Join(problems, "; "))
-	}
-	return c, nil
 }
 
 func (c *capSet) hasController(cp csi.ControllerServiceCapability_RPC_Type) bool {

@@ -16,7 +16,6 @@ import (
 	"github.com/csikit/csikit/driver"
 	"github.com/csikit/csikit/driver/bucket"
 	"github.com/csikit/csikit/idempotency"
-	"github.com/csikit/csikit/middleware/locking"
 	"github.com/csikit/csikit/middleware/validation"
 )
 
@@ -24,37 +23,6 @@ import (
 // messages into the requests of cosi.go. The rules that the sidecars enforce on answers are
 // checked here, so an adapter cannot forget one and a backend bug is an INTERNAL error naming it
 // rather than a Secret the sidecar rejects later, or worse, writes.
-
-// checkCOSIConfig refuses, at start-up, a bucket configuration the sidecars would refuse later.
-func checkCOSIConfig(cfg *Config) error {
-	c := cfg.COSI
-	if c == nil {
-		return nil
-	}
-	if c.Provisioner == nil {
-		return errors.New("Config.COSI.Provisioner: a COSI configuration needs a bucket backend")
-	}
-	if err := validation.COSIDriverName(cfg.Name); err != nil {
-		return fmt.Errorf("Config.Name %q: %w", cfg.Name, err)
-	}
-	if len(c.Protocols) == 0 {
-		return errors.New("Config.COSI.Protocols: a bucket backend must name at least one object protocol (the COSI sidecar refuses a driver with none)")
-	}
-	for i, p := range c.Protocols {
-		if p < bucket.S3 || p > bucket.GCS {
-			return fmt.Errorf("Config.COSI.Protocols[%d]: unknown protocol %v", i, p)
-		}
-		if slices.Contains(c.Protocols[:i], p) {
-			return fmt.Errorf("Config.COSI.Protocols[%d]: %v is listed twice", i, p)
-		}
-	}
-	for i, v := range c.Versions {
-		if v != bucket.V1Alpha1 && v != bucket.V1Alpha2 {
-			return fmt.Errorf("Config.COSI.Versions[%d]: unknown COSI version %q (known: %s, %s)", i, v, bucket.V1Alpha1, bucket.V1Alpha2)
-		}
-	}
-	return nil
-}
 
 // servesVersion reports whether the plugin serves a COSI wire version.
 func (d *Plugin) servesVersion(v bucket.Version) bool {
@@ -109,7 +77,7 @@ func cosiKeys(req any) []idempotency.Key {
 // bucketKeys holds buckets shared.
 func bucketKeys(ks []idempotency.Key, ids ...string) []idempotency.Key {
 	for _, id := range ids {
-		ks = append(ks, shared(locking.KindBucket, id))
+		ks = append(ks, shared(kindBucket, id))
 	}
 	return ks
 }

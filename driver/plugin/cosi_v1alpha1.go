@@ -11,7 +11,6 @@ import (
 
 	"github.com/csikit/csikit/driver/bucket"
 	"github.com/csikit/csikit/idempotency"
-	"github.com/csikit/csikit/middleware/locking"
 )
 
 // The COSI v1alpha1 adapter (package cosi.v1alpha1 of
@@ -43,13 +42,13 @@ const (
 func cosiV1Alpha1Keys(req any) ([]idempotency.Key, bool) {
 	switch r := req.(type) {
 	case *cosi.DriverCreateBucketRequest:
-		return []idempotency.Key{excl(locking.KindBucketName, r.GetName())}, true
+		return []idempotency.Key{excl(kindBucketName, r.GetName())}, true
 	case *cosi.DriverDeleteBucketRequest:
-		return []idempotency.Key{excl(locking.KindBucket, r.GetBucketId())}, true
+		return []idempotency.Key{excl(kindBucket, r.GetBucketId())}, true
 	case *cosi.DriverGrantBucketAccessRequest:
-		return bucketKeys([]idempotency.Key{excl(locking.KindAccountName, r.GetName())}, r.GetBucketId()), true
+		return bucketKeys([]idempotency.Key{excl(kindAccountName, r.GetName())}, r.GetBucketId()), true
 	case *cosi.DriverRevokeBucketAccessRequest:
-		return bucketKeys([]idempotency.Key{excl(locking.KindAccount, r.GetAccountId())}, r.GetBucketId()), true
+		return bucketKeys([]idempotency.Key{excl(kindAccount, r.GetAccountId())}, r.GetBucketId()), true
 	}
 	return nil, false
 }

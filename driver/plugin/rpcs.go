@@ -11,7 +11,6 @@ import (
 	"github.com/csikit/csikit/driver/bucket"
 	"github.com/csikit/csikit/driver/volumegroup"
 	"github.com/csikit/csikit/idempotency"
-	"github.com/csikit/csikit/middleware/locking"
 )
 
 // rpc names one method by its short name ("CreateVolume"); it is the key of rpcTable.
@@ -196,7 +195,7 @@ func shared(kind, id string) idempotency.Key {
 	return idempotency.Key{Kind: kind, ID: id, Shared: true}
 }
 
-func volumeKey(id string) []idempotency.Key { return []idempotency.Key{excl(locking.KindVolume, id)} }
+func volumeKey(id string) []idempotency.Key { return []idempotency.Key{excl(kindVolume, id)} }
 
 // nodePathKey locks one mount point of one volume on this node. The node RPCs hold mount points,
 // not the volume: the spec lets a CO publish one volume to several target paths on a node
@@ -222,7 +221,7 @@ func nodePathKey(kind, volumeID, path string, isShared bool) idempotency.Key {
 	if volumeID == "" || path == "" {
 		return idempotency.Key{}
 	}
-	return idempotency.Key{Kind: kind, ID: locking.NodePathID(volumeID, path), Shared: isShared}
+	return idempotency.Key{Kind: kind, ID: nodePathID(volumeID, path), Shared: isShared}
 }
 
 // rpcTable lists every RPC of every service this package serves. TestRPCTableCoversEveryMethod
@@ -233,17 +232,36 @@ var rpcTable = buildRPCTable()
 // buildRPCTable describes every RPC once; unsupported defaults to INVALID_ARGUMENT.
 func buildRPCTable() map[rpc]*rpcSpec {
 	table := map[rpc]*rpcSpec{}
-	for _, s := range []*rpcSpec{
+	for _, service := range [][]*rpcSpec{identityRPCs(), controllerRPCs(), nodeRPCs(), groupControllerRPCs(),
+		volumeGroupRPCs(), cosiRPCs(), snapshotMetadataRPCs()} {
+		for _, s := range service {
+			if s.unsupported == codes.OK {
+				s.unsupported = codes.InvalidArgument
+			}
+			table[s.name] = s
+		}
+	}
+	return table
+}
+
+// identityRPCs describes the RPCs of the Identity service.
+func identityRPCs() []*rpcSpec {
+	return []*rpcSpec{
 		{name: "GetPluginInfo", service: svcIdentity},
 		{name: "GetPluginCapabilities", service: svcIdentity},
 		{name: rpcProbe, service: svcIdentity},
+	}
+}
 
+// controllerRPCs describes the RPCs of the Controller service.
+func controllerRPCs() []*rpcSpec {
+	return []*rpcSpec{
 		{name: rpcCreateVolume, service: svcController, ctrlCap: csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME,
 			locks: keys(func(r *csi.CreateVolumeRequest) []idempotency.Key {
 				return []idempotency.Key{
-					excl(locking.KindVolumeName, r.GetName()),
-					shared(locking.KindSnapshot, r.GetVolumeContentSource().GetSnapshot().GetSnapshotId()),
-					shared(locking.KindVolume, r.GetVolumeContentSource().GetVolume().GetVolumeId()),
+					excl(kindVolumeName, r.GetName()),
+					shared(kindSnapshot, r.GetVolumeContentSource().GetSnapshot().GetSnapshotId()),
+					shared(kindVolume, r.GetVolumeContentSource().GetVolume().GetVolumeId()),
 				}
 			})},
 		{name: rpcDeleteVolume, service: svcController, ctrlCap: csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME,
@@ -264,12 +282,12 @@ func buildRPCTable() map[rpc]*rpcSpec {
 		{name: rpcCreateSnapshot, service: svcController, serves: []reflect.Type{typeOf[driver.Snapshotter]()},
 			ctrlCap: csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT,
 			locks: keys(func(r *csi.CreateSnapshotRequest) []idempotency.Key {
-				return []idempotency.Key{excl(locking.KindSnapshotName, r.GetName()), shared(locking.KindVolume, r.GetSourceVolumeId())}
+				return []idempotency.Key{excl(kindSnapshotName, r.GetName()), shared(kindVolume, r.GetSourceVolumeId())}
 			})},
 		{name: rpcDeleteSnapshot, service: svcController, serves: []reflect.Type{typeOf[driver.Snapshotter]()},
 			ctrlCap: csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT, goneIsDone: true,
 			locks: keys(func(r *csi.DeleteSnapshotRequest) []idempotency.Key {
-				return []idempotency.Key{excl(locking.KindSnapshot, r.GetSnapshotId())}
+				return []idempotency.Key{excl(kindSnapshot, r.GetSnapshotId())}
 			})},
 		{name: rpcListSnapshots, service: svcController, serves: []reflect.Type{typeOf[driver.SnapshotLister](), typeOf[driver.SnapshotPageLister]()},
 			ctrlCap: csi.ControllerServiceCapability_RPC_LIST_SNAPSHOTS},
@@ -287,27 +305,32 @@ func buildRPCTable() map[rpc]*rpcSpec {
 			ctrlCap: csi.ControllerServiceCapability_RPC_GET_VOLUME_HEALTH},
 		{name: rpcControllerListHealth, service: svcController, serves: []reflect.Type{typeOf[driver.VolumeHealthLister]()},
 			ctrlCap: csi.ControllerServiceCapability_RPC_LIST_VOLUME_HEALTH},
+	}
+}
 
+// nodeRPCs describes the RPCs of the Node service.
+func nodeRPCs() []*rpcSpec {
+	return []*rpcSpec{
 		{name: rpcNodeStage, service: svcNode, serves: []reflect.Type{typeOf[driver.NodeStager]()},
 			nodeCap: csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME, unsupported: codes.FailedPrecondition,
 			locks: keys(func(r *csi.NodeStageVolumeRequest) []idempotency.Key {
-				return []idempotency.Key{nodePathKey(locking.KindStagingPath, r.GetVolumeId(), r.GetStagingTargetPath(), false)}
+				return []idempotency.Key{nodePathKey(kindStagingPath, r.GetVolumeId(), r.GetStagingTargetPath(), false)}
 			})},
 		{name: rpcNodeUnstage, service: svcNode, serves: []reflect.Type{typeOf[driver.NodeStager]()},
 			nodeCap: csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME,
 			locks: keys(func(r *csi.NodeUnstageVolumeRequest) []idempotency.Key {
-				return []idempotency.Key{nodePathKey(locking.KindStagingPath, r.GetVolumeId(), r.GetStagingTargetPath(), false)}
+				return []idempotency.Key{nodePathKey(kindStagingPath, r.GetVolumeId(), r.GetStagingTargetPath(), false)}
 			})},
 		{name: rpcNodePublish, service: svcNode, unsupported: codes.FailedPrecondition,
 			locks: keys(func(r *csi.NodePublishVolumeRequest) []idempotency.Key {
 				return []idempotency.Key{
-					nodePathKey(locking.KindTargetPath, r.GetVolumeId(), r.GetTargetPath(), false),
-					nodePathKey(locking.KindStagingPath, r.GetVolumeId(), r.GetStagingTargetPath(), true),
+					nodePathKey(kindTargetPath, r.GetVolumeId(), r.GetTargetPath(), false),
+					nodePathKey(kindStagingPath, r.GetVolumeId(), r.GetStagingTargetPath(), true),
 				}
 			})},
 		{name: rpcNodeUnpublish, service: svcNode,
 			locks: keys(func(r *csi.NodeUnpublishVolumeRequest) []idempotency.Key {
-				return []idempotency.Key{nodePathKey(locking.KindTargetPath, r.GetVolumeId(), r.GetTargetPath(), false)}
+				return []idempotency.Key{nodePathKey(kindTargetPath, r.GetVolumeId(), r.GetTargetPath(), false)}
 			})},
 		{name: rpcNodeGetVolumeStats, service: svcNode, serves: []reflect.Type{typeOf[driver.VolumeStatsReporter]()},
 			nodeCap: csi.NodeServiceCapability_RPC_GET_VOLUME_STATS},
@@ -315,13 +338,13 @@ func buildRPCTable() map[rpc]*rpcSpec {
 			nodeCap: csi.NodeServiceCapability_RPC_EXPAND_VOLUME,
 			locks: keys(func(r *csi.NodeExpandVolumeRequest) []idempotency.Key {
 				ks := []idempotency.Key{
-					excl(locking.KindVolume, r.GetVolumeId()),
-					nodePathKey(locking.KindStagingPath, r.GetVolumeId(), r.GetStagingTargetPath(), true),
+					excl(kindVolume, r.GetVolumeId()),
+					nodePathKey(kindStagingPath, r.GetVolumeId(), r.GetStagingTargetPath(), true),
 				}
 				// volume_path is a target path, or the staging path itself (then the key above
 				// covers it).
 				if r.GetVolumePath() != r.GetStagingTargetPath() {
-					ks = append(ks, nodePathKey(locking.KindTargetPath, r.GetVolumeId(), r.GetVolumePath(), true))
+					ks = append(ks, nodePathKey(kindTargetPath, r.GetVolumeId(), r.GetVolumePath(), true))
 				}
 				return ks
 			})},
@@ -331,48 +354,63 @@ func buildRPCTable() map[rpc]*rpcSpec {
 			nodeCap: csi.NodeServiceCapability_RPC_GET_VOLUME_HEALTH},
 		{name: rpcNodeGetStorageHealth, service: svcNode, serves: []reflect.Type{typeOf[driver.StorageHealthReporter]()},
 			nodeCap: csi.NodeServiceCapability_RPC_GET_STORAGE_HEALTH},
+	}
+}
 
+// groupControllerRPCs describes the RPCs of the GroupController service.
+func groupControllerRPCs() []*rpcSpec {
+	return []*rpcSpec{
 		{name: "GroupControllerGetCapabilities", service: svcGroupController},
 		{name: rpcCreateGroupSnapshot, service: svcGroupController,
 			locks: keys(func(r *csi.CreateVolumeGroupSnapshotRequest) []idempotency.Key {
-				ks := []idempotency.Key{excl(locking.KindGroupSnapshotName, r.GetName())}
+				ks := []idempotency.Key{excl(kindGroupSnapshotName, r.GetName())}
 				for _, id := range r.GetSourceVolumeIds() {
-					ks = append(ks, shared(locking.KindVolume, id))
+					ks = append(ks, shared(kindVolume, id))
 				}
 				return ks
 			})},
 		{name: rpcDeleteGroupSnapshot, service: svcGroupController, goneIsDone: true,
 			locks: keys(func(r *csi.DeleteVolumeGroupSnapshotRequest) []idempotency.Key {
-				ks := []idempotency.Key{excl(locking.KindGroupSnapshot, r.GetGroupSnapshotId())}
+				ks := []idempotency.Key{excl(kindGroupSnapshot, r.GetGroupSnapshotId())}
 				for _, id := range r.GetSnapshotIds() {
-					ks = append(ks, excl(locking.KindSnapshot, id))
+					ks = append(ks, excl(kindSnapshot, id))
 				}
 				return ks
 			})},
 		{name: rpcGetGroupSnapshot, service: svcGroupController},
+	}
+}
 
+// volumeGroupRPCs describes the RPCs of the volume-group extension's Controller service.
+func volumeGroupRPCs() []*rpcSpec {
+	return []*rpcSpec{
 		{name: rpcCreateVolumeGroup, service: svcVolumeGroup,
 			locks: keys(func(r *vgpb.CreateVolumeGroupRequest) []idempotency.Key {
-				return []idempotency.Key{excl(locking.KindVolumeGroupName, r.GetName())}
+				return []idempotency.Key{excl(kindVolumeGroupName, r.GetName())}
 			})},
 		{name: rpcDeleteVolumeGroup, service: svcVolumeGroup, goneIsDone: true,
 			locks: keys(func(r *vgpb.DeleteVolumeGroupRequest) []idempotency.Key {
-				return []idempotency.Key{excl(locking.KindVolumeGroup, r.GetVolumeGroupId())}
+				return []idempotency.Key{excl(kindVolumeGroup, r.GetVolumeGroupId())}
 			})},
 		// A membership change holds the group and every volume it names: a volume joining or
 		// staying must not be deleted or expanded while the group is rearranged.
 		{name: rpcModifyVolumeGroup, service: svcVolumeGroup,
 			locks: keys(func(r *vgpb.ModifyVolumeGroupMembershipRequest) []idempotency.Key {
-				ks := []idempotency.Key{excl(locking.KindVolumeGroup, r.GetVolumeGroupId())}
+				ks := []idempotency.Key{excl(kindVolumeGroup, r.GetVolumeGroupId())}
 				for _, id := range r.GetVolumeIds() {
-					ks = append(ks, excl(locking.KindVolume, id))
+					ks = append(ks, excl(kindVolume, id))
 				}
 				return ks
 			})},
 		{name: rpcGetVolumeGroup, service: svcVolumeGroup, serves: []reflect.Type{typeOf[volumegroup.Getter]()}},
 		{name: rpcListVolumeGroups, service: svcVolumeGroup, serves: []reflect.Type{typeOf[volumegroup.Lister](), typeOf[volumegroup.PageLister]()}},
+	}
+}
 
-		// COSI: one entry per RPC for every wire version (cosiKeys reads the requests of each);
+// cosiRPCs describes the RPCs of COSI's Identity and Provisioner services.
+func cosiRPCs() []*rpcSpec {
+	return []*rpcSpec{
+		// One entry per RPC for every wire version (cosiKeys reads the requests of each);
 		// DriverGetExistingBucket exists in v1alpha2 only.
 		{name: rpcDriverGetInfo, service: svcCOSIIdentity, wire: []service{svcCOSIIdentityV1alpha1, svcCOSIIdentityV1alpha2}},
 		{name: rpcCreateBucket, service: svcCOSIProvisioner, wire: []service{svcCOSIProvisionerV1alpha1, svcCOSIProvisionerV1alpha2},
@@ -385,14 +423,13 @@ func buildRPCTable() map[rpc]*rpcSpec {
 			serves: []reflect.Type{typeOf[bucket.AccessGranter]()}, locks: cosiKeysOf(rpcGrantBucketAccess)},
 		{name: rpcRevokeBucketAccess, service: svcCOSIProvisioner, wire: []service{svcCOSIProvisionerV1alpha1, svcCOSIProvisionerV1alpha2},
 			serves: []reflect.Type{typeOf[bucket.AccessGranter]()}, goneIsDone: true, locks: cosiKeysOf(rpcRevokeBucketAccess)},
+	}
+}
 
+// snapshotMetadataRPCs describes the RPCs of the SnapshotMetadata service.
+func snapshotMetadataRPCs() []*rpcSpec {
+	return []*rpcSpec{
 		{name: rpcGetMetadataAllocated, service: svcSnapshotMetadata, stream: true},
 		{name: rpcGetMetadataDelta, service: svcSnapshotMetadata, stream: true},
-	} {
-		if s.unsupported == codes.OK {
-			s.unsupported = codes.InvalidArgument
-		}
-		table[s.name] = s
 	}
-	return table
 }

@@ -10,6 +10,13 @@ import (
 	"github.com/csikit/csikit/idempotency"
 )
 
+// Every request type carries Raw, the wire request, with its secrets (vg_csi_secret) in clear.
+// So each type prints and JSON-encodes itself from Raw, with every secret value replaced. The
+// methods are generated into requests_format.go by internal/reqfmt, as for package driver.
+// TestFormattersAreGenerated fails until a new request type has them.
+
+//go:generate env CSIKIT_WRITE_FORMATTERS=1 go test -run ^TestFormattersAreGenerated$ .
+
 // Controller is the required part of a volume-group backend: create, delete and change the
 // membership of groups. Getter, Lister and PageLister are optional on the same value.
 type Controller interface {

@@ -67,11 +67,29 @@ func TestUnstageReapsCephFuse(t *testing.T) {
 // among them, or the live ones.
 func cephFuseChildren(t *testing.T, zombies bool) []int {
 	t.Helper()
+	var out []int
+	for _, p := range procStats(t) {
+		if p.comm == "ceph-fuse" && p.ppid == os.Getpid() && (p.state == "Z") == zombies {
+			out = append(out, p.pid)
+		}
+	}
+	return out
+}
+
+// procStat is one process as /proc/PID/stat shows it.
+type procStat struct {
+	pid, ppid   int
+	comm, state string
+}
+
+// procStats reads /proc/PID/stat of every process.
+func procStats(t *testing.T) []procStat {
+	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []int
+	var out []procStat
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -81,18 +99,20 @@ func cephFuseChildren(t *testing.T, zombies bool) []int {
 		if err != nil {
 			continue
 		}
-		// pid (comm) state ppid ...
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses, so count from the last ')'.
 		open, end := bytes.IndexByte(raw, '('), bytes.LastIndexByte(raw, ')')
 		if open < 0 || end < open {
 			continue
 		}
 		f := strings.Fields(string(raw[end+1:]))
-		if string(raw[open+1:end]) != "ceph-fuse" || len(f) < 2 || f[1] != strconv.Itoa(os.Getpid()) {
+		if len(f) < 2 {
 			continue
 		}
-		if (f[0] == "Z") == zombies {
-			out = append(out, pid)
+		ppid, err := strconv.Atoi(f[1])
+		if err != nil {
+			continue
 		}
+		out = append(out, procStat{pid: pid, ppid: ppid, comm: string(raw[open+1 : end]), state: f[0]})
 	}
 	return out
 }
@@ -168,15 +188,48 @@ func TestDeadCephFuseRecovers(t *testing.T) {
 	}
 }
 
-// killCephFuse sends SIGKILL to the ceph-fuse daemon serving mountpoint and waits until the
-// kernel reports its mount disconnected.
+// killCephFuse kills the ceph-fuse daemon serving mountpoint and every process it started, as
+// the kernel does when their container is killed, and waits until the kernel reports the mount
+// disconnected. The children count: ceph-fuse checks at start that it can remount with
+// "mount -i -o remount", and that child holds /dev/fuse open. A mount whose daemon died while
+// such a child lives answers nothing until the child ends, and the child waits on the mount.
 func killCephFuse(t *testing.T, mountpoint string) {
+	t.Helper()
+	var daemons []int
+	for pid, args := range processes(t) {
+		if filepath.Base(args[0]) == "ceph-fuse" && args[len(args)-1] == mountpoint {
+			daemons = append(daemons, pid)
+		}
+	}
+	if len(daemons) != 1 {
+		t.Fatalf("%d ceph-fuse processes serve %s, want 1", len(daemons), mountpoint)
+	}
+	// Stopped, the daemon starts no child between the look at its children and the kill.
+	if err := unix.Kill(daemons[0], unix.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range append(descendants(t, daemons[0]), daemons[0]) {
+		if err := unix.Kill(pid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(mountpoint); errors.Is(err, unix.ENOTCONN) || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond) // the kernel notices the daemon's death on its own
+	}
+}
+
+// processes maps the PID of every process to its command line.
+func processes(t *testing.T) map[int][]string {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		t.Fatal(err)
 	}
-	killed := 0
+	out := map[int][]string{}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -186,22 +239,22 @@ func killCephFuse(t *testing.T, mountpoint string) {
 		if err != nil || len(raw) == 0 {
 			continue
 		}
-		args := strings.Split(strings.TrimSuffix(string(raw), "\x00"), "\x00")
-		if filepath.Base(args[0]) == "ceph-fuse" && args[len(args)-1] == mountpoint {
-			if err := unix.Kill(pid, unix.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			killed++
-		}
+		out[pid] = strings.Split(strings.TrimSuffix(string(raw), "\x00"), "\x00")
 	}
-	if killed != 1 {
-		t.Fatalf("%d ceph-fuse processes serve %s, want 1", killed, mountpoint)
+	return out
+}
+
+// descendants lists the processes started by pid, and by them, and so on.
+func descendants(t *testing.T, pid int) []int {
+	t.Helper()
+	children := map[int][]int{}
+	for _, p := range procStats(t) {
+		children[p.ppid] = append(children[p.ppid], p.pid)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := os.Stat(mountpoint); errors.Is(err, unix.ENOTCONN) || time.Now().After(deadline) {
-			return
-		}
-		time.Sleep(50 * time.Millisecond) // the kernel notices the daemon's death on its own
+	var out []int
+	for queue := children[pid]; len(queue) > 0; queue = queue[1:] {
+		out = append(out, queue[0])
+		queue = append(queue, children[queue[0]]...)
 	}
+	return out
 }

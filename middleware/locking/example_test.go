@@ -16,7 +16,7 @@ func ExampleUnaryServerInterceptor() {
 	server := grpc.NewServer(grpc.ChainUnaryInterceptor(
 		locking.UnaryServerInterceptor(idempotency.NewManager(), func(req any) []idempotency.Key {
 			if r, ok := req.(*csi.DeleteVolumeRequest); ok {
-				return []idempotency.Key{{Kind: locking.KindVolume, ID: r.GetVolumeId()}}
+				return []idempotency.Key{{Kind: "volume", ID: r.GetVolumeId()}}
 			}
 			return nil
 		}),

@@ -18,7 +18,7 @@ import (
 // volumeKeys locks the volume of a DeleteVolumeRequest, as the driver's table does.
 func volumeKeys(req any) []idempotency.Key {
 	if r, ok := req.(*csi.DeleteVolumeRequest); ok && r.GetVolumeId() != "" {
-		return []idempotency.Key{{Kind: KindVolume, ID: r.GetVolumeId()}}
+		return []idempotency.Key{{Kind: "volume", ID: r.GetVolumeId()}}
 	}
 	return nil
 }
@@ -85,7 +85,7 @@ func TestBoundedWaitHonoursTheContext(t *testing.T) {
 	m := idempotency.NewManager(idempotency.WithWait(time.Hour))
 	intercept := UnaryServerInterceptor(m, volumeKeys)
 	req := &csi.DeleteVolumeRequest{VolumeId: "v"}
-	unlock, err := m.Lock(context.Background(), idempotency.Key{Kind: KindVolume, ID: "v"})
+	unlock, err := m.Lock(context.Background(), idempotency.Key{Kind: "volume", ID: "v"})
 	if err != nil {
 		t.Fatal(err)
 	}

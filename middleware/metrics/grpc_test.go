@@ -92,7 +92,7 @@ func cosiDesc(serviceName string) *grpc.ServiceDesc {
 
 func volumeKeys(req any) []idempotency.Key {
 	if r, ok := req.(*csi.DeleteVolumeRequest); ok {
-		return []idempotency.Key{{Kind: locking.KindVolume, ID: r.GetVolumeId()}}
+		return []idempotency.Key{{Kind: "volume", ID: r.GetVolumeId()}}
 	}
 	return nil
 }
@@ -280,7 +280,7 @@ func TestRealCallsAreRecorded(t *testing.T) {
 			}
 		}
 	}
-	conflicts := sample(fams, "csi_plugin_lock_conflicts_total", map[string]string{"driver_name": driverName, "kind": locking.KindVolume})
+	conflicts := sample(fams, "csi_plugin_lock_conflicts_total", map[string]string{"driver_name": driverName, "kind": "volume"})
 	if got := conflicts.GetCounter().GetValue(); got != 1 {
 		t.Errorf("lock conflicts on volumes = %v, want 1", got)
 	}

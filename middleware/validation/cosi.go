@@ -2,6 +2,7 @@ package validation
 
 import (
 	"errors"
+	"maps"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
@@ -76,22 +77,31 @@ var cosiPluginNameFields = map[protoreflect.FullName]bool{
 	cosiV2 + "DriverGetInfoResponse.name": true,
 }
 
-func init() {
-	for f, n := range cosiMaxLenOverrides {
-		maxLenOverrides[f] = n
+// The tables the plan compiles from: CSI's rules and COSI's together.
+var (
+	maxLenOverrides = union(csiMaxLenOverrides, cosiMaxLenOverrides,
+		every(cosiNameFields, maxCOSIName), every(cosiIDFields, maxCOSIObjectID))
+	knownEnumFields  = union(csiKnownEnumFields, cosiKnownEnums)
+	pluginNameFields = union(csiPluginNameFields, cosiPluginNameFields)
+)
+
+// union returns one table with the entries of every table given. Where two name a field, the
+// later one's value is kept.
+func union[V any](tables ...map[protoreflect.FullName]V) map[protoreflect.FullName]V {
+	out := map[protoreflect.FullName]V{}
+	for _, t := range tables {
+		maps.Copy(out, t)
 	}
-	for f := range cosiKnownEnums {
-		knownEnumFields[f] = true
+	return out
+}
+
+// every maps each field of set to v.
+func every[V any](set map[protoreflect.FullName]bool, v V) map[protoreflect.FullName]V {
+	out := make(map[protoreflect.FullName]V, len(set))
+	for f := range set {
+		out[f] = v
 	}
-	for f := range cosiPluginNameFields {
-		pluginNameFields[f] = true
-	}
-	for f := range cosiNameFields {
-		maxLenOverrides[f] = maxCOSIName
-	}
-	for f := range cosiIDFields {
-		maxLenOverrides[f] = maxCOSIObjectID
-	}
+	return out
 }
 
 // COSIDriverName checks a COSI driver name as the COSI sidecar does: at most 63 characters of

@@ -97,11 +97,19 @@ type registry struct {
 }
 
 var (
-	current atomic.Pointer[registry]
-	regMu   sync.Mutex // serialises RegisterRequired
+	// current is the registry every check reads: CSI's rules until RegisterRequired adds a
+	// package's.
+	current = func() *atomic.Pointer[registry] {
+		p := new(atomic.Pointer[registry])
+		p.Store(csiRegistry())
+		return p
+	}()
+	regMu sync.Mutex // serialises RegisterRequired
 )
 
-func init() {
+// csiRegistry compiles the rules of csi.proto: the fields its comments require, and the
+// exceptions the spec's prose makes.
+func csiRegistry() *registry {
 	req := make(map[protoreflect.FullName]map[protoreflect.Name]bool)
 	for msg, fields := range requiredGenerated {
 		addRequired(req, msg, fields...)
@@ -123,7 +131,7 @@ func init() {
 		required: req,
 	}
 	r.compileAll()
-	current.Store(r)
+	return r
 }
 
 func addRequired(req map[protoreflect.FullName]map[protoreflect.Name]bool, msg protoreflect.FullName, fields ...protoreflect.Name) {
@@ -274,107 +282,130 @@ func (p *plan) index(name protoreflect.Name) int {
 }
 
 func (r *registry) compileField(memo map[protoreflect.MessageDescriptor]*plan, fd protoreflect.FieldDescriptor, required bool) (fieldRule, bool) {
-	full := fd.FullName()
 	rule := fieldRule{fd: fd, seg: "." + string(fd.Name())}
 	if required {
 		rule.flags |= fRequired
 	}
 	switch {
 	case fd.IsMap():
-		k, v := fd.MapKey(), fd.MapValue()
-		if k.Kind() == protoreflect.StringKind && v.Kind() == protoreflect.StringKind {
-			rule.kind = kStringMap
-			rule.total = maxMap
-			if isSecret(fd) {
-				rule.flags |= fSecret
-			}
-			if topologySegmentFields[full] {
-				rule.flags |= fTopology
-			}
-		} else {
-			rule.kind = kOtherMap
-			if v.Message() != nil {
-				rule.sub = r.compile(memo, v.Message())
-			}
-		}
+		r.compileMap(memo, &rule)
 	case fd.IsList():
-		switch fd.Kind() {
-		case protoreflect.StringKind:
-			rule.kind = kStringList
-			if n, ok := totalLimitFields[full]; ok {
-				rule.total = n
-			} else if n, ok := maxLenOverrides[full]; ok {
-				rule.maxLen = n
-			} else {
-				rule.maxLen = maxString
-			}
-		case protoreflect.MessageKind, protoreflect.GroupKind:
-			rule.kind = kMessageList
-			rule.sub = r.compile(memo, fd.Message())
-		default:
-			rule.kind = kOtherList
-		}
+		r.compileList(memo, &rule)
 	default:
-		switch fd.Kind() {
-		case protoreflect.StringKind:
-			rule.kind = kString
-			rule.maxLen = maxString
-			if n, ok := maxLenOverrides[full]; ok {
-				rule.maxLen = n
-			}
-			if isPathField(fd) {
-				rule.maxLen = maxPath
-				if !relativeIsNotFound[full] {
-					rule.flags |= fAbsPath
-				}
-			}
-			if nameFields[full] {
-				rule.flags |= fName
-			}
-			if cosiNameFields[full] {
-				rule.flags |= fCOSIName
-			}
-			if cosiIDFields[full] {
-				rule.flags |= fCOSIObjectID
-			}
-			if pluginNameFields[full] {
-				rule.flags |= fPluginName
-			}
-		case protoreflect.BytesKind:
-			rule.kind = kBytes
-		case protoreflect.EnumKind:
-			rule.kind = kEnum
-			if knownEnumFields[full] {
-				rule.flags |= fKnownEnum
-			}
-		case protoreflect.Int32Kind, protoreflect.Int64Kind, protoreflect.Sint32Kind,
-			protoreflect.Sint64Kind, protoreflect.Sfixed32Kind, protoreflect.Sfixed64Kind:
-			rule.kind = kSigned
-			rule.flags &^= fRequired // zero is a legal value: nothing to check
-			rule.flags |= fNonNegative
-			if positiveFields[full] {
-				rule.flags |= fPositive
-			}
-			if outOfRangeFields[full] {
-				rule.flags |= fOutOfRange
-			}
-		case protoreflect.MessageKind, protoreflect.GroupKind:
-			rule.kind = kMessage
-			if emptyIsAbsentFields[full] {
-				rule.flags |= fEmptyIsAbsent
-			}
-			switch fd.Message().FullName() {
-			case "google.protobuf.Int64Value", "google.protobuf.Int32Value":
-				rule.flags |= fWrapperNonNegative
-			}
-			rule.sub = r.compile(memo, fd.Message())
-		default:
-			rule.kind = kScalar
-			rule.flags &^= fRequired // bool, unsigned, float: zero is a legal value
-		}
+		r.compileSingular(memo, &rule)
 	}
 	keep := rule.flags != 0 || rule.sub != nil || rule.maxLen != 0 || rule.total != 0
 	return rule, keep
+}
+
+// compileMap fills the rule of a map field: a string-to-string map is bounded as a whole.
+func (r *registry) compileMap(memo map[protoreflect.MessageDescriptor]*plan, rule *fieldRule) {
+	fd := rule.fd
+	k, v := fd.MapKey(), fd.MapValue()
+	if k.Kind() != protoreflect.StringKind || v.Kind() != protoreflect.StringKind {
+		rule.kind = kOtherMap
+		if v.Message() != nil {
+			rule.sub = r.compile(memo, v.Message())
+		}
+		return
+	}
+	rule.kind = kStringMap
+	rule.total = maxMap
+	if isSecret(fd) {
+		rule.flags |= fSecret
+	}
+	if topologySegmentFields[fd.FullName()] {
+		rule.flags |= fTopology
+	}
+}
+
+// compileList fills the rule of a repeated field.
+func (r *registry) compileList(memo map[protoreflect.MessageDescriptor]*plan, rule *fieldRule) {
+	fd := rule.fd
+	full := fd.FullName()
+	switch fd.Kind() {
+	case protoreflect.StringKind:
+		rule.kind = kStringList
+		if n, ok := totalLimitFields[full]; ok {
+			rule.total = n
+		} else if n, ok := maxLenOverrides[full]; ok {
+			rule.maxLen = n
+		} else {
+			rule.maxLen = maxString
+		}
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		rule.kind = kMessageList
+		rule.sub = r.compile(memo, fd.Message())
+	default:
+		rule.kind = kOtherList
+	}
+}
+
+// compileSingular fills the rule of a field that is neither a map nor a list.
+func (r *registry) compileSingular(memo map[protoreflect.MessageDescriptor]*plan, rule *fieldRule) {
+	fd := rule.fd
+	full := fd.FullName()
+	switch fd.Kind() {
+	case protoreflect.StringKind:
+		compileString(rule)
+	case protoreflect.BytesKind:
+		rule.kind = kBytes
+	case protoreflect.EnumKind:
+		rule.kind = kEnum
+		if knownEnumFields[full] {
+			rule.flags |= fKnownEnum
+		}
+	case protoreflect.Int32Kind, protoreflect.Int64Kind, protoreflect.Sint32Kind,
+		protoreflect.Sint64Kind, protoreflect.Sfixed32Kind, protoreflect.Sfixed64Kind:
+		rule.kind = kSigned
+		rule.flags &^= fRequired // zero is a legal value: nothing to check
+		rule.flags |= fNonNegative
+		if positiveFields[full] {
+			rule.flags |= fPositive
+		}
+		if outOfRangeFields[full] {
+			rule.flags |= fOutOfRange
+		}
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		rule.kind = kMessage
+		if emptyIsAbsentFields[full] {
+			rule.flags |= fEmptyIsAbsent
+		}
+		switch fd.Message().FullName() {
+		case "google.protobuf.Int64Value", "google.protobuf.Int32Value":
+			rule.flags |= fWrapperNonNegative
+		}
+		rule.sub = r.compile(memo, fd.Message())
+	default:
+		rule.kind = kScalar
+		rule.flags &^= fRequired // bool, unsigned, float: zero is a legal value
+	}
+}
+
+// compileString fills the rule of a singular string field: its length limit and what its value
+// must look like (a path, a name, a COSI name or object ID, the plugin's name).
+func compileString(rule *fieldRule) {
+	fd := rule.fd
+	full := fd.FullName()
+	rule.kind = kString
+	rule.maxLen = maxString
+	if n, ok := maxLenOverrides[full]; ok {
+		rule.maxLen = n
+	}
+	if isPathField(fd) {
+		rule.maxLen = maxPath
+		if !relativeIsNotFound[full] {
+			rule.flags |= fAbsPath
+		}
+	}
+	for _, f := range []struct {
+		set  map[protoreflect.FullName]bool
+		flag ruleFlags
+	}{{nameFields, fName}, {cosiNameFields, fCOSIName}, {cosiIDFields, fCOSIObjectID}, {pluginNameFields, fPluginName}} {
+		if f.set[full] {
+			rule.flags |= f.flag
+		}
+	}
 }
 
 // isSecret reports a secret field as the secrets package, the one owner of "secret", defines it:

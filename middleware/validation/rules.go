@@ -44,10 +44,10 @@ var relativeIsNotFound = map[protoreflect.FullName]bool{
 	"csi.v1.NodeExpandVolumeRequest.volume_path":   true,
 }
 
-// maxLenOverrides replaces the general string limit of single fields (of each element, for
+// csiMaxLenOverrides replaces the general string limit of single fields (of each element, for
 // repeated ones). A node ID may be 256 bytes in NodeGetInfo, and the CO passes it back as is, so
 // every field that carries a node ID takes the same limit.
-var maxLenOverrides = map[protoreflect.FullName]int{
+var csiMaxLenOverrides = map[protoreflect.FullName]int{
 	"csi.v1.NodeGetInfoResponse.node_id":                                 maxNodeID,
 	"csi.v1.ControllerPublishVolumeRequest.node_id":                      maxNodeID,
 	"csi.v1.ControllerUnpublishVolumeRequest.node_id":                    maxNodeID,
@@ -67,9 +67,9 @@ var nameFields = map[protoreflect.FullName]bool{
 	"csi.v1.CreateVolumeGroupSnapshotRequest.name": true,
 }
 
-// knownEnumFields must hold a value the enum declares: an access mode from a newer spec is not
-// one this plugin can honour.
-var knownEnumFields = map[protoreflect.FullName]bool{
+// csiKnownEnumFields must hold a value the enum declares: an access mode from a newer spec is
+// not one this plugin can honour.
+var csiKnownEnumFields = map[protoreflect.FullName]bool{
 	"csi.v1.VolumeCapability.AccessMode.mode": true,
 }
 
@@ -84,8 +84,8 @@ var outOfRangeFields = map[protoreflect.FullName]bool{
 	"csi.v1.GetMetadataDeltaRequest.starting_offset":     true,
 }
 
-// pluginNameFields hold a plugin name (see PluginName).
-var pluginNameFields = map[protoreflect.FullName]bool{
+// csiPluginNameFields hold a plugin name (see PluginName).
+var csiPluginNameFields = map[protoreflect.FullName]bool{
 	"csi.v1.GetPluginInfoResponse.name": true,
 }
 

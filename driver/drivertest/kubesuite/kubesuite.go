@@ -232,94 +232,140 @@ func describe(ctx context.Context, ctrlConn, nodeConn grpc.ClientConnInterface, 
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	ctrlName, nodeName := "", ""
+	p := &probe{ctrlConn: ctrlConn, nodeConn: nodeConn, split: split, modifyParams: len(o.ModifyParameters) > 0}
 	if split {
-		ctrlName, nodeName = "the controller endpoint: ", "the node endpoint: "
+		p.ctrlName, p.nodeName = "the controller endpoint: ", "the node endpoint: "
 	}
-	info, err := csi.NewIdentityClient(ctrlConn).GetPluginInfo(ctx, &csi.GetPluginInfoRequest{})
+	for _, step := range []func(context.Context) error{p.readIdentity, p.readController, p.readNode, p.readGroupController} {
+		if err := step(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return p.definition(o)
+}
+
+// probe is what describe learns from the driver: its name and what each endpoint advertises.
+// ctrlName and nodeName prefix the errors of a split deployment with the endpoint that answered.
+type probe struct {
+	ctrlConn, nodeConn grpc.ClientConnInterface
+	split              bool
+	ctrlName, nodeName string
+	// modifyParams says the options give ModifyParameters, which need MODIFY_VOLUME.
+	modifyParams bool
+
+	name                              string
+	hasController, hasGroup, topology bool
+	expansion                         csi.PluginCapability_VolumeExpansion_Type
+	ctrl                              map[csi.ControllerServiceCapability_RPC_Type]bool
+	node                              map[csi.NodeServiceCapability_RPC_Type]bool
+	nodeInfo                          *csi.NodeGetInfoResponse
+	group                             bool
+}
+
+// readIdentity reads the driver's name (the same from both endpoints of a split deployment) and its
+// plugin capabilities.
+func (p *probe) readIdentity(ctx context.Context) error {
+	info, err := csi.NewIdentityClient(p.ctrlConn).GetPluginInfo(ctx, &csi.GetPluginInfoRequest{})
 	if err != nil {
-		return nil, fmt.Errorf("%sGetPluginInfo: %w", ctrlName, err)
+		return fmt.Errorf("%sGetPluginInfo: %w", p.ctrlName, err)
 	}
-	if split {
-		nodeInfo, err := csi.NewIdentityClient(nodeConn).GetPluginInfo(ctx, &csi.GetPluginInfoRequest{})
+	p.name = info.GetName()
+	if p.split {
+		nodeInfo, err := csi.NewIdentityClient(p.nodeConn).GetPluginInfo(ctx, &csi.GetPluginInfoRequest{})
 		if err != nil {
-			return nil, fmt.Errorf("%sGetPluginInfo: %w", nodeName, err)
+			return fmt.Errorf("%sGetPluginInfo: %w", p.nodeName, err)
 		}
-		if nodeInfo.GetName() != info.GetName() {
-			return nil, fmt.Errorf("the controller endpoint serves driver %q but the node endpoint serves %q: they are not one driver's processes",
-				info.GetName(), nodeInfo.GetName())
+		if nodeInfo.GetName() != p.name {
+			return fmt.Errorf("the controller endpoint serves driver %q but the node endpoint serves %q: they are not one driver's processes",
+				p.name, nodeInfo.GetName())
 		}
 	}
-	pcaps, err := csi.NewIdentityClient(ctrlConn).GetPluginCapabilities(ctx, &csi.GetPluginCapabilitiesRequest{})
+	pcaps, err := csi.NewIdentityClient(p.ctrlConn).GetPluginCapabilities(ctx, &csi.GetPluginCapabilitiesRequest{})
 	if err != nil {
-		return nil, fmt.Errorf("%sGetPluginCapabilities: %w", ctrlName, err)
+		return fmt.Errorf("%sGetPluginCapabilities: %w", p.ctrlName, err)
 	}
-	var (
-		hasController, hasGroup, topology bool
-		expansion                         csi.PluginCapability_VolumeExpansion_Type
-	)
 	for _, c := range pcaps.GetCapabilities() {
 		switch c.GetService().GetType() {
 		case csi.PluginCapability_Service_CONTROLLER_SERVICE:
-			hasController = true
+			p.hasController = true
 		case csi.PluginCapability_Service_GROUP_CONTROLLER_SERVICE:
-			hasGroup = true
+			p.hasGroup = true
 		case csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS:
-			topology = true
+			p.topology = true
 		}
 		if t := c.GetVolumeExpansion().GetType(); t != csi.PluginCapability_VolumeExpansion_UNKNOWN {
-			expansion = t
+			p.expansion = t
 		}
 	}
-	ctrl := map[csi.ControllerServiceCapability_RPC_Type]bool{}
-	if hasController {
-		resp, err := csi.NewControllerClient(ctrlConn).ControllerGetCapabilities(ctx, &csi.ControllerGetCapabilitiesRequest{})
+	return nil
+}
+
+// readController reads the controller capabilities: the suite provisions every volume it tests,
+// and a VolumeAttributesClass needs MODIFY_VOLUME.
+func (p *probe) readController(ctx context.Context) error {
+	p.ctrl = map[csi.ControllerServiceCapability_RPC_Type]bool{}
+	if p.hasController {
+		resp, err := csi.NewControllerClient(p.ctrlConn).ControllerGetCapabilities(ctx, &csi.ControllerGetCapabilitiesRequest{})
 		if err != nil {
-			return nil, fmt.Errorf("%sControllerGetCapabilities: %w", ctrlName, err)
+			return fmt.Errorf("%sControllerGetCapabilities: %w", p.ctrlName, err)
 		}
 		for _, c := range resp.GetCapabilities() {
-			ctrl[c.GetRpc().GetType()] = true
+			p.ctrl[c.GetRpc().GetType()] = true
 		}
 	}
-	if !ctrl[csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME] {
-		return nil, fmt.Errorf("%sthe driver does not advertise CREATE_DELETE_VOLUME: the storage suite provisions every volume it tests", ctrlName)
+	if !p.ctrl[csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME] {
+		return fmt.Errorf("%sthe driver does not advertise CREATE_DELETE_VOLUME: the storage suite provisions every volume it tests", p.ctrlName)
 	}
-	modifies := ctrl[csi.ControllerServiceCapability_RPC_MODIFY_VOLUME]
-	if len(o.ModifyParameters) > 0 && !modifies {
-		return nil, fmt.Errorf("%sModifyParameters given, but the driver does not advertise MODIFY_VOLUME: the VolumeAttributesClass would only fail", ctrlName)
+	if p.modifyParams && !p.ctrl[csi.ControllerServiceCapability_RPC_MODIFY_VOLUME] {
+		return fmt.Errorf("%sModifyParameters given, but the driver does not advertise MODIFY_VOLUME: the VolumeAttributesClass would only fail", p.ctrlName)
 	}
-	nodeClient := csi.NewNodeClient(nodeConn)
-	node := map[csi.NodeServiceCapability_RPC_Type]bool{}
+	return nil
+}
+
+// readNode reads the node capabilities and NodeGetInfo (topology keys, volume limit).
+func (p *probe) readNode(ctx context.Context) error {
+	nodeClient := csi.NewNodeClient(p.nodeConn)
+	p.node = map[csi.NodeServiceCapability_RPC_Type]bool{}
 	resp, err := nodeClient.NodeGetCapabilities(ctx, &csi.NodeGetCapabilitiesRequest{})
 	if err != nil {
-		if split {
-			return nil, fmt.Errorf("%sNodeGetCapabilities: %w", nodeName, err)
+		if p.split {
+			return fmt.Errorf("%sNodeGetCapabilities: %w", p.nodeName, err)
 		}
-		return nil, fmt.Errorf("NodeGetCapabilities (one endpoint must serve the controller and the node together; "+
+		return fmt.Errorf("NodeGetCapabilities (one endpoint must serve the controller and the node together; "+
 			"a split deployment is described from both endpoints, DescribeSplit): %w", err)
 	}
 	for _, c := range resp.GetCapabilities() {
-		node[c.GetRpc().GetType()] = true
+		p.node[c.GetRpc().GetType()] = true
 	}
-	nodeInfo, err := nodeClient.NodeGetInfo(ctx, &csi.NodeGetInfoRequest{})
-	if err != nil {
-		return nil, fmt.Errorf("%sNodeGetInfo: %w", nodeName, err)
+	if p.nodeInfo, err = nodeClient.NodeGetInfo(ctx, &csi.NodeGetInfoRequest{}); err != nil {
+		return fmt.Errorf("%sNodeGetInfo: %w", p.nodeName, err)
 	}
-	group := false
-	if hasGroup {
-		resp, err := csi.NewGroupControllerClient(ctrlConn).GroupControllerGetCapabilities(ctx, &csi.GroupControllerGetCapabilitiesRequest{})
-		if err != nil && status.Code(err) != codes.Unimplemented {
-			return nil, fmt.Errorf("%sGroupControllerGetCapabilities: %w", ctrlName, err)
-		}
-		for _, c := range resp.GetCapabilities() {
-			group = group || c.GetRpc().GetType() == csi.GroupControllerServiceCapability_RPC_CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT
-		}
-	}
+	return nil
+}
 
-	name := info.GetName()
+// readGroupController reads whether the driver snapshots groups of volumes.
+func (p *probe) readGroupController(ctx context.Context) error {
+	if !p.hasGroup {
+		return nil
+	}
+	resp, err := csi.NewGroupControllerClient(p.ctrlConn).GroupControllerGetCapabilities(ctx, &csi.GroupControllerGetCapabilitiesRequest{})
+	if err != nil && status.Code(err) != codes.Unimplemented {
+		return fmt.Errorf("%sGroupControllerGetCapabilities: %w", p.ctrlName, err)
+	}
+	for _, c := range resp.GetCapabilities() {
+		p.group = p.group || c.GetRpc().GetType() == csi.GroupControllerServiceCapability_RPC_CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT
+	}
+	return nil
+}
+
+// capabilities maps what the driver advertises, and what o says of it, to the suite's
+// capability names; o.Capabilities has the last word.
+func (p *probe) capabilities(o Options) map[string]bool {
+	ctrl, node := p.ctrl, p.node
 	snapshots := ctrl[csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT]
-	expands := expansion != csi.PluginCapability_VolumeExpansion_UNKNOWN && ctrl[csi.ControllerServiceCapability_RPC_EXPAND_VOLUME]
+	expands := p.expansion != csi.PluginCapability_VolumeExpansion_UNKNOWN && ctrl[csi.ControllerServiceCapability_RPC_EXPAND_VOLUME]
 	mountGroup := node[csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP]
+	group, expansion, nodeInfo, topology := p.group, p.expansion, p.nodeInfo, p.topology
 	caps := map[string]bool{
 		"persistence":        true,
 		"exec":               !o.NoExec,
@@ -354,10 +400,16 @@ func describe(ctx context.Context, ctrlConn, nodeConn grpc.ClientConnInterface, 
 	for k, v := range o.Capabilities {
 		caps[k] = v
 	}
+	return caps
+}
 
+// definition builds the suite's definition of the probed driver: its DriverInfo, classes and
+// stress options.
+func (p *probe) definition(o Options) (*Definition, error) {
+	caps := p.capabilities(o)
 	d := &Definition{
 		DriverInfo: DriverInfo{
-			Name:               name,
+			Name:               p.name,
 			SupportedSizeRange: SizeRange{Min: o.MinSize, Max: o.MaxSize},
 			SupportedFsType:    map[string]struct{}{},
 			Capabilities:       caps,
@@ -376,17 +428,30 @@ func describe(ctx context.Context, ctrlConn, nodeConn grpc.ClientConnInterface, 
 	for _, fs := range fsTypes {
 		d.DriverInfo.SupportedFsType[fs] = struct{}{}
 	}
-	if topology {
-		for k := range nodeInfo.GetAccessibleTopology().GetSegments() {
+	if p.topology {
+		for k := range p.nodeInfo.GetAccessibleTopology().GetSegments() {
 			d.DriverInfo.TopologyKeys = append(d.DriverInfo.TopologyKeys, k)
 		}
 		sort.Strings(d.DriverInfo.TopologyKeys)
 		if len(d.DriverInfo.TopologyKeys) == 0 {
-			return nil, fmt.Errorf("%sthe driver advertises VOLUME_ACCESSIBILITY_CONSTRAINTS but NodeGetInfo reports no accessible topology: the suite needs the topology keys", nodeName)
+			return nil, fmt.Errorf("%sthe driver advertises VOLUME_ACCESSIBILITY_CONSTRAINTS but NodeGetInfo reports no accessible topology: the suite needs the topology keys", p.nodeName)
 		}
 	}
+	waitForConsumer := !o.ImmediateBinding && (p.topology || caps["capacity"])
+	p.classes(d, o, waitForConsumer)
+	if o.MaxFileSize != "" {
+		q, _ := parseQuantity(o.MaxFileSize) // Validate accepted it: whole bytes within int64
+		d.DriverInfo.MaxFileSize = q.Num().Int64()
+	}
+	if err := p.stress(d, o, waitForConsumer); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
 
-	waitForConsumer := !o.ImmediateBinding && (topology || caps["capacity"])
+// classes adds the storage, snapshot, group snapshot and volume attributes classes.
+func (p *probe) classes(d *Definition, o Options, waitForConsumer bool) {
+	name := p.name
 	sc := map[string]any{
 		"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
 		"metadata":    map[string]any{"name": "csikit-e2e"},
@@ -396,31 +461,32 @@ func describe(ctx context.Context, ctrlConn, nodeConn grpc.ClientConnInterface, 
 		sc["volumeBindingMode"] = "WaitForFirstConsumer"
 	}
 	d.StorageClass = d.class("StorageClass", len(o.StorageClassParameters) > 0 || waitForConsumer, sc)
-	if snapshots {
+	if p.ctrl[csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT] {
 		d.SnapshotClass = d.class("SnapshotClass", len(o.SnapshotClassParameters) > 0, map[string]any{
 			"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotClass",
 			"metadata": map[string]any{"name": "csikit-e2e-snapshot"},
 			"driver":   name, "deletionPolicy": "Delete", "parameters": o.SnapshotClassParameters,
 		})
 	}
-	if group {
+	if p.group {
 		d.GroupSnapshotClass = ClassRef{FromName: true}
 	}
-	if modifies && len(o.ModifyParameters) > 0 {
+	if p.ctrl[csi.ControllerServiceCapability_RPC_MODIFY_VOLUME] && len(o.ModifyParameters) > 0 {
 		d.VolumeAttributesClass = d.class("VolumeAttributesClass", true, map[string]any{
 			"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttributesClass",
 			"metadata":   map[string]any{"name": "csikit-e2e-modify"},
 			"driverName": name, "parameters": o.ModifyParameters,
 		})
 	}
-	if o.MaxFileSize != "" {
-		q, _ := parseQuantity(o.MaxFileSize) // Validate accepted it: whole bytes within int64
-		d.DriverInfo.MaxFileSize = q.Num().Int64()
-	}
+}
+
+// stress sets the stress test options o asks for, each where the driver can run it.
+func (p *probe) stress(d *Definition, o Options, waitForConsumer bool) error {
+	snapshots, group := p.ctrl[csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT], p.group
 	if st := o.Stress; st.Pods > 0 {
 		if (snapshots || group) && st.Snapshots == 0 {
 			// The suite fails (not skips) a snapshot stress test of no snapshots.
-			return nil, fmt.Errorf("Stress %+v: the driver snapshots, so the snapshot stress tests need Snapshots too", st)
+			return fmt.Errorf("Stress %+v: the driver snapshots, so the snapshot stress tests need Snapshots too", st)
 		}
 		di := &d.DriverInfo
 		di.StressTestOptions = &StressTestOptions{NumPods: st.Pods, NumRestarts: st.Restarts}
@@ -439,7 +505,7 @@ func describe(ctx context.Context, ctrlConn, nodeConn grpc.ClientConnInterface, 
 			di.VolumeGroupSnapshotStressTestOptions = &SnapshotStressTestOptions{NumPods: st.Pods, NumSnapshots: st.Snapshots}
 		}
 	}
-	return d, nil
+	return nil
 }
 
 // class is FromName, or, when the class has parameters, FromFile with the object kept for

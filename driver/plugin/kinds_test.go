@@ -1,4 +1,4 @@
-package locking
+package plugin
 
 import (
 	"path/filepath"
@@ -27,8 +27,8 @@ func FuzzNodePathID(f *testing.F) {
 			}
 		}
 		same := v1 == v2 && filepath.Clean(p1) == filepath.Clean(p2)
-		if got := NodePathID(v1, p1) == NodePathID(v2, p2); got != same {
-			t.Fatalf("NodePathID(%q, %q) == NodePathID(%q, %q) is %v, want %v", v1, p1, v2, p2, got, same)
+		if got := nodePathID(v1, p1) == nodePathID(v2, p2); got != same {
+			t.Fatalf("nodePathID(%q, %q) == nodePathID(%q, %q) is %v, want %v", v1, p1, v2, p2, got, same)
 		}
 	})
 }

@@ -1,0 +1,238 @@
+package plugin
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+
+	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/bucket"
+	"github.com/csikit/csikit/driver/endpoint"
+	"github.com/csikit/csikit/driver/volumegroup"
+	"github.com/csikit/csikit/idempotency"
+	"github.com/csikit/csikit/middleware/validation"
+)
+
+// Config assembles a plugin: its identity, its backends and a few operator settings. Only Name,
+// VendorVersion and at least one backend are required.
+type Config struct {
+	// Name is the plugin name in domain-name form, at most 63 characters, e.g.
+	// "hostpath.csikit.dev".
+	Name string
+	// VendorVersion is the plugin's version; required, opaque to the CO.
+	VendorVersion string
+	// Manifest is optional extra identity data returned by GetPluginInfo.
+	Manifest map[string]string
+
+	// Controller serves the CSI Controller service; nil in a node-only process. Optional
+	// controller interfaces (ControllerPublisher, Snapshotter, ...) are found on the same value.
+	Controller driver.Controller
+	// Node serves the CSI Node service; nil in a controller-only process. Optional node
+	// interfaces (NodeStager, NodeExpander, ...) are found on the same value.
+	Node driver.Node
+	// GroupController serves group snapshots (the GroupController service); nil when the plugin
+	// has none. It is often the same value as Controller.
+	GroupController driver.GroupController
+	// SnapshotMetadata serves changed-block tracking (the SnapshotMetadata service); nil when
+	// the plugin has none.
+	SnapshotMetadata driver.SnapshotMetadata
+	// VolumeGroups serves volume groups (the volumegroup.Controller service of
+	// github.com/IBM/csi-volume-group) on the same socket; nil when the plugin has none. The
+	// group RPCs it serves are listed in GetPluginInfo's manifest under ManifestVolumeGroupRPCs.
+	VolumeGroups *VolumeGroupConfig
+	// COSI serves object buckets over COSI (v1alpha1 and v1alpha2 on the same socket); nil when
+	// the plugin has none. A plugin with COSI and no CSI backend serves no CSI service, and Run
+	// listens on $COSI_ENDPOINT when Endpoint is empty.
+	COSI *COSIConfig
+	// Prober is an extra readiness check beside any Probe method of the backends.
+	Prober driver.Prober
+
+	// Features are the capabilities that cannot be derived from interfaces.
+	Features driver.Features
+	// Overrides replace the derived capability lists (checked at start-up).
+	Overrides CapabilityOverrides
+
+	// Logger receives one line per call (info) and redacted payloads (debug). Nil logs nothing.
+	Logger *zap.Logger
+	// RedactSecretLookingKeys also hides, in the CSI and volume-group calls, parameter and context
+	// values whose keys look like secrets (password, token, ...; see secrets.LooksSecret), because
+	// users do put secrets in StorageClass parameters. The fields those protos annotate as secret
+	// are hidden either way.
+	//
+	// COSI calls always hide them, whatever this says, and nothing turns that off: COSI's protos
+	// annotate no field as secret, so for a BucketClass or BucketAccessClass parameter such as
+	// "password" the key is the only sign there is. The cost is a harmless value whose key merely
+	// looks secret ("tokenBucketSize") shown as hidden in a debug line; the key itself is always
+	// logged.
+	RedactSecretLookingKeys bool
+	// Locker serialises calls on one resource. Nil means an in-memory lock table.
+	Locker idempotency.Locker
+	// LockWait makes a conflicting call wait up to this long (never past its deadline) instead of
+	// failing at once with ABORTED. Used only when Locker is nil.
+	LockWait time.Duration
+	// TokenKey signs pagination tokens. Empty means a random key per process (tokens then die with
+	// the process, which the spec allows); set the same key on replicas that share listings.
+	TokenKey []byte
+	// CheckResponses validates every response against every rule of the spec (required fields,
+	// names, topology keys, ...) and answers INTERNAL for one that breaks it. Meant for tests and
+	// conformance runs. The size limits (a 128-byte ID, a 4 KiB map) are checked on every
+	// response whatever this says, so an oversized value never reaches the CO
+	// (validation.ResponseSizes).
+	CheckResponses bool
+
+	// Endpoint is where Run listens: unix:///abs/path.sock (COSI: a name ending in ".sock"), or
+	// tcp://host:port with AllowTCP. Empty means $CSI_ENDPOINT; for a plugin whose only backend is
+	// COSI it means $COSI_ENDPOINT, and for one with COSI and a CSI or volume-group backend,
+	// whichever of $CSI_ENDPOINT and $COSI_ENDPOINT is set (Run refuses two different values). A
+	// binary that takes its endpoint from a flag must put it here: cmdline.Settings.Apply does.
+	Endpoint string
+	// AllowTCP lets Endpoint be tcp://host:port (a debugging extension, never a default).
+	AllowTCP bool
+	// Socket sets the unix socket's mode and owner (default mode 0660).
+	Socket endpoint.ListenOptions
+	// ShutdownTimeout bounds how long in-flight calls may run after a stop is requested before the
+	// server stops hard; zero means 30 seconds.
+	ShutdownTimeout time.Duration
+	// BackendTimeout bounds how long a unary call waits for its backend (every RPC but Probe,
+	// which ProbeTimeout bounds, and the streaming SnapshotMetadata calls). When it passes, the
+	// backend's context is cancelled and the CO gets UNAVAILABLE at once, whether or not the
+	// backend honours the cancellation: a fault of the backend, never INTERNAL, so the CO retries
+	// (DEADLINE_EXCEEDED instead when the CO's own deadline passed first). The call's locks stay
+	// held until the backend method returns, so a retry meanwhile is ABORTED rather than a
+	// second operation racing the first; a method that returns late is logged with its code, and
+	// a stop of Serve or Run waits for it within ShutdownTimeout.
+	// The bound covers the wait for a lock (LockWait), which should be shorter. Zero means no
+	// bound but the CO's deadline: a CO that sets none (the COSI sidecar's reconcile context has
+	// none) then waits as long as the backend hangs.
+	BackendTimeout time.Duration
+	// ProbeTimeout bounds how long the Probe RPC and the readiness watch (/readyz) wait for the
+	// backends' Probe (/healthz waits at most httpserve.DefaultProbeTimeout, as the kubelet's
+	// and the livenessprobe sidecar's own 1 s bounds would cut it anyway); a backend that has
+	// not answered by then is not ready (ready=false, not an error), and at most one Probe per
+	// backend runs at a time however often the plugin is probed. Zero means
+	// DefaultProbeTimeout.
+	ProbeTimeout time.Duration
+
+	// UnaryInterceptors run inside the library's chain, just before the handler (after
+	// validation and locking), so they only see valid requests on resources the call holds.
+	UnaryInterceptors []grpc.UnaryServerInterceptor
+	// StreamInterceptors are the streaming counterpart of UnaryInterceptors (SnapshotMetadata).
+	StreamInterceptors []grpc.StreamServerInterceptor
+	// ServerOptions are added to the grpc.Server that Serve and Run create.
+	ServerOptions []grpc.ServerOption
+
+	// Metrics, when set, records every call into this registerer as csi_plugin_operations_seconds
+	// (the histogram csi-lib-utils defines, so the Kubernetes CSI dashboards work unchanged),
+	// cosi_plugin_operations_seconds for COSI calls, in-flight gauges, lock conflicts by resource
+	// kind, and the process and Go collectors. Nil records nothing and adds nothing to a call.
+	Metrics prometheus.Registerer
+	// HTTPEndpoint, when set, makes Run serve /healthz (the backends' Probe, as the
+	// livenessprobe sidecar answers), /livez (200 unless the backends' Probe reports them
+	// broken: the liveness check for storage on the network, which an outage must not turn
+	// into restarts), /readyz (ready while serving and the backends' Probe passes; not while
+	// starting, while the storage is unreachable, or while draining) and, when Metrics is also a
+	// prometheus.Gatherer such as *prometheus.Registry, MetricsPath on this TCP address (e.g.
+	// ":8080"), as the sidecars' --http-endpoint does. Empty serves no HTTP.
+	HTTPEndpoint string
+	// MetricsPath is where Run serves metrics; empty means /metrics.
+	MetricsPath string
+	// TracerProvider turns on OpenTelemetry tracing: a span per call (W3C trace context taken
+	// from the CO's metadata), with the resource IDs of the request as attributes (never a
+	// secret), and the trace ID in every log line of the call. Backends start child spans from
+	// the call's context. Nil means off. The plugin links only the OpenTelemetry API: the SDK and
+	// the exporters come with the provider, so a driver that wants the standard OTEL_* variables
+	// (OTEL_TRACES_EXPORTER=otlp or console, ...) asks for them with cmdline.Settings.Tracing or
+	// builds the provider with otelenv.NewProvider, and one that does neither links no exporter.
+	TracerProvider trace.TracerProvider
+}
+
+// VolumeGroupConfig is a volume-group backend. It exists only in a plugin that serves volume
+// groups, which keeps a CSI-only Config free of them, and is where settings of that service go.
+type VolumeGroupConfig struct {
+	// Controller is the volume-group backend; required. Its optional interfaces
+	// (volumegroup.Getter, volumegroup.Lister or volumegroup.PageLister) are found on the same
+	// value, which is often the CSI Controller too.
+	Controller volumegroup.Controller
+}
+
+// COSIConfig is a bucket backend and what the COSI sidecar asks of a driver beside it. It exists
+// only in a plugin that serves buckets, which keeps a CSI-only Config free of COSI settings.
+type COSIConfig struct {
+	// Provisioner is the bucket backend; required. Its optional interfaces (bucket.Getter,
+	// bucket.AccessGranter) are found on the same value.
+	Provisioner bucket.Provisioner
+	// Protocols are the object protocols the backend serves, reported by DriverGetInfo;
+	// required, at least one. A v1alpha1 grant, which names no protocol, is for the first one.
+	Protocols []bucket.Protocol
+	// Versions are the COSI wire versions served; nil means every version this library knows
+	// (v1alpha1 and v1alpha2).
+	Versions []bucket.Version
+	// MultiBucketAccess says one account can be granted several buckets. Without it a grant that
+	// names more than one bucket is answered OUT_OF_RANGE before the backend is called, which is
+	// the code COSI reserves for exactly that.
+	MultiBucketAccess bool
+}
+
+// check refuses, at start-up, a configuration the plugin could not serve or a CO would refuse
+// later: New calls it before anything else reads cfg. The capabilities are checked apart, by
+// deriveCapabilities, since they depend on which interfaces the backends implement.
+func (cfg *Config) check() error {
+	if err := validation.PluginName(cfg.Name); err != nil {
+		return fmt.Errorf("Config.Name %q: %w", cfg.Name, err)
+	}
+	if cfg.VendorVersion == "" {
+		return errors.New("plugin vendor version is required")
+	}
+	if cfg.Controller == nil && cfg.Node == nil && cfg.GroupController == nil && cfg.SnapshotMetadata == nil && cfg.VolumeGroups == nil && cfg.COSI == nil {
+		return errors.New("no backend configured: set at least one of Controller, Node, GroupController, SnapshotMetadata, VolumeGroups, COSI")
+	}
+	if cfg.VolumeGroups != nil {
+		if cfg.VolumeGroups.Controller == nil {
+			return errors.New("Config.VolumeGroups.Controller: a volume-group configuration needs a volume-group backend")
+		}
+		if _, taken := cfg.Manifest[ManifestVolumeGroupRPCs]; taken {
+			return fmt.Errorf("Config.Manifest: the key %q is the library's (the volume-group RPCs served)", ManifestVolumeGroupRPCs)
+		}
+	}
+	if err := checkCOSIConfig(cfg); err != nil {
+		return err
+	}
+	return checkNearMisses(cfg)
+}
+
+// checkCOSIConfig refuses, at start-up, a bucket configuration the sidecars would refuse later.
+func checkCOSIConfig(cfg *Config) error {
+	c := cfg.COSI
+	if c == nil {
+		return nil
+	}
+	if c.Provisioner == nil {
+		return errors.New("Config.COSI.Provisioner: a COSI configuration needs a bucket backend")
+	}
+	if err := validation.COSIDriverName(cfg.Name); err != nil {
+		return fmt.Errorf("Config.Name %q: %w", cfg.Name, err)
+	}
+	if len(c.Protocols) == 0 {
+		return errors.New("Config.COSI.Protocols: a bucket backend must name at least one object protocol (the COSI sidecar refuses a driver with none)")
+	}
+	for i, p := range c.Protocols {
+		if p < bucket.S3 || p > bucket.GCS {
+			return fmt.Errorf("Config.COSI.Protocols[%d]: unknown protocol %v", i, p)
+		}
+		if slices.Contains(c.Protocols[:i], p) {
+			return fmt.Errorf("Config.COSI.Protocols[%d]: %v is listed twice", i, p)
+		}
+	}
+	for i, v := range c.Versions {
+		if v != bucket.V1Alpha1 && v != bucket.V1Alpha2 {
+			return fmt.Errorf("Config.COSI.Versions[%d]: unknown COSI version %q (known: %s, %s)", i, v, bucket.V1Alpha1, bucket.V1Alpha2)
+		}
+	}
+	return nil
+}
