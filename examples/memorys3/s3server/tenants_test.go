@@ -1015,16 +1015,9 @@ func TestDeleteObjectsAnswersAreChargedUntilRead(t *testing.T) {
 	b.WriteString("</Delete>")
 	doc := []byte(b.String())
 	addr := f.hs.Listener.Addr().String()
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
 	// The answer is far larger than what the sockets buffer, so the server holds it while
 	// the client reads nothing.
-	if err := conn.(*net.TCPConn).SetReadBuffer(16 << 10); err != nil {
-		t.Fatal(err)
-	}
+	conn := dialSmallBuffer(t, addr)
 	if _, err := conn.Write(append(rawSigned(t, c, http.MethodPost, addr, "/bkt?delete", int64(len(doc)), nil), doc...)); err != nil {
 		t.Fatal(err)
 	}
@@ -1083,19 +1076,28 @@ func TestDeleteObjectsTakesAtMostAThousandKeys(t *testing.T) {
 	}
 }
 
-// unreadGet sends key's GET of path on a connection of its own, with a small receive buffer,
-// and reads only the answer's head, so the body stays unsent on the server. It reports true for
-// a 200 and false for a 503 SlowDown; any other answer fails the test.
-func unreadGet(t *testing.T, addr string, key Credentials, path string) bool {
+// dialSmallBuffer connects to addr with a 16 KiB receive buffer, closed when the test ends, so
+// that an answer the client does not read stays on the server.
+func dialSmallBuffer(t *testing.T, addr string) *net.TCPConn {
 	t.Helper()
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	if err := conn.(*net.TCPConn).SetReadBuffer(16 << 10); err != nil {
+	tc := conn.(*net.TCPConn)
+	if err := tc.SetReadBuffer(16 << 10); err != nil {
 		t.Fatal(err)
 	}
+	return tc
+}
+
+// unreadGet sends key's GET of path on a connection of its own, with a small receive buffer,
+// and reads only the answer's head, so the body stays unsent on the server. It reports true for
+// a 200 and false for a 503 SlowDown; any other answer fails the test.
+func unreadGet(t *testing.T, addr string, key Credentials, path string) bool {
+	t.Helper()
+	conn := dialSmallBuffer(t, addr)
 	if _, err := conn.Write(rawSigned(t, key, http.MethodGet, addr, path, -1, nil)); err != nil {
 		t.Fatal(err)
 	}
