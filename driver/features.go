@@ -17,9 +17,10 @@ const (
 	ExpansionNone
 )
 
-// Features are the capabilities that are promises about behaviour rather than RPCs, so they cannot
-// be derived from the interfaces a backend implements. The library enforces them on requests: a CO
-// that uses a feature the plugin does not advertise gets INVALID_ARGUMENT.
+// Features are the capabilities that are promises about behaviour rather than RPCs. No interface
+// shows them, so the driver states them here, and only here: plugin.CapabilityOverrides refuses
+// them. The library enforces them on requests: a CO that uses a feature the plugin does not
+// advertise gets INVALID_ARGUMENT.
 type Features struct {
 	// CloneVolume: CreateVolume accepts another volume as source (CLONE_VOLUME).
 	CloneVolume bool
@@ -29,8 +30,7 @@ type Features struct {
 	// published on (LIST_VOLUMES_PUBLISHED_NODES; needs a ControllerPublisher).
 	ListVolumesPublishedNodes bool
 	// SingleNodeMultiWriter: the SINGLE_NODE_SINGLE_WRITER and SINGLE_NODE_MULTI_WRITER access
-	// modes are understood (controller and node SINGLE_NODE_MULTI_WRITER). A capability override
-	// list decides for its own service.
+	// modes are understood (controller and node SINGLE_NODE_MULTI_WRITER).
 	SingleNodeMultiWriter bool
 	// VolumeMountGroup: NodeStage/NodePublish apply VolumeCapability.MountGroup (node
 	// VOLUME_MOUNT_GROUP).

@@ -13,23 +13,25 @@ import (
 	"github.com/csikit/csikit/driver/volumegroup"
 )
 
-// CapabilityOverrides replace the derived capability lists. The library checks them at start-up: a
-// listed capability whose RPC the backend does not implement is an error; an RPC the backend
-// implements but the list leaves out is answered UNIMPLEMENTED. Feature-like entries in the lists
-// (CLONE_VOLUME, PUBLISH_READONLY, ...) replace the matching Features.
+// CapabilityOverrides narrow the derived RPC capabilities and declare the services of a split
+// plugin. New checks them at start-up. A listed capability whose RPC the backend does not
+// implement is an error. An RPC the backend implements but the list leaves out answers
+// UNIMPLEMENTED. The promise capabilities (CLONE_VOLUME, PUBLISH_READONLY, VOLUME_MOUNT_GROUP,
+// the accessibility constraints, ...) are stated by [driver.Features] alone; a list that names
+// one is refused.
 type CapabilityOverrides struct {
-	// Controller, when non-nil, is the exact ControllerGetCapabilities answer.
+	// Controller, when non-nil, lists the controller RPC capabilities served. The answer to
+	// ControllerGetCapabilities is this list and the controller promises of Features.
 	Controller []csi.ControllerServiceCapability_RPC_Type
-	// Node, when non-nil, is the exact NodeGetCapabilities answer.
+	// Node, when non-nil, lists the node RPC capabilities served. The answer to
+	// NodeGetCapabilities is this list and the node promises of Features.
 	Node []csi.NodeServiceCapability_RPC_Type
-	// Plugin, when non-nil, is the exact list of services GetPluginCapabilities reports
-	// (CONTROLLER_SERVICE, VOLUME_ACCESSIBILITY_CONSTRAINTS, GROUP_CONTROLLER_SERVICE,
-	// SNAPSHOT_ACCESSIBILITY_CONSTRAINTS, SNAPSHOT_METADATA_SERVICE). The spec wants every
-	// instance of a plugin to report the same set whatever RPCs it serves, so a plugin whose
-	// controller and node run as separate processes sets the same list (and an explicit
-	// Features.Expansion) in each. Without it, the list is derived from the backends this process
-	// runs, which is right when one process serves everything. The list must include the services
-	// this process serves; the accessibility constraints it lists replace the matching Features.
+	// Plugin, when non-nil, lists the services GetPluginCapabilities reports: CONTROLLER_SERVICE,
+	// GROUP_CONTROLLER_SERVICE, SNAPSHOT_METADATA_SERVICE. The spec wants every process of a plugin
+	// to report the same set. So a plugin whose controller and node run as separate processes
+	// sets the same list, and an explicit Features.Expansion, in each. Without it, the list is
+	// derived from the backends this process runs: right when one process serves everything. The
+	// list must include the services this process serves.
 	Plugin []csi.PluginCapability_Service_Type
 }
 
@@ -191,8 +193,8 @@ type (
 	nodeCap = csi.NodeServiceCapability_RPC_Type
 )
 
-// capDerivation is one run of deriveCapabilities. An override list replaces what is derived,
-// and the Features it covers are rewritten from it, so f ends as what is advertised.
+// capDerivation is one run of deriveCapabilities. An override list narrows the RPC capabilities
+// derived for its service; the promises always come from f.
 type capDerivation struct {
 	b *backendSet
 	f driver.Features
@@ -208,14 +210,24 @@ func (d *capDerivation) bad(format string, args ...any) {
 	d.problems = append(d.problems, fmt.Sprintf(format, args...))
 }
 
-// controllerFeatureCaps are controller capabilities that announce a behaviour, not an RPC: an
-// override may list them whatever the backend implements.
-var controllerFeatureCaps = map[ctrlCap]bool{
-	csi.ControllerServiceCapability_RPC_CLONE_VOLUME:                 true,
-	csi.ControllerServiceCapability_RPC_PUBLISH_READONLY:             true,
-	csi.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES: true,
-	csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER:     true,
-}
+// The promise capabilities, by the Features field that states each. They are stated there and
+// nowhere else: an override list that names one is refused, so one fact has one place.
+var (
+	controllerPromises = map[ctrlCap]string{
+		csi.ControllerServiceCapability_RPC_CLONE_VOLUME:                 "CloneVolume",
+		csi.ControllerServiceCapability_RPC_PUBLISH_READONLY:             "PublishReadonly",
+		csi.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES: "ListVolumesPublishedNodes",
+		csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER:     "SingleNodeMultiWriter",
+	}
+	nodePromises = map[nodeCap]string{
+		csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER: "SingleNodeMultiWriter",
+		csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP:       "VolumeMountGroup",
+	}
+	pluginPromises = map[csi.PluginCapability_Service_Type]string{
+		csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS:   "VolumeAccessibilityConstraints",
+		csi.PluginCapability_Service_SNAPSHOT_ACCESSIBILITY_CONSTRAINTS: "SnapshotAccessibilityConstraints",
+	}
+)
 
 func (d *capDerivation) controllerCaps() {
 	b, o, c := d.b, d.o, &d.c
@@ -237,13 +249,13 @@ func (d *capDerivation) controllerCaps() {
 		for cp := range d.servedCtrl {
 			c.controller[cp] = true
 		}
-		c.controller[csi.ControllerServiceCapability_RPC_CLONE_VOLUME] = d.f.CloneVolume
-		c.controller[csi.ControllerServiceCapability_RPC_PUBLISH_READONLY] = d.f.PublishReadonly
-		c.controller[csi.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES] = d.f.ListVolumesPublishedNodes
-		c.controller[csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER] = d.f.SingleNodeMultiWriter
 	} else {
 		d.controllerOverride()
 	}
+	c.controller[csi.ControllerServiceCapability_RPC_CLONE_VOLUME] = d.f.CloneVolume
+	c.controller[csi.ControllerServiceCapability_RPC_PUBLISH_READONLY] = d.f.PublishReadonly
+	c.controller[csi.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES] = d.f.ListVolumesPublishedNodes
+	c.controller[csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER] = d.f.SingleNodeMultiWriter
 	for _, dep := range []struct {
 		needs, on ctrlCap
 		iface     string
@@ -265,15 +277,16 @@ func (d *capDerivation) controllerOverride() {
 			d.bad("controller capability override %d is not a known capability", cp)
 			continue
 		}
-		if !d.servedCtrl[cp] && !controllerFeatureCaps[cp] {
+		if name, ok := controllerPromises[cp]; ok {
+			d.bad("controller capability %s is a promise, not an RPC: state it with Features.%s, not in Overrides.Controller", cp, name)
+			continue
+		}
+		if !d.servedCtrl[cp] {
 			d.bad("controller capability %s is listed but the Controller backend does not implement %s, which serves it", cp, servingInterfaces(func(s *rpcSpec) bool { return s.ctrlCap == cp }))
 			continue
 		}
 		c.controller[cp] = true
 	}
-	d.f.CloneVolume = c.controller[csi.ControllerServiceCapability_RPC_CLONE_VOLUME]
-	d.f.PublishReadonly = c.controller[csi.ControllerServiceCapability_RPC_PUBLISH_READONLY]
-	d.f.ListVolumesPublishedNodes = c.controller[csi.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES]
 	if !c.controller[csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME] {
 		d.bad("controller capability override must include CREATE_DELETE_VOLUME: a Controller backend always serves CreateVolume and DeleteVolume")
 	}
@@ -294,23 +307,24 @@ func (d *capDerivation) nodeCaps() {
 		for cp, ok := range d.servedNode {
 			c.node[cp] = ok
 		}
-		c.node[csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER] = d.f.SingleNodeMultiWriter
-		c.node[csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP] = d.f.VolumeMountGroup
-		return
 	}
 	for _, cp := range o.Node {
 		if int(cp) <= 0 || int(cp) >= len(c.node) || csi.NodeServiceCapability_RPC_Type_name[int32(cp)] == "" {
 			d.bad("node capability override %d is not a known capability", cp)
 			continue
 		}
-		feature := cp == csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER || cp == csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP
-		if !feature && !d.servedNode[cp] {
+		if name, ok := nodePromises[cp]; ok {
+			d.bad("node capability %s is a promise, not an RPC: state it with Features.%s, not in Overrides.Node", cp, name)
+			continue
+		}
+		if !d.servedNode[cp] {
 			d.bad("node capability %s is listed but the Node backend does not implement %s, which serves it", cp, servingInterfaces(func(s *rpcSpec) bool { return s.nodeCap == cp }))
 			continue
 		}
 		c.node[cp] = true
 	}
-	d.f.VolumeMountGroup = c.node[csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP]
+	c.node[csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER] = d.f.SingleNodeMultiWriter
+	c.node[csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP] = d.f.VolumeMountGroup
 }
 
 func (d *capDerivation) pluginCaps() {
@@ -320,11 +334,11 @@ func (d *capDerivation) pluginCaps() {
 		c.plugin[csi.PluginCapability_Service_CONTROLLER_SERVICE] = b.controller != nil
 		c.plugin[csi.PluginCapability_Service_GROUP_CONTROLLER_SERVICE] = b.group != nil
 		c.plugin[csi.PluginCapability_Service_SNAPSHOT_METADATA_SERVICE] = b.metadata != nil
-		c.plugin[csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS] = d.f.VolumeAccessibilityConstraints
-		c.plugin[csi.PluginCapability_Service_SNAPSHOT_ACCESSIBILITY_CONSTRAINTS] = d.f.SnapshotAccessibilityConstraints
 	} else {
 		d.pluginOverride()
 	}
+	c.plugin[csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS] = d.f.VolumeAccessibilityConstraints
+	c.plugin[csi.PluginCapability_Service_SNAPSHOT_ACCESSIBILITY_CONSTRAINTS] = d.f.SnapshotAccessibilityConstraints
 	if d.f.SnapshotAccessibilityConstraints && b.controller != nil && !d.servedCtrl[csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT] {
 		d.bad("SnapshotAccessibilityConstraints needs snapshots (implement driver.Snapshotter)")
 	}
@@ -335,6 +349,10 @@ func (d *capDerivation) pluginOverride() {
 	for _, sv := range d.o.Plugin {
 		if int(sv) <= 0 || int(sv) >= len(c.plugin) || csi.PluginCapability_Service_Type_name[int32(sv)] == "" {
 			d.bad("plugin capability override %d is not a known service capability", sv)
+			continue
+		}
+		if name, ok := pluginPromises[sv]; ok {
+			d.bad("plugin capability %s is a promise, not a service: state it with Features.%s, not in Overrides.Plugin", sv, name)
 			continue
 		}
 		c.plugin[sv] = true
@@ -348,8 +366,6 @@ func (d *capDerivation) pluginOverride() {
 			d.bad("plugin capability override leaves out %s, which this process serves", sv)
 		}
 	}
-	d.f.VolumeAccessibilityConstraints = c.plugin[csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS]
-	d.f.SnapshotAccessibilityConstraints = c.plugin[csi.PluginCapability_Service_SNAPSHOT_ACCESSIBILITY_CONSTRAINTS]
 	if d.f.Expansion == driver.ExpansionAuto {
 		d.bad("a plugin capability override needs an explicit Features.Expansion: derived from this process's backends, it could differ between the plugin's processes")
 	}

@@ -19,9 +19,13 @@ import (
 	"github.com/csikit/csikit/middleware/validation"
 )
 
-// Config assembles a plugin: its identity, its backends and a few operator settings. Only Name,
-// VendorVersion and at least one backend are required.
+// Config assembles a plugin. Only Name, VendorVersion and one backend are required.
+//
+// Its fields come in five groups: who the plugin is, what serves its calls, what it promises,
+// how it is served, and how it is observed.
 type Config struct {
+	// Identity.
+
 	// Name is the plugin name in domain-name form, at most 63 characters, e.g.
 	// "hostpath.csikit.dev".
 	Name string
@@ -29,6 +33,8 @@ type Config struct {
 	VendorVersion string
 	// Manifest is optional extra identity data returned by GetPluginInfo.
 	Manifest map[string]string
+
+	// Backends.
 
 	// Controller serves the CSI Controller service; nil in a node-only process. Optional
 	// controller interfaces (ControllerPublisher, Snapshotter, ...) are found on the same value.
@@ -53,102 +59,111 @@ type Config struct {
 	// Prober is an extra readiness check beside any Probe method of the backends.
 	Prober driver.Prober
 
-	// Features are the capabilities that cannot be derived from interfaces.
+	// Capabilities. Those of RPCs are derived from the interfaces the backends implement.
+
+	// Features are the promises no interface shows: clone, read-only publish, topology,
+	// expansion mode and a few more. They are stated here and nowhere else.
 	Features driver.Features
-	// Overrides replace the derived capability lists (checked at start-up).
+	// Overrides narrow the derived RPC capabilities and declare the services of a split plugin.
+	// New checks them.
 	Overrides CapabilityOverrides
 
-	// Logger receives one line per call (info) and redacted payloads (debug). Nil logs nothing.
-	Logger *zap.Logger
-	// RedactSecretLookingKeys also hides, in the CSI and volume-group calls, parameter and context
-	// values whose keys look like secrets (password, token, ...; see secrets.LooksSecret), because
-	// users do put secrets in StorageClass parameters. The fields those protos annotate as secret
-	// are hidden either way.
-	//
-	// COSI calls always hide them, whatever this says, and nothing turns that off: COSI's protos
-	// annotate no field as secret, so for a BucketClass or BucketAccessClass parameter such as
-	// "password" the key is the only sign there is. The cost is a harmless value whose key merely
-	// looks secret ("tokenBucketSize") shown as hidden in a debug line; the key itself is always
-	// logged.
-	RedactSecretLookingKeys bool
-	// Locker serialises calls on one resource. Nil means an in-memory lock table.
-	Locker idempotency.Locker
-	// LockWait makes a conflicting call wait up to this long (never past its deadline) instead of
-	// failing at once with ABORTED. Used only when Locker is nil.
-	LockWait time.Duration
-	// TokenKey signs pagination tokens. Empty means a random key per process (tokens then die with
-	// the process, which the spec allows); set the same key on replicas that share listings.
-	TokenKey []byte
-	// CheckResponses validates every response against every rule of the spec (required fields,
-	// names, topology keys, ...) and answers INTERNAL for one that breaks it. Meant for tests and
-	// conformance runs. The size limits (a 128-byte ID, a 4 KiB map) are checked on every
-	// response whatever this says, so an oversized value never reaches the CO
-	// (validation.ResponseSizes).
-	CheckResponses bool
+	// Serving. Every server uses these.
 
-	// Endpoint is where Run listens: unix:///abs/path.sock (COSI: a name ending in ".sock"), or
-	// tcp://host:port with AllowTCP. Empty means $CSI_ENDPOINT; for a plugin whose only backend is
-	// COSI it means $COSI_ENDPOINT, and for one with COSI and a CSI or volume-group backend,
-	// whichever of $CSI_ENDPOINT and $COSI_ENDPOINT is set (Run refuses two different values). A
-	// binary that takes its endpoint from a flag must put it here: cmdline.Settings.Apply does.
-	Endpoint string
-	// AllowTCP lets Endpoint be tcp://host:port (a debugging extension, never a default).
-	AllowTCP bool
-	// Socket sets the unix socket's mode and owner (default mode 0660).
-	Socket endpoint.ListenOptions
-	// ShutdownTimeout bounds how long in-flight calls may run after a stop is requested before the
-	// server stops hard; zero means 30 seconds.
-	ShutdownTimeout time.Duration
+	// Locker serialises calls on one resource. Nil means an in-memory table that answers a
+	// conflicting call ABORTED at once. To make such a call wait instead, up to d but never past
+	// its deadline, set idempotency.NewManager(idempotency.WithWait(d)).
+	Locker idempotency.Locker
+	// TokenKey signs pagination tokens. Empty means a random key per process; tokens then die
+	// with the process, which the spec allows. Replicas that share listings set the same key.
+	TokenKey []byte
 	// BackendTimeout bounds how long a unary call waits for its backend (every RPC but Probe,
 	// which ProbeTimeout bounds, and the streaming SnapshotMetadata calls). When it passes, the
-	// backend's context is cancelled and the CO gets UNAVAILABLE at once, whether or not the
-	// backend honours the cancellation: a fault of the backend, never INTERNAL, so the CO retries
-	// (DEADLINE_EXCEEDED instead when the CO's own deadline passed first). The call's locks stay
-	// held until the backend method returns, so a retry meanwhile is ABORTED rather than a
-	// second operation racing the first; a method that returns late is logged with its code, and
-	// a stop of Serve or Run waits for it within ShutdownTimeout.
-	// The bound covers the wait for a lock (LockWait), which should be shorter. Zero means no
-	// bound but the CO's deadline: a CO that sets none (the COSI sidecar's reconcile context has
-	// none) then waits as long as the backend hangs.
+	// backend's context is cancelled and the CO gets UNAVAILABLE at once. That is a fault of the
+	// backend, never INTERNAL, so the CO retries; it gets DEADLINE_EXCEEDED instead when its own
+	// deadline passed first. The call's locks stay held until the backend method returns. So a
+	// retry meanwhile is ABORTED rather than a second operation racing the first. A method that
+	// returns late is logged with its code, and a stop of Serve or Run waits for it within
+	// ShutdownTimeout. The bound covers the wait for a lock, which should be shorter. Zero means
+	// no bound but the CO's deadline: a CO that sets none (the COSI sidecar's reconcile context
+	// has none) then waits as long as the backend hangs.
 	BackendTimeout time.Duration
 	// ProbeTimeout bounds how long the Probe RPC and the readiness watch (/readyz) wait for the
-	// backends' Probe (/healthz waits at most httpserve.DefaultProbeTimeout, as the kubelet's
-	// and the livenessprobe sidecar's own 1 s bounds would cut it anyway); a backend that has
-	// not answered by then is not ready (ready=false, not an error), and at most one Probe per
-	// backend runs at a time however often the plugin is probed. Zero means
+	// backends' Probe. A backend that has not answered by then is not ready (ready=false, not
+	// an error). At most one Probe per backend runs at a time, however often the plugin is
+	// probed. /healthz waits at most httpserve.DefaultProbeTimeout: the kubelet's and the
+	// livenessprobe sidecar's own 1 s bounds would cut it anyway. Zero means
 	// DefaultProbeTimeout.
 	ProbeTimeout time.Duration
-
+	// CheckResponses validates every response against every rule of the spec (required fields,
+	// names, topology keys, ...) and answers INTERNAL for one that breaks it. It is meant for
+	// tests and conformance runs. The size limits (a 128-byte ID, a 4 KiB map) are checked on
+	// every response whatever this says, so an oversized value never reaches the CO.
+	CheckResponses bool
 	// UnaryInterceptors run inside the library's chain, just before the handler (after
-	// validation and locking), so they only see valid requests on resources the call holds.
+	// validation and locking). So they only see valid requests on resources the call holds.
 	UnaryInterceptors []grpc.UnaryServerInterceptor
 	// StreamInterceptors are the streaming counterpart of UnaryInterceptors (SnapshotMetadata).
 	StreamInterceptors []grpc.StreamServerInterceptor
-	// ServerOptions are added to the grpc.Server that Serve and Run create.
+	// ServerOptions are added to the grpc.Server that NewServer, Serve and Run create.
 	ServerOptions []grpc.ServerOption
+	// ShutdownTimeout bounds how long in-flight calls may run after Serve or Run is asked to
+	// stop, before the server stops hard. Zero means 30 seconds.
+	ShutdownTimeout time.Duration
 
-	// Metrics, when set, records every call into this registerer as csi_plugin_operations_seconds
-	// (the histogram csi-lib-utils defines, so the Kubernetes CSI dashboards work unchanged),
-	// cosi_plugin_operations_seconds for COSI calls, in-flight gauges, lock conflicts by resource
-	// kind, and the process and Go collectors. Nil records nothing and adds nothing to a call.
-	Metrics prometheus.Registerer
-	// HTTPEndpoint, when set, makes Run serve /healthz (the backends' Probe, as the
-	// livenessprobe sidecar answers), /livez (200 unless the backends' Probe reports them
-	// broken: the liveness check for storage on the network, which an outage must not turn
-	// into restarts), /readyz (ready while serving and the backends' Probe passes; not while
-	// starting, while the storage is unreachable, or while draining) and, when Metrics is also a
-	// prometheus.Gatherer such as *prometheus.Registry, MetricsPath on this TCP address (e.g.
-	// ":8080"), as the sidecars' --http-endpoint does. Empty serves no HTTP.
+	// Serving by Run. Only Run reads these: Serve takes a listener, Register a server.
+
+	// Endpoint is where Run listens: unix:///abs/path.sock (COSI: a name ending in ".sock"), or
+	// tcp://host:port with AllowTCP. Empty means $CSI_ENDPOINT. For a plugin whose only backend
+	// is COSI it means $COSI_ENDPOINT. For one with COSI and a CSI or volume-group backend, it
+	// means whichever of $CSI_ENDPOINT and $COSI_ENDPOINT is set; Run refuses two different
+	// values. A binary that takes its endpoint from a flag puts it here, as
+	// cmdline.Settings.Apply does.
+	Endpoint string
+	// AllowTCP lets Endpoint be tcp://host:port: a debugging extension, never a default.
+	AllowTCP bool
+	// Socket sets the unix socket's mode and owner (default mode 0660).
+	Socket endpoint.ListenOptions
+	// HTTPEndpoint, when set, is a TCP address (e.g. ":8080") where Run serves, as the sidecars'
+	// --http-endpoint does:
+	//   - /healthz: the backends' Probe, as the livenessprobe sidecar answers;
+	//   - /livez: 200 unless the backends' Probe reports them broken. It is the liveness check
+	//     for storage on the network, which an outage must not turn into restarts;
+	//   - /readyz: ready while serving and the backends' Probe passes; not while starting, while
+	//     the storage is unreachable, or while draining;
+	//   - MetricsPath, when Metrics is also a prometheus.Gatherer such as *prometheus.Registry.
+	// Empty serves no HTTP.
 	HTTPEndpoint string
 	// MetricsPath is where Run serves metrics; empty means /metrics.
 	MetricsPath string
-	// TracerProvider turns on OpenTelemetry tracing: a span per call (W3C trace context taken
-	// from the CO's metadata), with the resource IDs of the request as attributes (never a
-	// secret), and the trace ID in every log line of the call. Backends start child spans from
-	// the call's context. Nil means off. The plugin links only the OpenTelemetry API: the SDK and
-	// the exporters come with the provider, so a driver that wants the standard OTEL_* variables
-	// (OTEL_TRACES_EXPORTER=otlp or console, ...) asks for them with cmdline.Settings.Tracing or
-	// builds the provider with otelenv.NewProvider, and one that does neither links no exporter.
+
+	// Observing.
+
+	// Logger receives one line per call (info) and redacted payloads (debug). Nil logs nothing.
+	Logger *zap.Logger
+	// RedactSecretLookingKeys also hides, in the CSI and volume-group calls, parameter and
+	// context values whose keys look like secrets (password, token, ...; see
+	// secrets.LooksSecret). Users do put secrets in StorageClass parameters. The fields those
+	// protos annotate as secret are hidden either way.
+	//
+	// COSI calls always hide them, and nothing turns that off. COSI's protos annotate no field
+	// as secret, so for a BucketClass parameter such as "password" the key is the only sign
+	// there is. The cost is a harmless value whose key merely looks secret ("tokenBucketSize")
+	// shown as hidden in a debug line. The key itself is always logged.
+	RedactSecretLookingKeys bool
+	// Metrics, when set, records every call into this registerer. CSI calls go to
+	// csi_plugin_operations_seconds, the histogram csi-lib-utils defines, so the Kubernetes CSI
+	// dashboards work unchanged; COSI calls go to cosi_plugin_operations_seconds. It also
+	// records in-flight gauges, lock conflicts by resource kind, and the process and Go
+	// collectors. Nil records nothing and adds nothing to a call.
+	Metrics prometheus.Registerer
+	// TracerProvider turns on OpenTelemetry tracing: a span per call, with the W3C trace context
+	// taken from the CO's metadata. The request's resource IDs become attributes (never a
+	// secret), and the trace ID is in every log line of the call. Backends start child spans
+	// from the call's context. Nil means off. The plugin links only the OpenTelemetry API; the
+	// SDK and the exporters come with the provider. A driver that wants the standard OTEL_*
+	// variables asks for them with cmdline.Settings.Tracing, or builds the provider with
+	// otelenv.NewProvider. One that does neither links no exporter.
 	TracerProvider trace.TracerProvider
 }
 

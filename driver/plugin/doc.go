@@ -13,9 +13,10 @@
 // it does not serve answers UNIMPLEMENTED, naming the RPC and the interface.
 //
 // Some capabilities are promises, not RPCs: clone, read-only publish, topology, and a few more.
-// They are [driver.Features], and the plugin enforces them on requests. [CapabilityOverrides]
-// replace the derived lists, and New checks them. A plugin whose controller and node run as
-// separate processes sets CapabilityOverrides.Plugin, so that every process reports the same set.
+// They are [driver.Features], the one place that states them, and the plugin enforces them on
+// requests. [CapabilityOverrides] narrow the derived RPC lists, and New checks them. A plugin
+// whose controller and node run as separate processes sets CapabilityOverrides.Plugin, so that
+// every process reports the same set.
 //
 // New also refuses a near miss: a backend with a method named like one of an optional
 // interface's, which does not implement that interface (a wrong signature, a missing sibling).

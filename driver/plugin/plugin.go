@@ -101,7 +101,7 @@ func New(cfg Config) (*Plugin, error) {
 	d.tokens = pagetoken.New(cfg.TokenKey)
 	d.locker = cfg.Locker
 	if d.locker == nil {
-		d.locker = idempotency.NewManager(idempotency.WithWait(cfg.LockWait))
+		d.locker = idempotency.NewManager()
 	}
 	if cfg.Metrics != nil {
 		if d.metrics, err = metrics.New(cfg.Metrics, cfg.Name, metrics.WithProcessAndGoCollectors()); err != nil {

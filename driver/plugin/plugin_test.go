@@ -196,6 +196,18 @@ func TestNewRejectsBadConfiguration(t *testing.T) {
 		{"node override not served", plugin.Config{Name: "ok.example.com", VendorVersion: "1", Node: minimal{},
 			Overrides: plugin.CapabilityOverrides{Node: []csi.NodeServiceCapability_RPC_Type{csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME}}},
 			"driver.NodeStager"},
+		{"controller promise in an override", plugin.Config{Name: "ok.example.com", VendorVersion: "1", Controller: mem,
+			Overrides: plugin.CapabilityOverrides{Controller: []csi.ControllerServiceCapability_RPC_Type{
+				csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME, csi.ControllerServiceCapability_RPC_CLONE_VOLUME}}},
+			"state it with Features.CloneVolume"},
+		{"node promise in an override", plugin.Config{Name: "ok.example.com", VendorVersion: "1", Node: mem,
+			Overrides: plugin.CapabilityOverrides{Node: []csi.NodeServiceCapability_RPC_Type{csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP}}},
+			"state it with Features.VolumeMountGroup"},
+		{"plugin promise in an override", plugin.Config{Name: "ok.example.com", VendorVersion: "1", Node: mem,
+			Features: driver.Features{Expansion: driver.ExpansionOnline},
+			Overrides: plugin.CapabilityOverrides{Plugin: []csi.PluginCapability_Service_Type{
+				csi.PluginCapability_Service_CONTROLLER_SERVICE, csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS}}},
+			"state it with Features.VolumeAccessibilityConstraints"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -505,28 +517,6 @@ func TestCapabilityEdgeCases(t *testing.T) {
 			}
 		}
 	})
-	t.Run("a controller override decides SINGLE_NODE_MULTI_WRITER for the controller", func(t *testing.T) {
-		cfg := fullConfig(memdriver.New(memdriver.Options{}))
-		cfg.Overrides.Controller = []csi.ControllerServiceCapability_RPC_Type{csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME}
-		cfg.Features = driver.Features{SingleNodeMultiWriter: true, VolumeAccessibilityConstraints: true}
-		p := start(t, cfg)
-		_, err := p.controller.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "m",
-			VolumeCapabilities: []*csi.VolumeCapability{mountCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_MULTI_WRITER)}})
-		if status.Code(err) != codes.InvalidArgument {
-			t.Fatalf("alpha mode with the controller capability overridden off: %v, want INVALID_ARGUMENT", err)
-		}
-		nc, err := p.node.NodeGetCapabilities(ctx, &csi.NodeGetCapabilitiesRequest{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		found := false
-		for _, c := range nc.GetCapabilities() {
-			found = found || c.GetRpc().GetType() == csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER
-		}
-		if !found {
-			t.Fatal("the node still advertises SINGLE_NODE_MULTI_WRITER from Features")
-		}
-	})
 	t.Run("an unhashable backend value", func(t *testing.T) {
 		type mapBacked struct {
 			minimal
@@ -631,7 +621,6 @@ func TestPluginCapabilitiesAreTheSameInEveryMode(t *testing.T) {
 		csi.PluginCapability_Service_CONTROLLER_SERVICE,
 		csi.PluginCapability_Service_GROUP_CONTROLLER_SERVICE,
 		csi.PluginCapability_Service_SNAPSHOT_METADATA_SERVICE,
-		csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS,
 	}}
 	modes := map[string]plugin.Config{
 		"both":       {Controller: mem, Node: mem, GroupController: mem, SnapshotMetadata: mem},
@@ -715,5 +704,34 @@ func TestRunSaysWhereTheEndpointComesFrom(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOverrideKeepsThePromisesOfFeatures: an override list narrows the RPCs; the promises still
+// come from Features, the one place that states them.
+func TestOverrideKeepsThePromisesOfFeatures(t *testing.T) {
+	cfg := fullConfig(memdriver.New(memdriver.Options{}))
+	cfg.Overrides.Controller = []csi.ControllerServiceCapability_RPC_Type{
+		csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME,
+		csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME,
+	}
+	cfg.Features = driver.Features{PublishReadonly: true, SingleNodeMultiWriter: true}
+	p := start(t, cfg)
+	cc, err := p.controller.ControllerGetCapabilities(context.Background(), &csi.ControllerGetCapabilitiesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []csi.ControllerServiceCapability_RPC_Type
+	for _, c := range cc.GetCapabilities() {
+		got = append(got, c.GetRpc().GetType())
+	}
+	want := []csi.ControllerServiceCapability_RPC_Type{
+		csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME,
+		csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME,
+		csi.ControllerServiceCapability_RPC_PUBLISH_READONLY,
+		csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER,
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("ControllerGetCapabilities = %v, want %v", got, want)
 	}
 }

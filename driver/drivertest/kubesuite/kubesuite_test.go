@@ -326,6 +326,8 @@ func TestDescribeSplitDeployment(t *testing.T) {
 func TestModifyParametersNeedModifyVolume(t *testing.T) {
 	cfg := fullConfig(newMem())
 	cfg.Overrides.Controller = []csi.ControllerServiceCapability_RPC_Type{csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME}
+	// Without publishing, the promises about publishing cannot be kept.
+	cfg.Features.PublishReadonly, cfg.Features.ListVolumesPublishedNodes = false, false
 	srv := drivertest.NewServer(t, cfg)
 	_, err := kubesuite.Describe(context.Background(), srv.Conn, kubesuite.Options{ModifyParameters: map[string]string{"iops": "1"}})
 	if err == nil || !strings.Contains(err.Error(), "MODIFY_VOLUME") {

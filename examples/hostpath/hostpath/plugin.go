@@ -57,14 +57,13 @@ func Open(cfg Config, mode string) (*Plugin, error) {
 	return p, nil
 }
 
-// PluginCapabilities are the plugin-level services hostpath declares in every mode: the spec
-// wants a controller-only and a node-only process of one plugin to report the same set.
+// PluginCapabilities are the services hostpath declares in every mode: the spec wants a
+// controller-only and a node-only process of one plugin to report the same set. The
+// accessibility constraints, which are promises, come from [Features].
 var PluginCapabilities = []csi.PluginCapability_Service_Type{
 	csi.PluginCapability_Service_CONTROLLER_SERVICE,
 	csi.PluginCapability_Service_GROUP_CONTROLLER_SERVICE,
 	csi.PluginCapability_Service_SNAPSHOT_METADATA_SERVICE,
-	csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS,
-	csi.PluginCapability_Service_SNAPSHOT_ACCESSIBILITY_CONSTRAINTS,
 }
 
 // Config returns the csikit configuration serving this plugin; add a Logger and Endpoint.
