@@ -2,14 +2,11 @@ package drivertest
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
 	"github.com/csikit/csikit/driver/bucket"
+	"github.com/csikit/csikit/driver/drivertest/internal/cosisuite"
 	"github.com/csikit/csikit/driver/plugin"
 )
 
@@ -71,7 +68,7 @@ func COSI(t *testing.T, cfg plugin.Config, opts COSIOptions) Result {
 	} else {
 		opts.Logs = logs
 	}
-	return runCOSI(newTestReporter(t), endpoint, opts)
+	return Result(cosisuite.Run(t, endpoint, cosisuite.Options(opts)))
 }
 
 // COSIEndpoint runs the same suite as COSI against a driver that is already running at endpoint,
@@ -79,7 +76,7 @@ func COSI(t *testing.T, cfg plugin.Config, opts COSIOptions) Result {
 // counts. The canary reads the driver's logs from COSIOptions.Logs.
 func COSIEndpoint(t *testing.T, endpoint string, opts COSIOptions) Result {
 	t.Helper()
-	return runCOSI(newTestReporter(t), endpoint, opts)
+	return Result(cosisuite.Run(t, endpoint, cosisuite.Options(opts)))
 }
 
 // serveCOSI serves cfg on a fresh socket until the test ends and returns its endpoint and the
@@ -91,23 +88,4 @@ func serveCOSI(t *testing.T, cfg plugin.Config) (endpoint string, logs func() st
 	}
 	srv := NewServer(t, cfg)
 	return srv.Endpoint, srv.Logs
-}
-
-// dialCOSI connects to endpoint with the recorder's interceptor, so every call the suite makes is
-// seen by the terminal-code table and the canary.
-func dialCOSI(endpoint string, rec *cosiRecorder) (*grpc.ClientConn, error) {
-	target := endpoint
-	if strings.HasPrefix(endpoint, "/") {
-		target = "unix://" + endpoint
-	}
-	return grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithChainUnaryInterceptor(rec.unary))
-}
-
-// callTimeout is the bound of one call.
-func (o *COSIOptions) callTimeout() time.Duration {
-	if o.CallTimeout > 0 {
-		return o.CallTimeout
-	}
-	return 30 * time.Second
 }

@@ -22,6 +22,12 @@ import (
 	"google.golang.org/protobuf/proto"
 	"k8s.io/klog/v2"
 
+	vgpb "github.com/IBM/csi-volume-group/lib/go/volumegroup"
+	"github.com/container-storage-interface/spec/lib/go/csi"
+
+	"github.com/csikit/csikit/driver/drivertest/internal/canary"
+	"github.com/csikit/csikit/driver/drivertest/internal/csisuite"
+	"github.com/csikit/csikit/driver/drivertest/internal/vgsuite"
 	"github.com/csikit/csikit/driver/plugin"
 )
 
@@ -131,14 +137,35 @@ var (
 // fixed order, once per process, just before the suite is built: set-up code of the run rather
 // than package initialisation writing into csi-sanity's table whenever drivertest is linked.
 var registerSpecs = sync.OnceFunc(func() {
-	describeSecretCanary()
-	describePagination()
-	describeGroupSnapshot()
-	describeConcurrency()
-	describeIdempotency()
-	describeVolumeGroupSpecs()
-	describeVolumeGroupCanary()
+	csisuite.DescribeSecretCanary(activeRun, string(CheckSecretCanary))
+	csisuite.DescribePagination(activeRun, string(CheckPagination))
+	csisuite.DescribeGroupSnapshot(activeRun, string(CheckGroupSnapshot))
+	csisuite.DescribeConcurrency(activeRun, string(CheckConcurrency))
+	csisuite.DescribeIdempotency(activeRun, string(CheckIdempotency))
+	vgsuite.DescribeSpecs(activeRun, string(CheckVolumeGroups), volumeGroupOptions)
+	vgsuite.DescribeCanary(activeRun, string(CheckSecretCanary), volumeGroupOptions)
 })
+
+// activeRun returns the run the csikit specs belong to, or nil when the suite was started by
+// something other than CSI or CSIEndpoint (the specs are registered with csi-sanity globally).
+func activeRun() csisuite.Run {
+	currentMu.Lock()
+	defer currentMu.Unlock()
+	if current == nil {
+		return nil // a nil *run in the interface would not be nil
+	}
+	return current
+}
+
+// volumeGroupOptions are the volume-group options of the active run.
+func volumeGroupOptions() vgsuite.Options {
+	currentMu.Lock()
+	defer currentMu.Unlock()
+	if current == nil {
+		return vgsuite.Options{}
+	}
+	return vgsuite.Options(current.opts.VolumeGroups)
+}
 
 // CSI runs csi-sanity v5.6.0 in-process, plus csikit's own specs, against a plugin built from cfg.
 // NewServer serves the plugin until the test ends; what it captures of the plugin's log at debug
@@ -244,8 +271,16 @@ type run struct {
 	canarySent   map[string]bool
 }
 
-// addCanary records what a canary spec sent, for the sweep of the logs at the end of the run.
-func (r *run) addCanary(values, sent []string) {
+// Logs returns what the plugin logged so far, and false when Options.Logs is nil.
+func (r *run) Logs() (string, bool) {
+	if r.opts.Logs == nil {
+		return "", false
+	}
+	return r.opts.Logs(), true
+}
+
+// AddCanary records what a canary spec sent, for the sweep of the logs at the end of the run.
+func (r *run) AddCanary(values, sent []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.canaryValues = append(r.canaryValues, values...)
@@ -264,7 +299,7 @@ func (r *run) reportCanaryCoverage() {
 	if r.canarySent == nil {
 		return
 	}
-	all := append(requestsWithSecrets(), volumeGroupRequestsWithSecrets()...)
+	all := append(canary.RequestsWithSecrets(csi.File_csi_proto), canary.RequestsWithSecrets(vgpb.File_volumegroup_volumegroup_proto)...)
 	var missing []string
 	for _, name := range all {
 		if !r.canarySent[name] {
@@ -483,24 +518,4 @@ func (r *run) summarize(rep ginkgo.Report) Result {
 	}
 	t.Logf("drivertest: %d specs ran: %d passed, %d failed; %d skipped", res.Ran, res.Passed, res.Failed, res.Skipped)
 	return res
-}
-
-// logBuffer collects log output; zap writes to it from many goroutines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) Sync() error { return nil }
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -13,102 +13,17 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"k8s.io/mount-utils"
 
+	"github.com/csikit/csikit/driver/drivertest/internal/csisuite"
 	"github.com/csikit/csikit/internal/testenv"
 )
-
-func TestRequestsWithSecrets(t *testing.T) {
-	got := requestsWithSecrets()
-	// Every request of CSI v1.13.0 with a csi_secret field.
-	want := []string{
-		"ControllerExpandVolumeRequest", "ControllerGetVolumeHealthRequest", "ControllerListVolumeHealthRequest",
-		"ControllerModifyVolumeRequest", "ControllerPublishVolumeRequest", "ControllerUnpublishVolumeRequest",
-		"CreateSnapshotRequest", "CreateVolumeGroupSnapshotRequest", "CreateVolumeRequest", "DeleteSnapshotRequest",
-		"DeleteVolumeGroupSnapshotRequest", "DeleteVolumeRequest", "GetMetadataAllocatedRequest", "GetMetadataDeltaRequest",
-		"GetSnapshotRequest", "GetVolumeGroupSnapshotRequest", "ListSnapshotsRequest", "NodeExpandVolumeRequest",
-		"NodeGetStorageHealthRequest", "NodePublishVolumeRequest", "NodeStageVolumeRequest", "ValidateVolumeCapabilitiesRequest",
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("requestsWithSecrets() = %v, want %v", got, want)
-	}
-}
-
-func TestCanaryInject(t *testing.T) {
-	shared := map[string]string{"username": "admin"}
-	tests := []struct {
-		name     string
-		req      proto.Message
-		secrets  func(proto.Message) map[string]string
-		wantKeys []string
-	}{
-		{"keeps configured secrets", &csi.CreateVolumeRequest{Name: "v", Secrets: shared},
-			func(m proto.Message) map[string]string { return m.(*csi.CreateVolumeRequest).GetSecrets() }, []string{canaryKey, "username"}},
-		{"empty map", &csi.DeleteVolumeRequest{VolumeId: "v"},
-			func(m proto.Message) map[string]string { return m.(*csi.DeleteVolumeRequest).GetSecrets() }, []string{canaryKey}},
-		{"alpha field", &csi.NodeExpandVolumeRequest{VolumeId: "v"},
-			func(m proto.Message) map[string]string { return m.(*csi.NodeExpandVolumeRequest).GetSecrets() }, []string{canaryKey}},
-		{"no secrets field", &csi.NodeGetInfoRequest{}, nil, nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := newCanary()
-			before := proto.Clone(tt.req)
-			c.inject("/m", tt.req)
-			if tt.secrets == nil {
-				if !proto.Equal(before, tt.req) || len(c.values) != 0 {
-					t.Fatalf("a request without secrets changed: %v", tt.req)
-				}
-				return
-			}
-			got := tt.secrets(tt.req)
-			keys := make([]string, 0, len(got))
-			for k := range got {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-			if !slices.Equal(keys, tt.wantKeys) {
-				t.Errorf("secret keys = %v, want %v", keys, tt.wantKeys)
-			}
-			v := got[canaryKey]
-			if ok, _ := regexp.MatchString("^[0-9a-f]{48}$", v); !ok || c.values[v] != "/m" {
-				t.Errorf("canary value %q is not 24 random bytes in hex recorded for /m", v)
-			}
-		})
-	}
-	if len(shared) != 1 {
-		t.Errorf("inject changed the caller's map: %v", shared)
-	}
-}
-
-func TestCanarySearch(t *testing.T) {
-	c := newCanary()
-	v := c.value("/csi.v1.Controller/CreateVolume")
-	c.inspect("/a", &csi.CreateVolumeResponse{Volume: &csi.Volume{VolumeId: "x", VolumeContext: map[string]string{"k": v}}}, nil)
-	c.inspect("/b", nil, status.Error(codes.InvalidArgument, "bad value "+v))
-	c.inspect("/c", &csi.CreateVolumeResponse{Volume: &csi.Volume{VolumeId: "clean"}}, nil)
-	c.inspect("/d", nil, errors.New("clean"))
-	if len(c.leaks) != 4 { // JSON and text of /a; error and status message of /b
-		t.Fatalf("leaks = %q, want 4", c.leaks)
-	}
-	for _, l := range c.leaks {
-		if strings.Contains(l, v) || strings.HasSuffix(l, " of /c") || strings.HasSuffix(l, " of /d") {
-			t.Errorf("leak report %q names the value or a clean call", l)
-		}
-	}
-	lines := c.logLeaks("clean line\nrequest " + v + " here\n")
-	if len(lines) != 1 || strings.Contains(lines[0], v) || !strings.Contains(lines[0], "<canary>") {
-		t.Errorf("logLeaks = %q", lines)
-	}
-}
 
 func TestSkipReason(t *testing.T) {
 	mountSpec := mountSpecs[0].Spec
 	other := "Controller Service [Controller Server] CreateVolume should fail when no name is provided"
-	own := groupText(CheckPagination) + " " + itPageVolumes
+	own := groupText(CheckPagination) + " " + csisuite.ItPageVolumes
 	tests := []struct {
 		name string
 		opts Options

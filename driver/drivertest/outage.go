@@ -128,31 +128,42 @@ func COSIOutage(t *testing.T, conn grpc.ClientConnInterface, o OutageOptions) {
 	}, o)
 }
 
+// outageRun is one outage check: its calls, its options and the bounds of its waits.
+type outageRun struct {
+	t           outageT
+	c           outageCalls
+	o           OutageOptions
+	within      time.Duration
+	callTimeout time.Duration
+}
+
+// call makes one call, bounded by the call timeout.
+func (r *outageRun) call(f func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), r.callTimeout)
+	defer cancel()
+	return f(ctx)
+}
+
 func outage(t outageT, c outageCalls, o OutageOptions) {
 	t.Helper()
 	if o.Down == nil || o.Up == nil {
 		t.Errorf("drivertest: OutageOptions.Down and Up are required")
 		return
 	}
-	within := o.Within
-	if within <= 0 {
-		within = 60 * time.Second
+	r := &outageRun{t: t, c: c, o: o, within: o.Within, callTimeout: o.CallTimeout}
+	if r.within <= 0 {
+		r.within = 60 * time.Second
 	}
-	callTimeout := o.CallTimeout
-	if callTimeout <= 0 {
-		callTimeout = 10 * time.Second
+	if r.callTimeout <= 0 {
+		r.callTimeout = 10 * time.Second
 	}
-	call := func(f func(ctx context.Context) error) error {
-		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-		defer cancel()
-		return f(ctx)
-	}
+	within := r.within
 	suffix := make([]byte, 4)
 	_, _ = rand.Read(suffix)
 	before, during := "outage-before-"+hex.EncodeToString(suffix), "outage-during-"+hex.EncodeToString(suffix)
 
 	var kept string
-	if err := call(func(ctx context.Context) (err error) { kept, err = c.create(ctx, before); return err }); err != nil {
+	if err := r.call(func(ctx context.Context) (err error) { kept, err = c.create(ctx, before); return err }); err != nil {
 		t.Errorf("Create%s %q with the storage up: %v", title(c.what), before, err)
 		return
 	}
@@ -173,11 +184,26 @@ func outage(t outageT, c outageCalls, o OutageOptions) {
 			}
 		}
 	}()
+	r.whileDown(kept, during)
+
+	upAgain = true
+	if err := o.Up(); err != nil {
+		t.Errorf("OutageOptions.Up: %v", err)
+		return
+	}
+	r.afterUp(kept, during)
+}
+
+// whileDown checks the answers while the storage is down: Probe, /readyz, a create of the new
+// name during and a delete of the existing kept.
+func (r *outageRun) whileDown(kept, during string) {
+	t, c, o, within := r.t, r.c, r.o, r.within
+	t.Helper()
 	if c.probe != nil {
 		var lastErr error
 		if !eventually(within, func() bool {
 			var ready bool
-			_ = call(func(ctx context.Context) error { ready, lastErr = c.probe(ctx); return nil })
+			_ = r.call(func(ctx context.Context) error { ready, lastErr = c.probe(ctx); return nil })
 			return !ready || lastErr != nil
 		}) {
 			t.Errorf("Probe still answers ready %v after the storage went down", within)
@@ -188,20 +214,21 @@ func outage(t outageT, c outageCalls, o OutageOptions) {
 	if o.ReadyzURL != "" && !eventually(within, func() bool { return httpCode(o.ReadyzURL) == http.StatusServiceUnavailable }) {
 		t.Errorf("%s still answers %d %v after the storage went down, want 503", o.ReadyzURL, httpCode(o.ReadyzURL), within)
 	}
-	err := call(func(ctx context.Context) (err error) { _, err = c.create(ctx, during); return err })
+	err := r.call(func(ctx context.Context) (err error) { _, err = c.create(ctx, during); return err })
 	if !retryable[status.Code(err)] {
 		t.Errorf("Create%s %q with the storage down: %v; want UNAVAILABLE, DEADLINE_EXCEEDED or ABORTED", title(c.what), during, codeOrOK(err))
 	}
-	err = call(func(ctx context.Context) error { return c.remove(ctx, kept) })
+	err = r.call(func(ctx context.Context) error { return c.remove(ctx, kept) })
 	if !retryable[status.Code(err)] {
 		t.Errorf("Delete%s %q with the storage down: %v; want UNAVAILABLE, DEADLINE_EXCEEDED or ABORTED (OK would report a deletion that did not happen)", title(c.what), kept, codeOrOK(err))
 	}
+}
 
-	upAgain = true
-	if err := o.Up(); err != nil {
-		t.Errorf("OutageOptions.Up: %v", err)
-		return
-	}
+// afterUp checks, with no restart of the driver, that it is ready and serves again once the
+// storage is back: the retried create succeeds once, a repeat answers the same, and both delete.
+func (r *outageRun) afterUp(kept, during string) {
+	t, c, o, within := r.t, r.c, r.o, r.within
+	t.Helper()
 	if c.probe != nil && !eventually(within, func() bool { ok, _ := c.probe(context.Background()); return ok }) {
 		t.Errorf("Probe is not ready %v after the storage came back", within)
 	}
@@ -210,17 +237,17 @@ func outage(t outageT, c outageCalls, o OutageOptions) {
 	}
 	var made string
 	if !eventually(within, func() bool {
-		return call(func(ctx context.Context) (err error) { made, err = c.create(ctx, during); return err }) == nil
+		return r.call(func(ctx context.Context) (err error) { made, err = c.create(ctx, during); return err }) == nil
 	}) {
 		t.Errorf("Create%s %q still fails %v after the storage came back", title(c.what), during, within)
 		return
 	}
 	var again string
-	if err := call(func(ctx context.Context) (err error) { again, err = c.create(ctx, during); return err }); err != nil || again != made {
+	if err := r.call(func(ctx context.Context) (err error) { again, err = c.create(ctx, during); return err }); err != nil || again != made {
 		t.Errorf("Create%s %q repeated after the outage: %q, %v; want %q", title(c.what), during, again, err, made)
 	}
 	for _, id := range []string{kept, made} {
-		if err := call(func(ctx context.Context) error { return c.remove(ctx, id) }); err != nil {
+		if err := r.call(func(ctx context.Context) error { return c.remove(ctx, id) }); err != nil {
 			t.Errorf("Delete%s %q after the outage: %v", title(c.what), id, err)
 		}
 	}

@@ -1,18 +1,11 @@
 package drivertest
 
 import (
-	"context"
-	"net"
-	"os"
-	"path/filepath"
-	"sync"
 	"testing"
 
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/csikit/csikit/driver/drivertest/internal/serve"
 	"github.com/csikit/csikit/driver/plugin"
 )
 
@@ -29,11 +22,9 @@ type Server struct {
 	// (csi.NewControllerClient(s.Conn), ...). Close closes it.
 	Conn *grpc.ClientConn
 
-	t     testing.TB
-	logs  *logBuffer
-	stop  context.CancelFunc
-	ended chan error
-	once  sync.Once
+	srv *serve.Server
+	// The blank field keeps Server incomparable: each one is a running plugin, not a value.
+	_ [0]func()
 }
 
 // NewServer builds the plugin of cfg with plugin.New and serves it on a fresh unix socket until
@@ -44,73 +35,14 @@ type Server struct {
 // plugin.New refuses fails the test.
 func NewServer(t testing.TB, cfg plugin.Config) *Server {
 	t.Helper()
-	s := &Server{t: t, logs: &logBuffer{}, ended: make(chan error, 1)}
-	capture := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewDevelopmentEncoderConfig()), s.logs, zapcore.DebugLevel)
-	if cfg.Logger != nil {
-		cfg.Logger = cfg.Logger.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return zapcore.NewTee(c, capture) }))
-	} else {
-		cfg.Logger = zap.New(capture)
-	}
-	p, err := plugin.New(cfg)
-	if err != nil {
-		t.Fatalf("drivertest: plugin.New: %v", err)
-	}
-	s.Plugin = p
-	// A COSI-only plugin's socket is named as the COSI sidecar's is; both names end in .sock, as
-	// COSI_ENDPOINT requires.
-	name := "csi.sock"
-	if cfg.COSI != nil && cfg.Controller == nil && cfg.Node == nil && cfg.GroupController == nil &&
-		cfg.SnapshotMetadata == nil && cfg.VolumeGroups == nil {
-		name = "cosi.sock"
-	}
-	s.Socket = socketPath(t, name)
-	s.Endpoint = "unix://" + s.Socket
-	lis, err := net.Listen("unix", s.Socket)
-	if err != nil {
-		t.Fatalf("drivertest: listen on %s: %v", s.Socket, err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s.stop = cancel
-	go func() { s.ended <- p.Serve(ctx, lis) }()
-	s.Conn, err = grpc.NewClient(s.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		s.Close()
-		t.Fatalf("drivertest: connect to %s: %v", s.Endpoint, err)
-	}
-	t.Cleanup(s.Close)
-	return s
+	srv := serve.New(t, cfg)
+	return &Server{Plugin: srv.Plugin, Socket: srv.Socket, Endpoint: srv.Endpoint, Conn: srv.Conn, srv: srv}
 }
 
 // Logs returns everything the plugin has logged so far, one JSON object per line, at debug level.
-func (s *Server) Logs() string { return s.logs.String() }
+func (s *Server) Logs() string { return s.srv.Logs() }
 
 // Close closes Conn, stops serving, lets the calls in flight finish (up to the Config's
 // ShutdownTimeout) and removes the socket. The test's cleanup calls it; calling it again does
 // nothing. It fails the test when Serve ended with an error.
-func (s *Server) Close() {
-	s.once.Do(func() {
-		if s.Conn != nil {
-			s.Conn.Close()
-		}
-		s.stop()
-		if err := <-s.ended; err != nil {
-			s.t.Errorf("drivertest: Serve: %v", err)
-		}
-	})
-}
-
-// socketPath returns a path for a socket named name, short enough for sun_path (108 bytes):
-// in the test's temporary directory when that is short, else in a fresh directory under the
-// system's.
-func socketPath(t testing.TB, name string) string {
-	p := filepath.Join(t.TempDir(), name)
-	if len(p) < 100 {
-		return p
-	}
-	dir, err := os.MkdirTemp("", "drivertest")
-	if err != nil {
-		t.Fatalf("drivertest: %v", err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return filepath.Join(dir, name)
-}
+func (s *Server) Close() { s.srv.Close() }

@@ -3,6 +3,8 @@ package drivertest
 import (
 	"regexp"
 	"strings"
+
+	"github.com/csikit/csikit/driver/drivertest/internal/csisuite"
 )
 
 // MountSpec is a spec that needs real mounts, with the reason it is skipped in the unprivileged
@@ -24,6 +26,16 @@ const (
 	reasonStagePublish = "stages and publishes a volume on this node, which mounts it for a real driver: needs root (privileged profile) or Options.NoMounts"
 	reasonPublishTwice = "publishes a volume at two target paths on this node, which mounts it: needs root (privileged profile) or Options.NoMounts"
 )
+
+// Full texts of the csikit specs that stage and publish.
+const (
+	specConcurrentNode = "csikit " + string(CheckConcurrency) + " " + csisuite.ItConcurrentNode
+	specRepeatNode     = "csikit " + string(CheckIdempotency) + " " + csisuite.ItRepeatNode
+	specCanaryNode     = "csikit " + string(CheckSecretCanary) + " " + csisuite.ItCanaryNode
+)
+
+// groupText is the container text of a csikit spec group; skipReason matches on it.
+func groupText(c Check) string { return csisuite.GroupText(string(c)) }
 
 // mountSpecs is the one list of specs that need mounts: csi-sanity v5.6.0's and csikit's own.
 var mountSpecs = []MountSpec{

@@ -1,4 +1,4 @@
-package drivertest
+package cosisuite
 
 import (
 	"context"
@@ -140,7 +140,7 @@ func TestCOSISuiteCatchesADriverThatTakesIDsForPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := newDirBuckets(root)
-	f, _ := runFake(t, bucketCfg(d), COSIOptions{
+	f, _ := runFake(t, bucketCfg(d), Options{
 		BucketParameters:             map[string]string{"tier": "gold"},
 		IncompatibleBucketParameters: map[string]string{"tier": "lead"},
 		CheckCredentials: func(_ context.Context, _ bucket.Protocol, _ bucket.Bucket, c bucket.Credentials) error {

@@ -1,4 +1,4 @@
-package drivertest
+package cosisuite
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/csikit/csikit/driver"
 	"github.com/csikit/csikit/driver/bucket"
+	"github.com/csikit/csikit/driver/drivertest/internal/serve"
 	"github.com/csikit/csikit/driver/memdriver"
 	"github.com/csikit/csikit/driver/plugin"
 )
@@ -132,8 +133,19 @@ func (f *fakeT) allMessages() []string {
 	return out
 }
 
+// serveCOSI serves cfg on a fresh socket until the test ends and returns its endpoint and the
+// plugin's captured log, as drivertest.COSI does.
+func serveCOSI(t *testing.T, cfg plugin.Config) (endpoint string, logs func() string) {
+	t.Helper()
+	if cfg.COSI == nil {
+		t.Fatal("drivertest: COSI needs a plugin.Config with COSI set")
+	}
+	srv := serve.New(t, cfg)
+	return srv.Endpoint, srv.Logs
+}
+
 // runFake runs the suite against cfg with a recorder and returns it and the suite's Result.
-func runFake(t *testing.T, cfg plugin.Config, opts COSIOptions) (*fakeT, Result) {
+func runFake(t *testing.T, cfg plugin.Config, opts Options) (*fakeT, Result) {
 	t.Helper()
 	endpoint, logs := serveCOSI(t, cfg)
 	opts.Logs = logs
@@ -253,8 +265,8 @@ func (g goneIsInvalid) DeleteBucket(ctx context.Context, req *bucket.DeleteBucke
 	return g.Buckets.DeleteBucket(ctx, req)
 }
 
-func spyOptions(s *spy) COSIOptions {
-	return COSIOptions{
+func spyOptions(s *spy) Options {
+	return Options{
 		BucketParameters:             map[string]string{"tier": "gold"},
 		IncompatibleBucketParameters: map[string]string{"tier": "lead"},
 		CheckCredentials: func(_ context.Context, _ bucket.Protocol, _ bucket.Bucket, c bucket.Credentials) error {

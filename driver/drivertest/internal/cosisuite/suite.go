@@ -1,4 +1,4 @@
-package drivertest
+package cosisuite
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // runCOSI is the suite behind COSI and COSIEndpoint: one subtest per wire version, each with one
 // subtest per rule (cosiChecks), in order. It returns the counts (see Result): each rule of each
 // version is a spec, "<version>/<rule>"; a version's own set-up is one only when it fails.
-func runCOSI(t reporter, endpoint string, opts COSIOptions) Result {
+func runCOSI(t reporter, endpoint string, opts Options) Result {
 	rec := newCOSIRecorder(opts.callTimeout())
 	if s, ok := t.(scrubbable); ok {
 		s.setScrub(rec.scrub)
@@ -105,7 +105,7 @@ func (r *Result) skip(name, reason string) {
 type cosiSuite struct {
 	c    cosiClient
 	conn *grpc.ClientConn
-	opts COSIOptions
+	opts Options
 	rec  *cosiRecorder
 
 	name      string
