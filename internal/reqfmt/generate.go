@@ -44,7 +44,9 @@ type Package struct {
 
 // Request is one request type and the fields holding its wire request, newest wire version first.
 type Request struct {
+	// Name is the type's name.
 	Name string
+	// Raws are the fields the methods print from: the first that is set wins.
 	Raws []string
 }
 
