@@ -160,15 +160,9 @@ type CreateBucketRequest struct {
 	Protocols []Protocol
 	// Parameters are the opaque bucket-class parameters.
 	Parameters map[string]string
-	// Version is the wire version of the call.
-	Version Version
-	// RawV1Alpha1 is the request as received when it came by v1alpha1 (package cosi.v1alpha1 of
-	// sigs.k8s.io/container-object-storage-interface/proto), nil otherwise; read
-	// it, never modify it.
-	RawV1Alpha1 *cosi.DriverCreateBucketRequest
-	// RawV1Alpha2 is the request as received when it came by v1alpha2, nil otherwise; read it,
-	// never modify it. Exactly one of the two is set on a request the plugin passes on.
-	RawV1Alpha2 *cosiv1alpha2.DriverCreateBucketRequest
+	// Wire holds the Version the call came by and the request as received (RawV1Alpha1 or
+	// RawV1Alpha2), read as req.Version, req.RawV1Alpha1 and req.RawV1Alpha2.
+	Wire[*cosi.DriverCreateBucketRequest, *cosiv1alpha2.DriverCreateBucketRequest]
 }
 
 // Fingerprint is a stable digest of what must be the same when a bucket is created again under
@@ -213,7 +207,7 @@ type GetBucketRequest struct {
 	// Version is the wire version of the call (always V1Alpha2: v1alpha1 has no such call).
 	Version Version
 	// RawV1Alpha2 is the request as received; read it, never modify it. v1alpha1 has no
-	// DriverGetExistingBucket, so there is no RawV1Alpha1.
+	// DriverGetExistingBucket, so there is no RawV1Alpha1, and no Wire to embed.
 	RawV1Alpha2 *cosiv1alpha2.DriverGetExistingBucketRequest
 }
 
@@ -224,14 +218,9 @@ type DeleteBucketRequest struct {
 	ID string
 	// Parameters are the opaque bucket-class parameters (v1alpha1: delete_context).
 	Parameters map[string]string
-	// Version is the wire version of the call.
-	Version Version
-	// RawV1Alpha1 is the request as received when it came by v1alpha1, nil otherwise; read
-	// it, never modify it.
-	RawV1Alpha1 *cosi.DriverDeleteBucketRequest
-	// RawV1Alpha2 is the request as received when it came by v1alpha2, nil otherwise; read it,
-	// never modify it. Exactly one of the two is set on a request the plugin passes on.
-	RawV1Alpha2 *cosiv1alpha2.DriverDeleteBucketRequest
+	// Wire holds the Version the call came by and the request as received (RawV1Alpha1 or
+	// RawV1Alpha2), read as req.Version, req.RawV1Alpha1 and req.RawV1Alpha2.
+	Wire[*cosi.DriverDeleteBucketRequest, *cosiv1alpha2.DriverDeleteBucketRequest]
 }
 
 // AccessMode is what an account may do with a bucket's objects.
@@ -305,14 +294,9 @@ type GrantBucketAccessRequest struct {
 	// Buckets are the buckets to grant, sorted by ID by the library (the CO sends them in any
 	// order), without duplicates. More than one only when the plugin is configured for multi-bucket access.
 	Buckets []Grant
-	// Version is the wire version of the call.
-	Version Version
-	// RawV1Alpha1 is the request as received when it came by v1alpha1, nil otherwise; read
-	// it, never modify it.
-	RawV1Alpha1 *cosi.DriverGrantBucketAccessRequest
-	// RawV1Alpha2 is the request as received when it came by v1alpha2, nil otherwise; read it,
-	// never modify it. Exactly one of the two is set on a request the plugin passes on.
-	RawV1Alpha2 *cosiv1alpha2.DriverGrantBucketAccessRequest
+	// Wire holds the Version the call came by and the request as received (RawV1Alpha1 or
+	// RawV1Alpha2), read as req.Version, req.RawV1Alpha1 and req.RawV1Alpha2.
+	Wire[*cosi.DriverGrantBucketAccessRequest, *cosiv1alpha2.DriverGrantBucketAccessRequest]
 }
 
 // Fingerprint is a stable digest of what must be the same when an access is granted again under
@@ -492,14 +476,9 @@ type RevokeBucketAccessRequest struct {
 	// BucketIDs are the buckets whose access is revoked, sorted and without duplicates; opaque
 	// IDs as in Grant.
 	BucketIDs []string
-	// Version is the wire version of the call.
-	Version Version
-	// RawV1Alpha1 is the request as received when it came by v1alpha1, nil otherwise; read
-	// it, never modify it.
-	RawV1Alpha1 *cosi.DriverRevokeBucketAccessRequest
-	// RawV1Alpha2 is the request as received when it came by v1alpha2, nil otherwise; read it,
-	// never modify it. Exactly one of the two is set on a request the plugin passes on.
-	RawV1Alpha2 *cosiv1alpha2.DriverRevokeBucketAccessRequest
+	// Wire holds the Version the call came by and the request as received (RawV1Alpha1 or
+	// RawV1Alpha2), read as req.Version, req.RawV1Alpha1 and req.RawV1Alpha2.
+	Wire[*cosi.DriverRevokeBucketAccessRequest, *cosiv1alpha2.DriverRevokeBucketAccessRequest]
 }
 
 // canonicalForm is the one place a bucket request's canonical form is built: a protobuf Struct of

@@ -11,8 +11,9 @@
 // The interfaces speak of buckets, accounts and credentials, never of a wire version. Each request
 // (CreateBucketRequest, GetBucketRequest, DeleteBucketRequest, GrantBucketAccessRequest,
 // RevokeBucketAccessRequest) carries version-neutral fields, the Version it came by and the wire
-// request itself, typed: RawV1Alpha1 (package cosi.v1alpha1, spoken by the released sidecar, Go
-// package sigs.k8s.io/container-object-storage-interface/proto) or RawV1Alpha2
+// request itself (in the embedded Wire, shared by all but GetBucketRequest), typed: RawV1Alpha1
+// (package cosi.v1alpha1, spoken by the released sidecar, Go package
+// sigs.k8s.io/container-object-storage-interface/proto) or RawV1Alpha2
 // (sigs.k8s.io.cosi.v1alpha2, Go package driver/bucket/cosiv1alpha2), exactly one of them set. Upstream has already moved past
 // the v1alpha2 served here (DriverGetExistingBucket renamed DriverGetBucket, access modes split
 // into object data, object metadata and bucket metadata, a two-phase bucket ID proposed); such a

@@ -12,8 +12,8 @@ import (
 // fingerprint, each they name as left out does not.
 func TestFingerprintsHashWhatTheirDocsSay(t *testing.T) {
 	create := func(change func(r *bucket.CreateBucketRequest)) string {
-		r := &bucket.CreateBucketRequest{Name: "b", Protocols: []bucket.Protocol{bucket.S3}, Parameters: map[string]string{"tier": "gold"},
-			Version: bucket.V1Alpha2}
+		r := &bucket.CreateBucketRequest{Name: "b", Protocols: []bucket.Protocol{bucket.S3}, Parameters: map[string]string{"tier": "gold"}}
+		r.Version = bucket.V1Alpha2
 		change(r)
 		return r.Fingerprint()
 	}
@@ -36,8 +36,9 @@ func TestFingerprintsHashWhatTheirDocsSay(t *testing.T) {
 
 	grant := func(change func(r *bucket.GrantBucketAccessRequest)) string {
 		r := &bucket.GrantBucketAccessRequest{AccountName: "ba-1", Protocol: bucket.S3, Authentication: bucket.AuthKey,
-			Parameters: map[string]string{"k": "v"}, Version: bucket.V1Alpha2,
-			Buckets: []bucket.Grant{{BucketID: "a", Mode: bucket.ReadWrite}, {BucketID: "b", Mode: bucket.ReadOnly}}}
+			Parameters: map[string]string{"k": "v"},
+			Buckets:    []bucket.Grant{{BucketID: "a", Mode: bucket.ReadWrite}, {BucketID: "b", Mode: bucket.ReadOnly}}}
+		r.Version = bucket.V1Alpha2
 		change(r)
 		return r.Fingerprint()
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/internal/wire"
 	"google.golang.org/grpc/status"
 )
 
@@ -42,22 +43,22 @@ func (s *controllerServer) CreateVolume(ctx context.Context, req *csi.CreateVolu
 	if len(req.GetMutableParameters()) > 0 && !s.d.caps.hasController(csi.ControllerServiceCapability_RPC_MODIFY_VOLUME) {
 		return nil, invalid(rpcCreateVolume, "mutable_parameters", "this plugin does not advertise MODIFY_VOLUME, so it takes no mutable parameters")
 	}
-	topology := requirementFromCSI(req.GetAccessibilityRequirements())
+	topology := wire.RequirementFromCSI(req.GetAccessibilityRequirements())
 	if topology != nil && !f.VolumeAccessibilityConstraints {
 		return nil, invalid(rpcCreateVolume, "accessibility_requirements", "this plugin does not advertise VOLUME_ACCESSIBILITY_CONSTRAINTS, so it takes no topology")
 	}
-	src := sourceFromCSI(req.GetVolumeContentSource())
+	src := wire.ContentSourceFromCSI(req.GetVolumeContentSource())
 	if src.SnapshotID != "" && !s.d.caps.hasController(csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT) {
 		return nil, invalid(rpcCreateVolume, "volume_content_source", "this plugin cannot create volumes from snapshots (no CREATE_DELETE_SNAPSHOT capability)")
 	}
 	if src.VolumeID != "" && !f.CloneVolume {
 		return nil, invalid(rpcCreateVolume, "volume_content_source", "this plugin cannot clone volumes (no CLONE_VOLUME capability)")
 	}
-	capacity := capacityFromCSI(req.GetCapacityRange())
+	capacity := wire.CapacityFromCSI(req.GetCapacityRange())
 	vol, err := s.b.controller.CreateVolume(ctx, &driver.CreateVolumeRequest{
 		Name:              req.GetName(),
 		Capacity:          capacity,
-		Capabilities:      capabilitiesFromCSI(req.GetVolumeCapabilities()),
+		Capabilities:      wire.CapabilitiesFromCSI(req.GetVolumeCapabilities()),
 		Parameters:        req.GetParameters(),
 		MutableParameters: req.GetMutableParameters(),
 		Secrets:           req.GetSecrets(),
@@ -80,7 +81,7 @@ func (s *controllerServer) CreateVolume(ctx context.Context, req *csi.CreateVolu
 	if vol.Source.IsZero() {
 		vol.Source = src
 	}
-	return &csi.CreateVolumeResponse{Volume: volumeToCSI(vol)}, nil
+	return &csi.CreateVolumeResponse{Volume: wire.CSIVolume(vol)}, nil
 }
 
 func (s *controllerServer) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest) (*csi.DeleteVolumeResponse, error) {
@@ -101,7 +102,7 @@ func (s *controllerServer) ControllerPublishVolume(ctx context.Context, req *csi
 	pc, err := impl[driver.ControllerPublisher](s.b.controller).ControllerPublishVolume(ctx, &driver.ControllerPublishVolumeRequest{
 		VolumeID:      req.GetVolumeId(),
 		NodeID:        req.GetNodeId(),
-		Capability:    capabilityFromCSI(req.GetVolumeCapability()),
+		Capability:    wire.CapabilityFromCSI(req.GetVolumeCapability()),
 		Readonly:      req.GetReadonly(),
 		VolumeContext: req.GetVolumeContext(),
 		Secrets:       req.GetSecrets(),
@@ -135,7 +136,7 @@ func (s *controllerServer) ValidateVolumeCapabilities(ctx context.Context, req *
 	err := s.b.controller.ValidateVolumeCapabilities(ctx, &driver.ValidateVolumeCapabilitiesRequest{
 		VolumeID:          req.GetVolumeId(),
 		VolumeContext:     req.GetVolumeContext(),
-		Capabilities:      capabilitiesFromCSI(req.GetVolumeCapabilities()),
+		Capabilities:      wire.CapabilitiesFromCSI(req.GetVolumeCapabilities()),
 		Parameters:        req.GetParameters(),
 		MutableParameters: req.GetMutableParameters(),
 		Secrets:           req.GetSecrets(),
@@ -168,7 +169,7 @@ func (s *controllerServer) GetCapacity(ctx context.Context, req *csi.GetCapacity
 		return nil, invalid(rpcGetCapacity, "accessible_topology", "this plugin does not advertise VOLUME_ACCESSIBILITY_CONSTRAINTS, so it takes no topology")
 	}
 	c, err := impl[driver.CapacityReporter](s.b.controller).GetCapacity(ctx, &driver.GetCapacityRequest{
-		Capabilities: capabilitiesFromCSI(req.GetVolumeCapabilities()),
+		Capabilities: wire.CapabilitiesFromCSI(req.GetVolumeCapabilities()),
 		Parameters:   req.GetParameters(),
 		Topology:     driver.Topology(req.GetAccessibleTopology().GetSegments()),
 		Raw:          req,
@@ -194,7 +195,7 @@ func (s *controllerServer) ControllerGetCapabilities(context.Context, *csi.Contr
 }
 
 func (s *controllerServer) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequest) (*csi.CreateSnapshotResponse, error) {
-	topology := requirementFromCSI(req.GetAccessibilityRequirements())
+	topology := wire.RequirementFromCSI(req.GetAccessibilityRequirements())
 	if topology != nil && !s.d.caps.features.SnapshotAccessibilityConstraints {
 		return nil, invalid(rpcCreateSnapshot, "accessibility_requirements", "this plugin does not advertise SNAPSHOT_ACCESSIBILITY_CONSTRAINTS, so it takes no topology")
 	}
@@ -215,7 +216,7 @@ func (s *controllerServer) CreateSnapshot(ctx context.Context, req *csi.CreateSn
 	if snap.SourceVolumeID == "" {
 		snap.SourceVolumeID = req.GetSourceVolumeId()
 	}
-	return &csi.CreateSnapshotResponse{Snapshot: snapshotToCSI(snap)}, nil
+	return &csi.CreateSnapshotResponse{Snapshot: wire.CSISnapshot(snap)}, nil
 }
 
 // checkSnapshot catches the backend answers the CO cannot use.
@@ -248,7 +249,7 @@ func (s *controllerServer) GetSnapshot(ctx context.Context, req *csi.GetSnapshot
 	if err := s.d.checkSnapshot(rpcGetSnapshot, snap); err != nil {
 		return nil, err
 	}
-	return &csi.GetSnapshotResponse{Snapshot: snapshotToCSI(snap)}, nil
+	return &csi.GetSnapshotResponse{Snapshot: wire.CSISnapshot(snap)}, nil
 }
 
 func (s *controllerServer) ControllerExpandVolume(ctx context.Context, req *csi.ControllerExpandVolumeRequest) (*csi.ControllerExpandVolumeResponse, error) {
@@ -257,11 +258,11 @@ func (s *controllerServer) ControllerExpandVolume(ctx context.Context, req *csi.
 			return nil, err
 		}
 	}
-	capacity := capacityFromCSI(req.GetCapacityRange())
+	capacity := wire.CapacityFromCSI(req.GetCapacityRange())
 	size, nodeExpansion, err := impl[driver.VolumeExpander](s.b.controller).ControllerExpandVolume(ctx, &driver.ControllerExpandVolumeRequest{
 		VolumeID:   req.GetVolumeId(),
 		Capacity:   capacity,
-		Capability: optionalCapabilityFromCSI(req.GetVolumeCapability()),
+		Capability: wire.OptionalCapabilityFromCSI(req.GetVolumeCapability()),
 		Secrets:    req.GetSecrets(),
 		Raw:        req,
 	})
@@ -289,7 +290,7 @@ func (s *controllerServer) ControllerGetVolume(ctx context.Context, req *csi.Con
 	if s.d.caps.features.ListVolumesPublishedNodes {
 		vs.PublishedNodeIds = e.PublishedNodeIDs
 	}
-	return &csi.ControllerGetVolumeResponse{Volume: volumeToCSI(&e.Volume), Status: vs}, nil
+	return &csi.ControllerGetVolumeResponse{Volume: wire.CSIVolume(&e.Volume), Status: vs}, nil
 }
 
 func (s *controllerServer) ControllerModifyVolume(ctx context.Context, req *csi.ControllerModifyVolumeRequest) (*csi.ControllerModifyVolumeResponse, error) {
@@ -312,5 +313,5 @@ func (s *controllerServer) ControllerGetVolumeHealth(ctx context.Context, req *c
 	if h.VolumeID == "" {
 		h.VolumeID = req.GetVolumeId()
 	}
-	return &csi.ControllerGetVolumeHealthResponse{VolumeHealth: healthToCSI(h)}, nil
+	return &csi.ControllerGetVolumeHealthResponse{VolumeHealth: wire.CSIHealth(h)}, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/internal/wire"
 )
 
 type groupServer struct {
@@ -32,7 +33,7 @@ func (s *groupServer) CreateVolumeGroupSnapshot(ctx context.Context, req *csi.Cr
 	if err := s.d.checkGroup(rpcCreateGroupSnapshot, g, req.GetSourceVolumeIds()); err != nil {
 		return nil, err
 	}
-	return &csi.CreateVolumeGroupSnapshotResponse{GroupSnapshot: groupSnapshotToCSI(g)}, nil
+	return &csi.CreateVolumeGroupSnapshotResponse{GroupSnapshot: wire.CSIGroupSnapshot(g)}, nil
 }
 
 // checkGroup catches group answers the CO cannot use: no ID, members without IDs or times, and,
@@ -83,5 +84,5 @@ func (s *groupServer) GetVolumeGroupSnapshot(ctx context.Context, req *csi.GetVo
 	if err := s.d.checkGroup(rpcGetGroupSnapshot, g, nil); err != nil {
 		return nil, err
 	}
-	return &csi.GetVolumeGroupSnapshotResponse{GroupSnapshot: groupSnapshotToCSI(g)}, nil
+	return &csi.GetVolumeGroupSnapshotResponse{GroupSnapshot: wire.CSIGroupSnapshot(g)}, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/internal/wire"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -153,7 +154,7 @@ func (s *controllerServer) ListVolumes(ctx context.Context, req *csi.ListVolumes
 	published := s.d.caps.features.ListVolumesPublishedNodes
 	resp := &csi.ListVolumesResponse{NextToken: next, Entries: make([]*csi.ListVolumesResponse_Entry, len(entries))}
 	for i := range entries {
-		e := &csi.ListVolumesResponse_Entry{Volume: volumeToCSI(&entries[i].Volume)}
+		e := &csi.ListVolumesResponse_Entry{Volume: wire.CSIVolume(&entries[i].Volume)}
 		if published {
 			e.Status = &csi.ListVolumesResponse_VolumeStatus{PublishedNodeIds: entries[i].PublishedNodeIDs}
 		}
@@ -234,7 +235,7 @@ func (s *controllerServer) ListSnapshots(ctx context.Context, req *csi.ListSnaps
 		if err := s.d.checkSnapshot(rpcListSnapshots, &snaps[i]); err != nil {
 			return nil, err
 		}
-		resp.Entries[i] = &csi.ListSnapshotsResponse_Entry{Snapshot: snapshotToCSI(&snaps[i])}
+		resp.Entries[i] = &csi.ListSnapshotsResponse_Entry{Snapshot: wire.CSISnapshot(&snaps[i])}
 	}
 	return resp, nil
 }
@@ -260,7 +261,7 @@ func (s *controllerServer) ControllerListVolumeHealth(ctx context.Context, req *
 		if hs[i].VolumeID == "" {
 			return nil, pluginBug(rpcControllerListHealth, "a health entry has no volume ID")
 		}
-		resp.Entries[i] = healthToCSI(&hs[i])
+		resp.Entries[i] = wire.CSIHealth(&hs[i])
 	}
 	return resp, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/csikit/csikit/driver"
+	"github.com/csikit/csikit/driver/internal/wire"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -34,7 +35,7 @@ func (s *nodeServer) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolu
 	err := impl[driver.NodeStager](s.b.node).NodeStageVolume(ctx, &driver.NodeStageVolumeRequest{
 		VolumeID:          req.GetVolumeId(),
 		StagingTargetPath: req.GetStagingTargetPath(),
-		Capability:        capabilityFromCSI(req.GetVolumeCapability()),
+		Capability:        wire.CapabilityFromCSI(req.GetVolumeCapability()),
 		PublishContext:    req.GetPublishContext(),
 		VolumeContext:     req.GetVolumeContext(),
 		Secrets:           req.GetSecrets(),
@@ -72,7 +73,7 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 		VolumeID:          req.GetVolumeId(),
 		StagingTargetPath: req.GetStagingTargetPath(),
 		TargetPath:        req.GetTargetPath(),
-		Capability:        capabilityFromCSI(req.GetVolumeCapability()),
+		Capability:        wire.CapabilityFromCSI(req.GetVolumeCapability()),
 		Readonly:          req.GetReadonly(),
 		PublishContext:    req.GetPublishContext(),
 		VolumeContext:     req.GetVolumeContext(),
@@ -130,13 +131,13 @@ func (s *nodeServer) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVo
 			return nil, err
 		}
 	}
-	capacity := capacityFromCSI(req.GetCapacityRange())
+	capacity := wire.CapacityFromCSI(req.GetCapacityRange())
 	size, err := impl[driver.NodeExpander](s.b.node).NodeExpandVolume(ctx, &driver.NodeExpandVolumeRequest{
 		VolumeID:          req.GetVolumeId(),
 		VolumePath:        req.GetVolumePath(),
 		StagingTargetPath: req.GetStagingTargetPath(),
 		Capacity:          capacity,
-		Capability:        optionalCapabilityFromCSI(req.GetVolumeCapability()),
+		Capability:        wire.OptionalCapabilityFromCSI(req.GetVolumeCapability()),
 		Secrets:           req.GetSecrets(),
 		Raw:               req,
 	})
@@ -186,7 +187,7 @@ func (s *nodeServer) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVo
 	if h.VolumeID == "" {
 		h.VolumeID = req.GetVolumeId()
 	}
-	return &csi.NodeGetVolumeHealthResponse{VolumeHealth: healthToCSI(h)}, nil
+	return &csi.NodeGetVolumeHealthResponse{VolumeHealth: wire.CSIHealth(h)}, nil
 }
 
 func (s *nodeServer) NodeGetStorageHealth(ctx context.Context, req *csi.NodeGetStorageHealthRequest) (*csi.NodeGetStorageHealthResponse, error) {
@@ -199,7 +200,7 @@ func (s *nodeServer) NodeGetStorageHealth(ctx context.Context, req *csi.NodeGetS
 		e := &csi.NodeGetStorageHealthResponse_StorageBackendHealth{
 			Status: csi.StorageHealthErrorType(h.Status), Reason: h.Reason, Message: h.Message}
 		if h.Capability != nil {
-			e.VolumeCapability = capabilityToCSI(*h.Capability)
+			e.VolumeCapability = wire.CSICapability(*h.Capability)
 		}
 		resp.BackendHealth = append(resp.BackendHealth, e)
 	}

@@ -1,17 +1,14 @@
-package plugin
+package wire
 
 import (
-	"unicode/utf8"
-
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"github.com/csikit/csikit/driver"
 	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/csikit/csikit/driver"
 )
 
-// Conversions between the CSI wire types and the backend's plain Go types. Maps are shared, not
-// copied: the request is not used again after the backend returns.
-
-func capabilityFromCSI(c *csi.VolumeCapability) driver.VolumeCapability {
+// CapabilityFromCSI reads a volume capability; a block capability carries no mount fields.
+func CapabilityFromCSI(c *csi.VolumeCapability) driver.VolumeCapability {
 	out := driver.VolumeCapability{AccessMode: driver.AccessMode(c.GetAccessMode().GetMode())}
 	if c.GetBlock() != nil {
 		out.Block = true
@@ -25,26 +22,29 @@ func capabilityFromCSI(c *csi.VolumeCapability) driver.VolumeCapability {
 	return out
 }
 
-func capabilitiesFromCSI(cs []*csi.VolumeCapability) []driver.VolumeCapability {
+// CapabilitiesFromCSI reads a list of capabilities, nil for none.
+func CapabilitiesFromCSI(cs []*csi.VolumeCapability) []driver.VolumeCapability {
 	if len(cs) == 0 {
 		return nil
 	}
 	out := make([]driver.VolumeCapability, len(cs))
 	for i, c := range cs {
-		out[i] = capabilityFromCSI(c)
+		out[i] = CapabilityFromCSI(c)
 	}
 	return out
 }
 
-func optionalCapabilityFromCSI(c *csi.VolumeCapability) *driver.VolumeCapability {
+// OptionalCapabilityFromCSI reads a capability the CO may leave out: nil stays nil.
+func OptionalCapabilityFromCSI(c *csi.VolumeCapability) *driver.VolumeCapability {
 	if c == nil {
 		return nil
 	}
-	v := capabilityFromCSI(c)
+	v := CapabilityFromCSI(c)
 	return &v
 }
 
-func capabilityToCSI(c driver.VolumeCapability) *csi.VolumeCapability {
+// CSICapability writes a capability; one that is not Block is a mount capability.
+func CSICapability(c driver.VolumeCapability) *csi.VolumeCapability {
 	out := &csi.VolumeCapability{AccessMode: &csi.VolumeCapability_AccessMode{
 		Mode: csi.VolumeCapability_AccessMode_Mode(c.AccessMode)}}
 	if c.Block {
@@ -56,11 +56,13 @@ func capabilityToCSI(c driver.VolumeCapability) *csi.VolumeCapability {
 	return out
 }
 
-func capacityFromCSI(r *csi.CapacityRange) driver.CapacityRange {
+// CapacityFromCSI reads a capacity range; a missing one is zero bounds (the plugin's default).
+func CapacityFromCSI(r *csi.CapacityRange) driver.CapacityRange {
 	return driver.CapacityRange{RequiredBytes: r.GetRequiredBytes(), LimitBytes: r.GetLimitBytes()}
 }
 
-func topologiesFromCSI(ts []*csi.Topology) []driver.Topology {
+// TopologiesFromCSI reads topology segments, nil for none.
+func TopologiesFromCSI(ts []*csi.Topology) []driver.Topology {
 	if len(ts) == 0 {
 		return nil
 	}
@@ -71,7 +73,8 @@ func topologiesFromCSI(ts []*csi.Topology) []driver.Topology {
 	return out
 }
 
-func topologiesToCSI(ts []driver.Topology) []*csi.Topology {
+// CSITopologies writes topology segments, nil for none.
+func CSITopologies(ts []driver.Topology) []*csi.Topology {
 	if len(ts) == 0 {
 		return nil
 	}
@@ -82,21 +85,24 @@ func topologiesToCSI(ts []driver.Topology) []*csi.Topology {
 	return out
 }
 
-// requirementFromCSI returns nil for a requirement that states nothing: HashiCorp Nomad sends an
+// RequirementFromCSI returns nil for a requirement that states nothing: HashiCorp Nomad sends an
 // empty accessibility_requirements message on every CreateVolume, which means the same as none
 // (see middleware/validation/exceptions.go).
-func requirementFromCSI(r *csi.TopologyRequirement) *driver.TopologyRequirement {
+func RequirementFromCSI(r *csi.TopologyRequirement) *driver.TopologyRequirement {
 	if len(r.GetRequisite()) == 0 && len(r.GetPreferred()) == 0 {
 		return nil
 	}
-	return &driver.TopologyRequirement{Requisite: topologiesFromCSI(r.GetRequisite()), Preferred: topologiesFromCSI(r.GetPreferred())}
+	return &driver.TopologyRequirement{Requisite: TopologiesFromCSI(r.GetRequisite()), Preferred: TopologiesFromCSI(r.GetPreferred())}
 }
 
-func sourceFromCSI(s *csi.VolumeContentSource) driver.ContentSource {
+// ContentSourceFromCSI reads a volume's source; none is the zero ContentSource.
+func ContentSourceFromCSI(s *csi.VolumeContentSource) driver.ContentSource {
 	return driver.ContentSource{SnapshotID: s.GetSnapshot().GetSnapshotId(), VolumeID: s.GetVolume().GetVolumeId()}
 }
 
-func sourceToCSI(s driver.ContentSource) *csi.VolumeContentSource {
+// CSIContentSource writes a volume's source, nil for the zero ContentSource. A snapshot wins
+// over a volume: the wire message holds one of them.
+func CSIContentSource(s driver.ContentSource) *csi.VolumeContentSource {
 	switch {
 	case s.SnapshotID != "":
 		return &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Snapshot{
@@ -108,24 +114,26 @@ func sourceToCSI(s driver.ContentSource) *csi.VolumeContentSource {
 	return nil
 }
 
-func volumeToCSI(v *driver.Volume) *csi.Volume {
+// CSIVolume writes a volume as CreateVolume and ListVolumes answer it.
+func CSIVolume(v *driver.Volume) *csi.Volume {
 	return &csi.Volume{
 		VolumeId:           v.ID,
 		CapacityBytes:      v.CapacityBytes,
 		VolumeContext:      v.Context,
-		ContentSource:      sourceToCSI(v.Source),
-		AccessibleTopology: topologiesToCSI(v.AccessibleTopology),
+		ContentSource:      CSIContentSource(v.Source),
+		AccessibleTopology: CSITopologies(v.AccessibleTopology),
 	}
 }
 
-func snapshotToCSI(s *driver.Snapshot) *csi.Snapshot {
+// CSISnapshot writes a snapshot; a zero CreationTime is left out rather than sent as 1970.
+func CSISnapshot(s *driver.Snapshot) *csi.Snapshot {
 	out := &csi.Snapshot{
 		SnapshotId:         s.ID,
 		SourceVolumeId:     s.SourceVolumeID,
 		SizeBytes:          s.SizeBytes,
 		ReadyToUse:         s.ReadyToUse,
 		GroupSnapshotId:    s.GroupSnapshotID,
-		AccessibleTopology: topologiesToCSI(s.AccessibleTopology),
+		AccessibleTopology: CSITopologies(s.AccessibleTopology),
 	}
 	if !s.CreationTime.IsZero() {
 		out.CreationTime = timestamppb.New(s.CreationTime)
@@ -133,7 +141,9 @@ func snapshotToCSI(s *driver.Snapshot) *csi.Snapshot {
 	return out
 }
 
-func groupSnapshotToCSI(g *driver.GroupSnapshot) *csi.VolumeGroupSnapshot {
+// CSIGroupSnapshot writes a group snapshot. Each member names the group even when the backend
+// left it out, and the group is ready only when every member is.
+func CSIGroupSnapshot(g *driver.GroupSnapshot) *csi.VolumeGroupSnapshot {
 	out := &csi.VolumeGroupSnapshot{GroupSnapshotId: g.ID, ReadyToUse: g.ReadyToUse}
 	if !g.CreationTime.IsZero() {
 		out.CreationTime = timestamppb.New(g.CreationTime)
@@ -147,32 +157,17 @@ func groupSnapshotToCSI(g *driver.GroupSnapshot) *csi.VolumeGroupSnapshot {
 		if !s.ReadyToUse {
 			out.ReadyToUse = false
 		}
-		out.Snapshots[i] = snapshotToCSI(&s)
+		out.Snapshots[i] = CSISnapshot(&s)
 	}
 	return out
 }
 
-func healthToCSI(h *driver.VolumeHealth) *csi.VolumeHealth {
+// CSIHealth writes a volume's health conditions.
+func CSIHealth(h *driver.VolumeHealth) *csi.VolumeHealth {
 	out := &csi.VolumeHealth{VolumeId: h.VolumeID}
 	for _, c := range h.Conditions {
 		out.HealthStatuses = append(out.HealthStatuses, &csi.VolumeHealth_VolumeHealthEntry{
 			Status: csi.VolumeHealthErrorType(c.Status), Reason: c.Reason, Message: c.Message})
 	}
 	return out
-}
-
-// maxString is the CSI size limit of a string field, which binds responses too.
-const maxString = 128
-
-// fitString cuts free text (a message field) to the CSI string limit on a character boundary.
-func fitString(s string) string {
-	if len(s) <= maxString {
-		return s
-	}
-	const ellipsis = "…"
-	cut := maxString - len(ellipsis)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + ellipsis
 }
