@@ -553,7 +553,7 @@ func TestAnonymousRequestsAreClosedWithoutLingering(t *testing.T) {
 				if _, err := holder.Write(rawSigned(t, tc.key, http.MethodPut, addr, "/bkt/held", 10, http.Header{"Expect": {"100-continue"}})); err != nil {
 					t.Fatal(err)
 				}
-				_ = holder.SetReadDeadline(time.Now().Add(10 * time.Second))
+				_ = holder.SetReadDeadline(answerDeadline(t))
 				if resp, err := http.ReadResponse(bufio.NewReader(holder), nil); err != nil || resp.StatusCode != http.StatusContinue {
 					t.Fatalf("the request holding the tenant's share: %v %v, want 100 Continue", resp, err)
 				}
@@ -637,7 +637,7 @@ func TestAnUnreadBodyIsDroppedWithinItsTenantsShare(t *testing.T) {
 	if _, err := conn.Write(rawSigned(t, victim, http.MethodHead, addr, "/other", -1, nil)); err != nil {
 		t.Fatal(err)
 	}
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = conn.SetReadDeadline(answerDeadline(t))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: http.MethodHead})
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("another tenant's HEAD while one key's %d answered requests declare bodies they never send (of %d connections): %v %v", slots, slots, resp, err)
@@ -752,7 +752,7 @@ func TestABodyKeepsItsRateAfterItsGrace(t *testing.T) {
 				t.Fatalf("after %d bytes: %v", sent, err)
 			}
 		}
-		_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		_ = conn.SetReadDeadline(answerDeadline(t))
 		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 		if err != nil || resp.StatusCode != http.StatusOK {
 			t.Fatalf("a body at ten times the minimum rate: %v %v", resp, err)
@@ -794,7 +794,7 @@ func TestOneTenantsKeysLeaveRequestSlotsToOthers(t *testing.T) {
 			if _, err := conn.Write(rawSigned(t, key, http.MethodPut, addr, fmt.Sprintf("/bkt/slow%d-%d", k, i), 1000, http.Header{"Expect": {"100-continue"}})); err != nil {
 				t.Fatal(err)
 			}
-			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			_ = conn.SetReadDeadline(answerDeadline(t))
 			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 			switch {
 			case err != nil:
@@ -814,7 +814,7 @@ func TestOneTenantsKeysLeaveRequestSlotsToOthers(t *testing.T) {
 	if _, err := conn.Write(rawSigned(t, victim, http.MethodHead, addr, "/other", -1, nil)); err != nil {
 		t.Fatal(err)
 	}
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = conn.SetReadDeadline(answerDeadline(t))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: http.MethodHead})
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("another tenant's HEAD while four keys of one tenant hold %d requests in progress (of %d connections): %v %v", inProgress, slots, resp, err)
@@ -1021,7 +1021,7 @@ func TestDeleteObjectsAnswersAreChargedUntilRead(t *testing.T) {
 	if _, err := conn.Write(append(rawSigned(t, c, http.MethodPost, addr, "/bkt?delete", int64(len(doc)), nil), doc...)); err != nil {
 		t.Fatal(err)
 	}
-	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	_ = conn.SetReadDeadline(answerDeadline(t))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -1092,6 +1092,17 @@ func dialSmallBuffer(t *testing.T, addr string) *net.TCPConn {
 	return tc
 }
 
+// answerDeadline bounds a read that waits for an answer the test expects. It only stops a hung
+// test: the answer's own event ends the wait. Under -race on two busy cores, decoding a large
+// document takes tens of seconds, so the bound is the test's own deadline, or two minutes.
+func answerDeadline(t *testing.T) time.Time {
+	limit := time.Now().Add(2 * time.Minute)
+	if d, ok := t.Deadline(); ok && d.Before(limit) {
+		return d
+	}
+	return limit
+}
+
 // unreadGet sends key's GET of path on a connection of its own, with a small receive buffer,
 // and reads only the answer's head, so the body stays unsent on the server. It reports true for
 // a 200 and false for a 503 SlowDown; any other answer fails the test.
@@ -1101,7 +1112,7 @@ func unreadGet(t *testing.T, addr string, key Credentials, path string) bool {
 	if _, err := conn.Write(rawSigned(t, key, http.MethodGet, addr, path, -1, nil)); err != nil {
 		t.Fatal(err)
 	}
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = conn.SetReadDeadline(answerDeadline(t))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	switch {
 	case err != nil:
