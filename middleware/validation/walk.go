@@ -228,8 +228,8 @@ func checkLeaf(m protoreflect.Message, sv reflect.Value, fast bool, r *fieldRule
 				return newViolation(p).at(r.seg)
 			}
 		}
-		if r.flags&(fCOSIName|fCOSIObjectID) != 0 {
-			if v := checkCOSIString(s, r.flags); v != nil {
+		if r.flags&(fDNSName|fObjectID) != 0 {
+			if v := checkDNSNameOrID(s, r.flags); v != nil {
 				return v.at(r.seg)
 			}
 		}
