@@ -116,7 +116,11 @@ func (r *Rules) addField(what string, name protoreflect.FullName, k protoreflect
 		return fmt.Errorf("validation: %s: %s has no field %q", what, md.FullName(), name.Name())
 	}
 	if fd.Kind() != k || fd.IsMap() || (fd.IsList() && !list) {
-		return fmt.Errorf("validation: %s: field %s is not a single %s", what, name, k)
+		want := "a single " + k.String()
+		if list {
+			want = "a " + k.String() + " or a list of them"
+		}
+		return fmt.Errorf("validation: %s: field %s is not %s", what, name, want)
 	}
 	r.packages[md.ParentFile().Package()] = true
 	return nil
