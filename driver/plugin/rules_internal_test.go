@@ -32,3 +32,14 @@ func TestRulesBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// BenchmarkNewRules is what New spends compiling its rules: csi.v1, volume groups and both COSI
+// versions.
+func BenchmarkNewRules(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := newRules(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
