@@ -230,7 +230,7 @@ func TestDuration(t *testing.T) {
 	w := &walker{}
 	for _, tt := range tests {
 		d := &durationpb.Duration{Seconds: tt.sec, Nanos: tt.nanos}
-		p := current.Load().planFor(d.ProtoReflect().Descriptor())
+		p := builtin.planFor(d.ProtoReflect().Descriptor())
 		if got := string(w.duration(p, d.ProtoReflect())); got != tt.want {
 			t.Errorf("duration(%d, %d) = %s, want %s", tt.sec, tt.nanos, got, tt.want)
 		}

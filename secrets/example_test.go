@@ -54,7 +54,13 @@ func ExampleScrub() {
 	// login "admin" with password "***stripped***" refused
 }
 
-func ExampleMarkSensitive() {
-	// For a protocol that does not annotate its secrets, at init time:
-	secrets.MarkSensitive("example.v1.Credentials.secret_key")
+func ExampleWithSensitiveFields() {
+	// A driver whose StorageClass parameters hold credentials hides them in its own logs.
+	r := secrets.NewRedactor(secrets.WithSensitiveFields("csi.v1.CreateVolumeRequest.parameters"))
+	req := &csi.CreateVolumeRequest{Name: "pvc-1", Parameters: map[string]string{"pool": "gold"}}
+	fmt.Println(r.String(req))
+	fmt.Println(secrets.String(req))
+	// Output:
+	// {"name":"pvc-1","parameters":{"pool":"***stripped***"}}
+	// {"name":"pvc-1","parameters":{"pool":"gold"}}
 }

@@ -25,7 +25,7 @@ func (r *Redactor) Redact(m proto.Message) proto.Message {
 	if !pm.IsValid() {
 		return c
 	}
-	reg := current.Load()
+	reg := r.registry()
 	rd := redaction{reg: reg, heuristic: r.orDefault().heuristic}
 	rd.message(reg.planFor(pm.Descriptor()), pm, false)
 	return c

@@ -6,6 +6,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // Redactor writes and copies protobuf messages with their secret values
@@ -13,6 +14,7 @@ import (
 // Redactor is safe for concurrent use.
 type Redactor struct {
 	heuristic bool
+	reg       *registry // nil: builtin
 }
 
 // Option configures a Redactor.
@@ -26,6 +28,15 @@ func WithHeuristic(on bool) Option {
 	return func(r *Redactor) { r.heuristic = on }
 }
 
+// WithSensitiveFields makes the Redactor also treat as secret the fields
+// named, by full field name ("example.v1.Credentials.secret_key"), for a
+// protocol that does not annotate its secrets. They are the Redactor's
+// alone: IsSecretField, HasSecrets and the rest of the library keep the
+// built-in definition. The Redactor caches plans of its own for them.
+func WithSensitiveFields(fields ...protoreflect.FullName) Option {
+	return func(r *Redactor) { r.reg = r.registry().with(fields) }
+}
+
 // NewRedactor returns a Redactor with the given options.
 func NewRedactor(opts ...Option) *Redactor {
 	r := &Redactor{}
@@ -33,6 +44,33 @@ func NewRedactor(opts ...Option) *Redactor {
 		o(r)
 	}
 	return r
+}
+
+// registry is the set of sensitive fields r uses: builtin unless r was
+// built WithSensitiveFields.
+func (r *Redactor) registry() *registry {
+	if r == nil || r.reg == nil {
+		return builtin
+	}
+	return r.reg
+}
+
+// IsSecretField is the package's IsSecretField, with the fields of
+// WithSensitiveFields secret too.
+func (r *Redactor) IsSecretField(fd protoreflect.FieldDescriptor) bool {
+	if fd == nil {
+		return false
+	}
+	return r.registry().isSecret(fd)
+}
+
+// HasSecrets is the package's HasSecrets, with the fields of
+// WithSensitiveFields secret too.
+func (r *Redactor) HasSecrets(md protoreflect.MessageDescriptor) bool {
+	if md == nil {
+		return false
+	}
+	return r.registry().planFor(md).hasSecrets
 }
 
 // defaultRedactor backs the package-level functions; its heuristic is off.
@@ -45,16 +83,18 @@ func (r *Redactor) orDefault() *Redactor {
 	return r
 }
 
-// objectMarshaler is what Object returns. It holds only the message; all
-// work happens when (and if) the encoder asks for the object.
+// objectMarshaler is what Object returns. It holds only the message and how
+// to redact it; all work happens when (and if) the encoder asks for the
+// object.
 type objectMarshaler struct {
+	reg       *registry
 	heuristic bool
 	m         proto.Message
 }
 
 // MarshalLogObject implements zapcore.ObjectMarshaler.
 func (o *objectMarshaler) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	encodeMessage(enc, o.m, o.heuristic)
+	encodeMessage(enc, o.m, o.reg, o.heuristic)
 	return nil
 }
 
@@ -63,7 +103,7 @@ type nopMarshaler struct{}
 func (nopMarshaler) MarshalLogObject(zapcore.ObjectEncoder) error { return nil }
 
 // encodeMessage writes the fields of m, redacted, into enc.
-func encodeMessage(enc zapcore.ObjectEncoder, m proto.Message, heuristic bool) {
+func encodeMessage(enc zapcore.ObjectEncoder, m proto.Message, reg *registry, heuristic bool) {
 	if m == nil {
 		return
 	}
@@ -71,7 +111,6 @@ func encodeMessage(enc zapcore.ObjectEncoder, m proto.Message, heuristic bool) {
 	if !pm.IsValid() {
 		return
 	}
-	reg := current.Load()
 	w := getWalker(reg, heuristic)
 	w.writeFields(enc, reg.planFor(pm.Descriptor()), pm, 0)
 	w.release()
@@ -87,7 +126,7 @@ func (r *Redactor) Object(m proto.Message) zapcore.ObjectMarshaler {
 	if m == nil {
 		return nopMarshaler{}
 	}
-	return &objectMarshaler{heuristic: r.orDefault().heuristic, m: m}
+	return &objectMarshaler{reg: r.registry(), heuristic: r.orDefault().heuristic, m: m}
 }
 
 // Object is Redactor.Object on the default Redactor (heuristic off).
@@ -109,8 +148,8 @@ var stringEncoder = zapcore.NewJSONEncoder(zapcore.EncoderConfig{})
 // String returns m, redacted, as one line of JSON: exactly the object that
 // Object writes to a zap JSON encoder. A nil message gives "{}".
 func (r *Redactor) String(m proto.Message) string {
-	w := getWalker(current.Load(), r.orDefault().heuristic)
-	w.inline = objectMarshaler{heuristic: w.heuristic, m: m}
+	w := getWalker(r.registry(), r.orDefault().heuristic)
+	w.inline = objectMarshaler{reg: w.reg, heuristic: w.heuristic, m: m}
 	w.fields[0] = zap.Inline(&w.inline)
 	buf, err := stringEncoder.EncodeEntry(zapcore.Entry{}, w.fields[:])
 	w.fields[0] = zap.Field{}

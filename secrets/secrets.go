@@ -1,10 +1,10 @@
 package secrets
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -66,64 +66,31 @@ func cosiCredential(fd protoreflect.FieldDescriptor) bool {
 	return strings.HasPrefix(pkg, "cosi.") || strings.HasPrefix(pkg, "sigs.k8s.io.cosi.")
 }
 
-// registry is one immutable generation of the sensitive-field set together
-// with the caches derived from it. MarkSensitive publishes a new generation
-// instead of invalidating entries one by one, so a walk that started on the
-// old generation finishes with a consistent set of plans.
+// registry is one immutable set of sensitive fields together with the caches derived from it.
+// builtin is the library's own; a Redactor built WithSensitiveFields has one of its own.
 type registry struct {
 	marked map[protoreflect.FullName]struct{}
 	fields sync.Map // protoreflect.FieldDescriptor -> bool
 	plans  sync.Map // protoreflect.MessageDescriptor -> *plan
 }
 
-var (
-	// current is the generation every lookup reads: the default sensitive fields until
-	// MarkSensitive adds more.
-	current = func() *atomic.Pointer[registry] {
-		p := new(atomic.Pointer[registry])
-		p.Store(newRegistry(nil, defaultSensitive))
-		return p
-	}()
-	markMu sync.Mutex // serialises writers of current
-)
+// builtin backs every package-level function and the Redactors without extra fields. Its set
+// never changes, so a cached answer never goes stale.
+var builtin = newRegistry(defaultSensitive)
 
-func newRegistry(base map[protoreflect.FullName]struct{}, add []protoreflect.FullName) *registry {
-	m := make(map[protoreflect.FullName]struct{}, len(base)+len(add))
-	for k := range base {
-		m[k] = struct{}{}
-	}
-	for _, k := range add {
-		m[k] = struct{}{}
+func newRegistry(lists ...[]protoreflect.FullName) *registry {
+	m := make(map[protoreflect.FullName]struct{})
+	for _, l := range lists {
+		for _, k := range l {
+			m[k] = struct{}{}
+		}
 	}
 	return &registry{marked: m}
 }
 
-// MarkSensitive registers additional sensitive fields by full field name,
-// such as "cosi.v1alpha1.CredentialDetails.secrets", for protocols that do
-// not annotate their secrets. It is safe for concurrent use but meant for
-// init time: every call discards the per-type plans computed so far.
-func MarkSensitive(fields ...protoreflect.FullName) {
-	if len(fields) == 0 {
-		return
-	}
-	markMu.Lock()
-	defer markMu.Unlock()
-	current.Store(newRegistry(current.Load().marked, fields))
-}
-
-// replaceMarked installs exactly the given set of marked names and returns a
-// function that restores the previous generation. Tests use it to keep
-// MarkSensitive from leaking into other tests.
-func replaceMarked(fields ...protoreflect.FullName) (restore func()) {
-	markMu.Lock()
-	defer markMu.Unlock()
-	prev := current.Load()
-	current.Store(newRegistry(nil, fields))
-	return func() {
-		markMu.Lock()
-		defer markMu.Unlock()
-		current.Store(newRegistry(prev.marked, nil))
-	}
+// with returns a new registry, with empty caches, of the fields of r and those named.
+func (r *registry) with(fields []protoreflect.FullName) *registry {
+	return newRegistry(slices.Collect(maps.Keys(r.marked)), fields)
 }
 
 // IsSecretField reports whether the value of fd must never be shown. It is
@@ -135,14 +102,15 @@ func replaceMarked(fields ...protoreflect.FullName) (restore func()) {
 // field (CredentialDetails.secrets, S3CredentialInfo.access_key_id and
 // access_secret_key, AzureCredentialInfo.access_token, GcsCredentialInfo
 // access_id, access_secret and private_key_name, in any COSI version's
-// package), or when it was registered with MarkSensitive. Mount options are
+// package). The set is fixed: a Redactor built WithSensitiveFields adds
+// fields for itself alone (see Redactor.IsSecretField). Mount options are
 // not secret fields as a whole: only their values are (see Values). The
 // answer is cached per descriptor.
 func IsSecretField(fd protoreflect.FieldDescriptor) bool {
 	if fd == nil {
 		return false
 	}
-	return current.Load().isSecret(fd)
+	return builtin.isSecret(fd)
 }
 
 func (r *registry) isSecret(fd protoreflect.FieldDescriptor) bool {
@@ -226,11 +194,10 @@ func unknownSecretOption(b []byte) bool {
 
 // HasSecrets reports whether any field of md, or of any message type
 // reachable from it (nested, repeated and map values included), is
-// sensitive. It is computed once per message type and generation of
-// MarkSensitive.
+// sensitive as IsSecretField says. It is computed once per message type.
 func HasSecrets(md protoreflect.MessageDescriptor) bool {
 	if md == nil {
 		return false
 	}
-	return current.Load().planFor(md).hasSecrets
+	return builtin.planFor(md).hasSecrets
 }

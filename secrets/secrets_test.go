@@ -105,46 +105,43 @@ func TestHasSecrets(t *testing.T) {
 	}
 }
 
-func TestMarkSensitive(t *testing.T) {
-	restore := replaceMarked(defaultSensitive...)
-	defer restore()
-
+func TestWithSensitiveFields(t *testing.T) {
 	params := fieldOf(&csi.CreateVolumeRequest{}, "parameters")
 	topo := (&csi.Topology{}).ProtoReflect().Descriptor()
 	req := &csi.CreateVolumeRequest{Parameters: map[string]string{"pool": "gold"}}
 	if IsSecretField(params) || HasSecrets(topo) {
-		t.Fatal("parameters or Topology sensitive before MarkSensitive")
+		t.Fatal("parameters or Topology sensitive by default")
 	}
 	if got, want := String(req), `{"parameters":{"pool":"gold"}}`; got != want {
-		t.Fatalf("before: String = %s, want %s", got, want)
+		t.Fatalf("default: String = %s, want %s", got, want)
 	}
 
-	MarkSensitive("csi.v1.CreateVolumeRequest.parameters", "csi.v1.Topology.segments")
-	if !IsSecretField(params) {
-		t.Error("parameters not sensitive after MarkSensitive")
+	r := NewRedactor(WithSensitiveFields("csi.v1.CreateVolumeRequest.parameters", "csi.v1.Topology.segments"))
+	if !r.IsSecretField(params) {
+		t.Error("parameters not sensitive WithSensitiveFields")
 	}
-	if !HasSecrets(topo) {
-		t.Error("Topology has no secrets after MarkSensitive")
+	if !r.HasSecrets(topo) {
+		t.Error("Topology has no secrets WithSensitiveFields")
 	}
-	if got, want := String(req), `{"parameters":{"pool":"***stripped***"}}`; got != want {
-		t.Errorf("after: String = %s, want %s (cached plan not invalidated?)", got, want)
+	if got, want := r.String(req), `{"parameters":{"pool":"***stripped***"}}`; got != want {
+		t.Errorf("WithSensitiveFields: String = %s, want %s (default plan used?)", got, want)
 	}
-	if got := Values(req); len(got) != 1 || got[0] != "gold" {
-		t.Errorf("after: Values = %q", got)
+	if got := r.Values(req); len(got) != 1 || got[0] != "gold" {
+		t.Errorf("WithSensitiveFields: Values = %q", got)
 	}
 
-	restore()
+	// The fields are the Redactor's alone: the built-in definition is unchanged.
 	if IsSecretField(params) || HasSecrets(topo) {
-		t.Error("restore left parameters or Topology sensitive")
+		t.Error("WithSensitiveFields left parameters or Topology sensitive by default")
 	}
 	if got, want := String(req), `{"parameters":{"pool":"gold"}}`; got != want {
-		t.Errorf("restored: String = %s, want %s", got, want)
+		t.Errorf("default after WithSensitiveFields: String = %s, want %s", got, want)
 	}
 }
 
 func TestDefaultSensitiveCOSI(t *testing.T) {
 	// The COSI packages are not linked in; the names alone must be listed.
-	r := current.Load()
+	r := builtin
 	for _, n := range []protoreflect.FullName{
 		"cosi.v1alpha1.CredentialDetails.secrets",
 		"sigs.k8s.io.cosi.v1alpha2.S3CredentialInfo.access_key_id",
@@ -217,26 +214,26 @@ func TestIsSecretFieldCOSIByType(t *testing.T) {
 	}
 }
 
-// TestConcurrentMarkSensitive races walks against new generations of the
-// sensitive set; run with -race.
-func TestConcurrentMarkSensitive(t *testing.T) {
-	restore := replaceMarked(defaultSensitive...)
-	defer restore()
+// TestConcurrentSensitiveFields races walks of the built-in set against
+// Redactors with sets of their own being built and used; run with -race.
+func TestConcurrentSensitiveFields(t *testing.T) {
 	req := typicalCreateVolume()
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			r := NewRedactor()
 			for i := range 200 {
 				if g == 0 && i%20 == 0 {
-					MarkSensitive(protoreflect.FullName("test.unused.field" + string(rune('a'+i%26))))
+					r = NewRedactor(WithSensitiveFields(protoreflect.FullName("test.unused.field" + string(rune('a'+i%26)))))
 				}
-				s := String(req)
-				if len(Values(req)) != 2 || Scrub("hunter2-s3cr3t", req) != Placeholder || len(s) == 0 {
-					t.Error("inconsistent result during MarkSensitive")
+				s := r.String(req)
+				if len(r.Values(req)) != 2 || r.Scrub("hunter2-s3cr3t", req) != Placeholder || len(s) == 0 {
+					t.Error("inconsistent result while Redactors with sensitive fields are built")
 					return
 				}
+				_ = r.HasSecrets(req.ProtoReflect().Descriptor())
 				_ = HasSecrets(req.ProtoReflect().Descriptor())
 			}
 		}()
@@ -247,9 +244,9 @@ func TestConcurrentMarkSensitive(t *testing.T) {
 // TestPlansBuiltOncePerType: descriptors are read when a message type is first seen, never
 // again per call: logging, scrubbing and redacting known types builds no plan.
 func TestPlansBuiltOncePerType(t *testing.T) {
-	defer replaceMarked(defaultSensitive...)() // a generation of its own: no plan cached yet
 	req := typicalCreateVolume()
-	r := NewRedactor(WithHeuristic(true))
+	// A set of its own: no plan cached yet.
+	r := NewRedactor(WithHeuristic(true), WithSensitiveFields("test.unused.plans.field"))
 	use := func() {
 		_ = r.String(req)
 		_ = r.Values(req)

@@ -91,7 +91,7 @@ func (r *Redactor) search(m proto.Message) (*walker, *plan, protoreflect.Message
 	if !pm.IsValid() {
 		return nil, nil, nil
 	}
-	reg := current.Load()
+	reg := r.registry()
 	p := reg.planFor(pm.Descriptor())
 	if !p.needsWalk(r.heuristic) {
 		return nil, nil, nil

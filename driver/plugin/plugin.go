@@ -41,6 +41,8 @@ type Plugin struct {
 	// cosiRedactor does the same for every COSI call, with the heuristic always on: COSI marks no
 	// field secret, so a parameter's key is all there is to go by (see redactorFor).
 	cosiRedactor *secrets.Redactor
+	// rules are what validation checks every request and response against (rules.go).
+	rules *validation.Rules
 
 	metrics *metrics.Metrics
 	// backendCalls counts the backend calls running under Config.BackendTimeout, which may
@@ -63,13 +65,14 @@ type Plugin struct {
 // New checks the configuration and returns a plugin. It refuses an invalid plugin name or
 // inconsistent capabilities, so a misconfigured plugin fails at start-up, not in production.
 func New(cfg Config) (*Plugin, error) {
-	if err := registerRequiredFields(); err != nil {
+	rules, err := newRules()
+	if err != nil {
 		return nil, err
 	}
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	d := &Plugin{cfg: cfg, b: discover(&cfg), log: cfg.Logger,
+	d := &Plugin{cfg: cfg, b: discover(&cfg), log: cfg.Logger, rules: rules,
 		redactor:     secrets.NewRedactor(secrets.WithHeuristic(cfg.RedactSecretLookingKeys)),
 		cosiRedactor: secrets.NewRedactor(secrets.WithHeuristic(true))}
 	if d.log == nil {
@@ -91,7 +94,7 @@ func New(cfg Config) (*Plugin, error) {
 		}
 		d.pluginInfo.Manifest[ManifestVolumeGroupRPCs] = d.servedVolumeGroupRPCs()
 	}
-	if err := validation.Response(d.pluginInfo); err != nil {
+	if err := d.rules.Response(d.pluginInfo); err != nil {
 		return nil, fmt.Errorf("plugin identity: %w", err)
 	}
 	d.pluginCaps = caps.pluginResponse()

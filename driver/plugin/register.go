@@ -181,7 +181,7 @@ func (d *Plugin) gate(s *rpcSpec) error {
 func (d *Plugin) unaryHandler(s *rpcSpec, log *zap.Logger, h grpc.MethodHandler) grpc.MethodHandler {
 	ics := d.frontUnary(d.redactorFor(s.service), log)
 	ics = append(ics, gateUnary(s.name, d.gate(s)),
-		validation.UnaryServerInterceptor(validation.WithResponseChecks(d.cfg.CheckResponses)),
+		d.rules.UnaryServerInterceptor(validation.WithResponseChecks(d.cfg.CheckResponses)),
 		// Valid requests only: the span gets the request's resource IDs (nothing when not
 		// recording, and never a secret).
 		tracing.UnaryServerInterceptor())
@@ -230,7 +230,7 @@ func undecodable(r rpc, reason string) error {
 func (d *Plugin) streamHandler(s *rpcSpec, log *zap.Logger, desc grpc.StreamDesc) grpc.StreamHandler {
 	front := chainStream(d.frontStream(d.redactorFor(s.service), log))
 	inner := chainStream(append([]grpc.StreamServerInterceptor{
-		validation.StreamServerInterceptor(validation.WithResponseChecks(d.cfg.CheckResponses)),
+		d.rules.StreamServerInterceptor(validation.WithResponseChecks(d.cfg.CheckResponses)),
 		tracing.StreamServerInterceptor(),
 	}, d.cfg.StreamInterceptors...))
 	gate := d.gate(s)

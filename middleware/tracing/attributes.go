@@ -68,8 +68,11 @@ func planFor(md protoreflect.MessageDescriptor) []resourceField {
 	for _, name := range resourceFields {
 		fd := fields.ByName(name)
 		// A list or map of IDs is left out: its size is unbounded, and a
-		// span attribute is meant to name the one resource of the call.
-		if fd == nil || fd.Kind() != protoreflect.StringKind || fd.Cardinality() == protoreflect.Repeated {
+		// span attribute is meant to name the one resource of the call. A
+		// secret field is left out whatever its name; the set of secret
+		// fields is fixed, so the answer is kept in the plan.
+		if fd == nil || fd.Kind() != protoreflect.StringKind || fd.Cardinality() == protoreflect.Repeated ||
+			secrets.IsSecretField(fd) {
 			continue
 		}
 		p = append(p, resourceField{fd: fd, key: attribute.Key(prefix + string(name))})
@@ -138,10 +141,7 @@ func annotate(span trace.Span, req any, c *planCache) {
 	bp := attrBufs.Get().(*attrBuf)
 	n := 0
 	for _, f := range c.plan(m.Descriptor()) {
-		// Asked per call, not cached in the plan: secrets.MarkSensitive may
-		// mark a field after the plan was built, and the answer is itself
-		// cached by package secrets.
-		if secrets.IsSecretField(f.fd) || !m.Has(f.fd) {
+		if !m.Has(f.fd) {
 			continue
 		}
 		bp[n] = f.key.String(m.Get(f.fd).String())

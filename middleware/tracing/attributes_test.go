@@ -58,6 +58,39 @@ func cosiRequest(t *testing.T) proto.Message {
 	return m
 }
 
+// secretIDRequest builds a request whose allow-listed volume_id carries
+// csi_secret, with "vol-secret" in it.
+func secretIDRequest(t *testing.T) proto.Message {
+	t.Helper()
+	secret := &descriptorpb.FieldOptions{}
+	proto.SetExtension(secret, csi.E_CsiSecret, true)
+	fdp := &descriptorpb.FileDescriptorProto{
+		Name:    proto.String("csikit_tracing_test/secret.proto"),
+		Package: proto.String("csikit.tracingtest.v1"),
+		Syntax:  proto.String("proto3"),
+		MessageType: []*descriptorpb.DescriptorProto{{
+			Name: proto.String("GetThingRequest"),
+			Field: []*descriptorpb.FieldDescriptorProto{{
+				Name: proto.String("volume_id"), Number: proto.Int32(1), JsonName: proto.String("volumeId"),
+				Type:    descriptorpb.FieldDescriptorProto_TYPE_STRING.Enum(),
+				Label:   descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum(),
+				Options: secret,
+			}},
+		}},
+	}
+	fd, err := protodesc.NewFile(fdp, nil)
+	if err != nil {
+		t.Fatalf("build descriptor: %v", err)
+	}
+	md := fd.Messages().Get(0)
+	if !secrets.IsSecretField(md.Fields().ByName("volume_id")) {
+		t.Fatal("volume_id is not secret: the case would test nothing")
+	}
+	m := dynamicpb.NewMessage(md)
+	m.Set(md.Fields().ByName("volume_id"), protoreflect.ValueOfString("vol-secret"))
+	return m
+}
+
 // recordingContext returns a context whose span records into a span
 // recorder, and a function ending the span and returning what it recorded.
 func recordingContext(t *testing.T) (context.Context, func() sdktrace.ReadOnlySpan) {
@@ -81,10 +114,6 @@ func attrMap(kvs []attribute.KeyValue) map[attribute.Key]string {
 }
 
 func TestAnnotate(t *testing.T) {
-	// Marking a field secret is process-wide, so a type no other test uses
-	// is marked: its volume_id is allow-listed, and must still be skipped.
-	secrets.MarkSensitive("csi.v1.ControllerGetVolumeRequest.volume_id")
-
 	tests := []struct {
 		name string
 		req  func(t *testing.T) any
@@ -127,9 +156,7 @@ func TestAnnotate(t *testing.T) {
 		},
 		{
 			name: "field marked secret is skipped even when allow-listed",
-			req: func(*testing.T) any {
-				return &csi.ControllerGetVolumeRequest{VolumeId: "vol-secret"}
-			},
+			req:  func(t *testing.T) any { return secretIDRequest(t) },
 			want: map[attribute.Key]string{},
 		},
 		{

@@ -88,3 +88,14 @@ func BenchmarkRequestTopologyAdversarial(b *testing.B) {
 		_ = Request(m)
 	}
 }
+
+// BenchmarkNewRules is what building a Rules value costs: csi.v1 alone here, once per
+// plugin.New, never per call.
+func BenchmarkNewRules(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := NewRules(Config{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -55,7 +55,7 @@ func requiredListsAndMaps(t *testing.T) (required, released map[protoreflect.Ful
 			set[fd.FullName()] = true
 		}
 	}
-	for msg, fields := range current.Load().required {
+	for msg, fields := range CSIRules().required {
 		if !strings.HasPrefix(string(msg), "csi.v1.") {
 			continue
 		}

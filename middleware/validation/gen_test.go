@@ -11,10 +11,6 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
-	// The COSI rule tables name fields of both COSI versions.
-	_ "sigs.k8s.io/container-object-storage-interface/proto"
-
-	_ "github.com/csikit/csikit/driver/bucket/cosiv1alpha2"
 	"github.com/csikit/csikit/internal/testenv"
 	"github.com/csikit/csikit/middleware/validation/internal/protoreq"
 )
@@ -132,12 +128,12 @@ func TestRequiredNamesResolve(t *testing.T) {
 		}
 	}
 	// The rule tables name real fields too.
-	for _, names := range []map[protoreflect.FullName]bool{nameFields, knownEnumFields, positiveFields, outOfRangeFields, pluginNameFields, topologySegmentFields, cosiNameFields, cosiIDFields} {
+	for _, names := range []map[protoreflect.FullName]bool{nameFields, csiKnownEnumFields, positiveFields, outOfRangeFields, csiPluginNameFields, topologySegmentFields} {
 		for n := range names {
 			checkFieldName(t, n)
 		}
 	}
-	for _, limits := range []map[protoreflect.FullName]int{maxLenOverrides, totalLimitFields} {
+	for _, limits := range []map[protoreflect.FullName]int{csiMaxLenOverrides, totalLimitFields} {
 		for n := range limits {
 			checkFieldName(t, n)
 		}
@@ -157,7 +153,7 @@ func checkFieldName(t *testing.T, n protoreflect.FullName) {
 
 // Every csi.v1 message has a plan, and the fast accessors were found for the generated types.
 func TestPlansCompiled(t *testing.T) {
-	r := current.Load()
+	r := CSIRules()
 	n, fast := 0, 0
 	for md, p := range r.plans {
 		if md.ParentFile().Package() != "csi.v1" {

@@ -77,7 +77,7 @@ func TestPathFieldsPinned(t *testing.T) {
 		}
 	}
 	// The compiled plans carry the rules.
-	r := current.Load()
+	r := CSIRules()
 	for _, n := range specPathFields {
 		md := findMessage(t, n.Parent())
 		if md == nil {
@@ -112,7 +112,7 @@ func TestPathFieldsMatchTheSpecComments(t *testing.T) {
 			switch {
 			case isPath && !overrides:
 				t.Errorf("%s is a path field, but csi.proto does not say it overrides the general size limit", name)
-			case !isPath && overrides && maxLenOverrides[name] == 0:
+			case !isPath && overrides && csiMaxLenOverrides[name] == 0:
 				t.Errorf("csi.proto says %s overrides the general size limit, and no rule says by how much", name)
 			}
 			if !isPath {
@@ -135,7 +135,7 @@ func absRule(t *testing.T, n protoreflect.FullName) bool {
 	if md == nil {
 		return false
 	}
-	p := current.Load().plans[md]
+	p := CSIRules().plans[md]
 	i := p.index(n.Name())
 	return i >= 0 && p.fields[i].flags&fAbsPath != 0
 }

@@ -1,11 +1,10 @@
 package validation
 
 import (
-	"fmt"
+	"maps"
 	"reflect"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/protobuf/proto"
@@ -15,8 +14,8 @@ import (
 	secretfields "github.com/csikit/csikit/secrets"
 )
 
-// A plan is the compiled list of checks for one message type. Plans are built once (at package
-// init for csi.v1, on registration for other packages) so that a call does no lookups by name.
+// A plan is the compiled list of checks for one message type. Plans are built once, when a Rules
+// value is built, so that a call does no lookups by name.
 
 type fieldKind uint8
 
@@ -49,8 +48,8 @@ const (
 	fTopology
 	fWrapperNonNegative
 	fEmptyIsAbsent
-	fCOSIName
-	fCOSIObjectID
+	fDNSName  // a DNS subdomain, as Kubernetes object names are
+	fObjectID // a bucket or account ID (see COSIObjectIDProblem)
 )
 
 type special uint8
@@ -88,28 +87,24 @@ type plan struct {
 	a, b    int // indexes into fields used by special (CapacityRange, TopologyRequirement)
 }
 
-// registry is immutable once published; registration copies it.
-type registry struct {
-	packages map[protoreflect.FullName]bool
-	required map[protoreflect.FullName]map[protoreflect.Name]bool
-	plans    map[protoreflect.MessageDescriptor]*plan
-	dynamic  sync.Map // protoreflect.MessageDescriptor -> *plan, for descriptors not in the global registry
+// Rules is a compiled set of checks: csi.v1's rules, and those of the packages and fields a
+// Config names. It is immutable once built and safe for concurrent use. NewRules builds one;
+// CSIRules is csi.v1 alone. A nil *Rules checks as CSIRules does.
+type Rules struct {
+	packages   map[protoreflect.FullName]bool
+	required   map[protoreflect.FullName]map[protoreflect.Name]bool
+	maxLen     map[protoreflect.FullName]int
+	knownEnum  map[protoreflect.FullName]bool
+	pluginName map[protoreflect.FullName]bool
+	dnsName    map[protoreflect.FullName]bool
+	objectID   map[protoreflect.FullName]bool
+	plans      map[protoreflect.MessageDescriptor]*plan
+	dynamic    sync.Map // protoreflect.MessageDescriptor -> *plan, for descriptors not in the global registry
 }
 
-var (
-	// current is the registry every check reads: CSI's rules until RegisterRequired adds a
-	// package's.
-	current = func() *atomic.Pointer[registry] {
-		p := new(atomic.Pointer[registry])
-		p.Store(csiRegistry())
-		return p
-	}()
-	regMu sync.Mutex // serialises RegisterRequired
-)
-
-// csiRegistry compiles the rules of csi.proto: the fields its comments require, and the
-// exceptions the spec's prose makes.
-func csiRegistry() *registry {
+// csiRules builds the rules of csi.proto: the fields its comments require, and the exceptions
+// the spec's prose makes. NewRules adds a Config's tables to them before compiling.
+func csiRules() *Rules {
 	req := make(map[protoreflect.FullName]map[protoreflect.Name]bool)
 	for msg, fields := range requiredGenerated {
 		addRequired(req, msg, fields...)
@@ -126,12 +121,15 @@ func csiRegistry() *registry {
 			// compileField reads emptyIsAbsentFields; nothing changes in the table.
 		}
 	}
-	r := &registry{
-		packages: map[protoreflect.FullName]bool{csi.File_csi_proto.Package(): true},
-		required: req,
+	return &Rules{
+		packages:   map[protoreflect.FullName]bool{csi.File_csi_proto.Package(): true},
+		required:   req,
+		maxLen:     maps.Clone(csiMaxLenOverrides),
+		knownEnum:  maps.Clone(csiKnownEnumFields),
+		pluginName: maps.Clone(csiPluginNameFields),
+		dnsName:    map[protoreflect.FullName]bool{},
+		objectID:   map[protoreflect.FullName]bool{},
 	}
-	r.compileAll()
-	return r
 }
 
 func addRequired(req map[protoreflect.FullName]map[protoreflect.Name]bool, msg protoreflect.FullName, fields ...protoreflect.Name) {
@@ -145,51 +143,7 @@ func addRequired(req map[protoreflect.FullName]map[protoreflect.Name]bool, msg p
 	}
 }
 
-// RegisterRequired marks fields (or oneofs: one of their fields must be set) of the message msg
-// as REQUIRED and turns checking on for every message of msg's proto package, with the same
-// generic rules as csi.v1 (size limits, no negative integers, secret maps, path fields). It is
-// how a package beside CSI (volume groups, COSI) joins; call it from an init function. The
-// message must be in the global registry (its Go package imported). With no fields it only turns
-// checking on for the package.
-func RegisterRequired(msg protoreflect.FullName, fields ...protoreflect.Name) error {
-	d, err := protoregistry.GlobalFiles.FindDescriptorByName(msg)
-	if err != nil {
-		return fmt.Errorf("validation: register %s: %w", msg, err)
-	}
-	md, ok := d.(protoreflect.MessageDescriptor)
-	if !ok {
-		return fmt.Errorf("validation: register %s: not a message", msg)
-	}
-	for _, f := range fields {
-		if md.Fields().ByName(f) == nil && md.Oneofs().ByName(f) == nil {
-			return fmt.Errorf("validation: register %s: no field or oneof %q", msg, f)
-		}
-	}
-	regMu.Lock()
-	defer regMu.Unlock()
-	old := current.Load()
-	r := &registry{
-		packages: make(map[protoreflect.FullName]bool, len(old.packages)+1),
-		required: make(map[protoreflect.FullName]map[protoreflect.Name]bool, len(old.required)+1),
-	}
-	for p := range old.packages {
-		r.packages[p] = true
-	}
-	r.packages[md.ParentFile().Package()] = true
-	for m, s := range old.required {
-		for f := range s {
-			addRequired(r.required, m, f)
-		}
-	}
-	if len(fields) > 0 {
-		addRequired(r.required, msg, fields...)
-	}
-	r.compileAll()
-	current.Store(r)
-	return nil
-}
-
-func (r *registry) compileAll() {
+func (r *Rules) compileAll() {
 	r.plans = make(map[protoreflect.MessageDescriptor]*plan)
 	for pkg := range r.packages {
 		protoregistry.GlobalFiles.RangeFilesByPackage(pkg, func(fd protoreflect.FileDescriptor) bool {
@@ -199,7 +153,7 @@ func (r *registry) compileAll() {
 	}
 }
 
-func compileMessages(r *registry, memo map[protoreflect.MessageDescriptor]*plan, mds protoreflect.MessageDescriptors) {
+func compileMessages(r *Rules, memo map[protoreflect.MessageDescriptor]*plan, mds protoreflect.MessageDescriptors) {
 	for i := 0; i < mds.Len(); i++ {
 		md := mds.Get(i)
 		if md.IsMapEntry() {
@@ -211,7 +165,7 @@ func compileMessages(r *registry, memo map[protoreflect.MessageDescriptor]*plan,
 }
 
 // planFor returns the plan of a message, or nil when its package is not checked.
-func (r *registry) planFor(md protoreflect.MessageDescriptor) *plan {
+func (r *Rules) planFor(md protoreflect.MessageDescriptor) *plan {
 	if p, ok := r.plans[md]; ok {
 		return p
 	}
@@ -227,7 +181,7 @@ func (r *registry) planFor(md protoreflect.MessageDescriptor) *plan {
 	return p
 }
 
-func (r *registry) compile(memo map[protoreflect.MessageDescriptor]*plan, md protoreflect.MessageDescriptor) *plan {
+func (r *Rules) compile(memo map[protoreflect.MessageDescriptor]*plan, md protoreflect.MessageDescriptor) *plan {
 	if p, ok := memo[md]; ok {
 		return p
 	}
@@ -281,7 +235,7 @@ func (p *plan) index(name protoreflect.Name) int {
 	return -1
 }
 
-func (r *registry) compileField(memo map[protoreflect.MessageDescriptor]*plan, fd protoreflect.FieldDescriptor, required bool) (fieldRule, bool) {
+func (r *Rules) compileField(memo map[protoreflect.MessageDescriptor]*plan, fd protoreflect.FieldDescriptor, required bool) (fieldRule, bool) {
 	rule := fieldRule{fd: fd, seg: "." + string(fd.Name())}
 	if required {
 		rule.flags |= fRequired
@@ -299,7 +253,7 @@ func (r *registry) compileField(memo map[protoreflect.MessageDescriptor]*plan, f
 }
 
 // compileMap fills the rule of a map field: a string-to-string map is bounded as a whole.
-func (r *registry) compileMap(memo map[protoreflect.MessageDescriptor]*plan, rule *fieldRule) {
+func (r *Rules) compileMap(memo map[protoreflect.MessageDescriptor]*plan, rule *fieldRule) {
 	fd := rule.fd
 	k, v := fd.MapKey(), fd.MapValue()
 	if k.Kind() != protoreflect.StringKind || v.Kind() != protoreflect.StringKind {
@@ -320,7 +274,7 @@ func (r *registry) compileMap(memo map[protoreflect.MessageDescriptor]*plan, rul
 }
 
 // compileList fills the rule of a repeated field.
-func (r *registry) compileList(memo map[protoreflect.MessageDescriptor]*plan, rule *fieldRule) {
+func (r *Rules) compileList(memo map[protoreflect.MessageDescriptor]*plan, rule *fieldRule) {
 	fd := rule.fd
 	full := fd.FullName()
 	switch fd.Kind() {
@@ -328,7 +282,7 @@ func (r *registry) compileList(memo map[protoreflect.MessageDescriptor]*plan, ru
 		rule.kind = kStringList
 		if n, ok := totalLimitFields[full]; ok {
 			rule.total = n
-		} else if n, ok := maxLenOverrides[full]; ok {
+		} else if n, ok := r.maxLen[full]; ok {
 			rule.maxLen = n
 		} else {
 			rule.maxLen = maxString
@@ -342,17 +296,17 @@ func (r *registry) compileList(memo map[protoreflect.MessageDescriptor]*plan, ru
 }
 
 // compileSingular fills the rule of a field that is neither a map nor a list.
-func (r *registry) compileSingular(memo map[protoreflect.MessageDescriptor]*plan, rule *fieldRule) {
+func (r *Rules) compileSingular(memo map[protoreflect.MessageDescriptor]*plan, rule *fieldRule) {
 	fd := rule.fd
 	full := fd.FullName()
 	switch fd.Kind() {
 	case protoreflect.StringKind:
-		compileString(rule)
+		r.compileString(rule)
 	case protoreflect.BytesKind:
 		rule.kind = kBytes
 	case protoreflect.EnumKind:
 		rule.kind = kEnum
-		if knownEnumFields[full] {
+		if r.knownEnum[full] {
 			rule.flags |= fKnownEnum
 		}
 	case protoreflect.Int32Kind, protoreflect.Int64Kind, protoreflect.Sint32Kind,
@@ -383,13 +337,13 @@ func (r *registry) compileSingular(memo map[protoreflect.MessageDescriptor]*plan
 }
 
 // compileString fills the rule of a singular string field: its length limit and what its value
-// must look like (a path, a name, a COSI name or object ID, the plugin's name).
-func compileString(rule *fieldRule) {
+// must look like (a path, a name, a DNS name or object ID, the plugin's name).
+func (r *Rules) compileString(rule *fieldRule) {
 	fd := rule.fd
 	full := fd.FullName()
 	rule.kind = kString
 	rule.maxLen = maxString
-	if n, ok := maxLenOverrides[full]; ok {
+	if n, ok := r.maxLen[full]; ok {
 		rule.maxLen = n
 	}
 	if isPathField(fd) {
@@ -401,7 +355,7 @@ func compileString(rule *fieldRule) {
 	for _, f := range []struct {
 		set  map[protoreflect.FullName]bool
 		flag ruleFlags
-	}{{nameFields, fName}, {cosiNameFields, fCOSIName}, {cosiIDFields, fCOSIObjectID}, {pluginNameFields, fPluginName}} {
+	}{{nameFields, fName}, {r.dnsName, fDNSName}, {r.objectID, fObjectID}, {r.pluginName, fPluginName}} {
 		if f.set[full] {
 			rule.flags |= f.flag
 		}

@@ -141,7 +141,7 @@ func invalidUTF8Entry(fd protoreflect.FieldDescriptor, b []byte, depth int) *vio
 	case hasKeyNum:
 		return bad.at("[" + varintKeyText(kd.Kind(), keyNum) + "]")
 	default:
-		return bad.at("[?]") // a fixed-width key: no registered package has one
+		return bad.at("[?]") // a fixed-width key: no package we check has one
 	}
 }
 
@@ -158,7 +158,7 @@ func invalidUTF8Value(vd protoreflect.FieldDescriptor, v []byte, depth int) *vio
 	return nil
 }
 
-// varintKeyText renders a non-string map key. CSI has none; registered packages may.
+// varintKeyText renders a non-string map key. CSI has none; packages a Config names may.
 func varintKeyText(k protoreflect.Kind, x uint64) string {
 	switch k {
 	case protoreflect.BoolKind:

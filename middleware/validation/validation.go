@@ -25,8 +25,10 @@
 // Responses are checked too: the interceptors check the size limits of every response
 // (ResponseSizes), and with WithResponseChecks every rule (Response).
 //
-// The rules are compiled once per message type; checking a valid request allocates nothing for
-// generated messages. Other packages (volume groups, COSI) join with RegisterRequired.
+// The rules are a value, Rules, compiled once per message type; checking a valid request
+// allocates nothing for generated messages. CSIRules is csi.v1 alone, what the package-level
+// functions and interceptors use. NewRules adds the packages and fields a Config names (volume
+// groups, COSI): the caller owns those tables.
 package validation
 
 //go:generate go run ./internal/gen
@@ -40,20 +42,38 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// Request checks a request message. It returns nil when the message is valid or is not a message
-// of a checked package (csi.v1 and registered ones), else a gRPC status error: INVALID_ARGUMENT,
-// except a negative starting_offset of GetMetadataAllocated and GetMetadataDelta, which is
-// OUT_OF_RANGE as the spec's error tables say. The message names the RPC, the field and what is
+// Request checks a request message with CSIRules (see Rules.Request).
+func Request(m proto.Message) error { return CSIRules().Request(m) }
+
+// Response checks a message the plugin is about to send with CSIRules (see Rules.Response).
+func Response(m proto.Message) error { return CSIRules().Response(m) }
+
+// ResponseSizes checks the size limits of a message the plugin is about to send with CSIRules
+// (see Rules.ResponseSizes).
+func ResponseSizes(m proto.Message) error { return CSIRules().ResponseSizes(m) }
+
+// orCSI is r, or CSIRules when r is nil.
+func (r *Rules) orCSI() *Rules {
+	if r == nil {
+		return CSIRules()
+	}
+	return r
+}
+
+// Request checks a request message. It returns nil when the message is valid or is not of a
+// package r checks, else a gRPC status error: INVALID_ARGUMENT, except a negative
+// starting_offset of GetMetadataAllocated and GetMetadataDelta, which is OUT_OF_RANGE as the
+// spec's error tables say. The message names the RPC, the field and what is
 // wrong with it (the limit, for a size):
 //
 //	CreateVolume: volume_capabilities[1].access_mode.mode: required field is missing
 //	CreateVolume: name: 300 bytes, the limit is 128
-func Request(m proto.Message) error {
+func (r *Rules) Request(m proto.Message) error {
 	if m == nil {
 		return nil
 	}
 	pm := m.ProtoReflect()
-	p := current.Load().planFor(pm.Descriptor())
+	p := r.orCSI().planFor(pm.Descriptor())
 	if p == nil {
 		return nil
 	}
@@ -67,12 +87,12 @@ func Request(m proto.Message) error {
 // reported as INTERNAL:
 //
 //	CreateVolume: plugin bug: CreateVolumeResponse.volume.volume_id: required field is missing
-func Response(m proto.Message) error {
+func (r *Rules) Response(m proto.Message) error {
 	if m == nil {
 		return nil
 	}
 	pm := m.ProtoReflect()
-	p := current.Load().planFor(pm.Descriptor())
+	p := r.orCSI().planFor(pm.Descriptor())
 	if p == nil {
 		return nil
 	}
@@ -92,12 +112,12 @@ func Response(m proto.Message) error {
 // The interceptors run it on every response: a CO may refuse or truncate an oversized value it
 // stores (an ID, a context), so the breach must not reach it, and a walk of a response that
 // checks only lengths costs little beside the call.
-func ResponseSizes(m proto.Message) error {
+func (r *Rules) ResponseSizes(m proto.Message) error {
 	if m == nil {
 		return nil
 	}
 	pm := m.ProtoReflect()
-	p := current.Load().planFor(pm.Descriptor())
+	p := r.orCSI().planFor(pm.Descriptor())
 	if p == nil {
 		return nil
 	}
@@ -107,12 +127,13 @@ func ResponseSizes(m proto.Message) error {
 	return nil
 }
 
-type config struct {
+type options struct {
+	rules     *Rules
 	responses bool
 }
 
 // Option configures the interceptors.
-type Option func(*config)
+type Option func(*options)
 
 // WithResponseChecks turns checking the handler's responses against every rule on or off
 // (Response). Default off: the rules beyond the size limits (required fields, names, topology
@@ -120,11 +141,11 @@ type Option func(*config)
 // size limits are checked either way (ResponseSizes). A response that breaks a checked rule is
 // replaced by an INTERNAL error saying so.
 func WithResponseChecks(on bool) Option {
-	return func(c *config) { c.responses = on }
+	return func(c *options) { c.responses = on }
 }
 
-func newConfig(opts []Option) config {
-	var c config
+func newOptions(r *Rules, opts []Option) options {
+	c := options{rules: r.orCSI()}
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
@@ -134,20 +155,30 @@ func newConfig(opts []Option) config {
 }
 
 // checkResponse is Response or ResponseSizes, as the option says.
-func (c config) checkResponse(m proto.Message) error {
+func (c options) checkResponse(m proto.Message) error {
 	if c.responses {
-		return Response(m)
+		return c.rules.Response(m)
 	}
-	return ResponseSizes(m)
+	return c.rules.ResponseSizes(m)
 }
 
-// UnaryServerInterceptor rejects an invalid request before the handler runs, and a response
-// past a size limit (or, with response checks on, breaking any rule) after it.
+// UnaryServerInterceptor is Rules.UnaryServerInterceptor with CSIRules.
 func UnaryServerInterceptor(opts ...Option) grpc.UnaryServerInterceptor {
-	c := newConfig(opts)
+	return CSIRules().UnaryServerInterceptor(opts...)
+}
+
+// StreamServerInterceptor is Rules.StreamServerInterceptor with CSIRules.
+func StreamServerInterceptor(opts ...Option) grpc.StreamServerInterceptor {
+	return CSIRules().StreamServerInterceptor(opts...)
+}
+
+// UnaryServerInterceptor rejects a request that breaks r before the handler runs, and a response
+// past a size limit (or, with response checks on, breaking any rule) after it.
+func (r *Rules) UnaryServerInterceptor(opts ...Option) grpc.UnaryServerInterceptor {
+	c := newOptions(r, opts)
 	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		if m, ok := req.(proto.Message); ok {
-			if err := Request(m); err != nil {
+			if err := c.rules.Request(m); err != nil {
 				return nil, err
 			}
 		}
@@ -164,12 +195,12 @@ func UnaryServerInterceptor(opts ...Option) grpc.UnaryServerInterceptor {
 	}
 }
 
-// StreamServerInterceptor checks every message the handler receives (RecvMsg returns the
+// StreamServerInterceptor checks, against r, every message the handler receives (RecvMsg returns the
 // violation, which a generated handler returns as the call's status) and every message it sends
 // against the size limits, or with response checks on against every rule (SendMsg refuses to
 // send it, and the call ends with the violation).
-func StreamServerInterceptor(opts ...Option) grpc.StreamServerInterceptor {
-	c := newConfig(opts)
+func (r *Rules) StreamServerInterceptor(opts ...Option) grpc.StreamServerInterceptor {
+	c := newOptions(r, opts)
 	return func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		cs := &checkedStream{ServerStream: ss, c: c}
 		err := handler(srv, cs)
@@ -182,7 +213,7 @@ func StreamServerInterceptor(opts ...Option) grpc.StreamServerInterceptor {
 
 type checkedStream struct {
 	grpc.ServerStream
-	c   config
+	c   options
 	bad error // first invalid response; SendMsg runs on the handler's goroutine
 }
 
@@ -191,7 +222,7 @@ func (s *checkedStream) RecvMsg(m any) error {
 		return err
 	}
 	if pm, ok := m.(proto.Message); ok {
-		return Request(pm)
+		return s.c.rules.Request(pm)
 	}
 	return nil
 }

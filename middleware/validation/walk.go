@@ -228,8 +228,8 @@ func checkLeaf(m protoreflect.Message, sv reflect.Value, fast bool, r *fieldRule
 				return newViolation(p).at(r.seg)
 			}
 		}
-		if r.flags&(fCOSIName|fCOSIObjectID) != 0 {
-			if v := checkCOSIString(s, r.flags); v != nil {
+		if r.flags&(fDNSName|fObjectID) != 0 {
+			if v := checkDNSNameOrID(s, r.flags); v != nil {
 				return v.at(r.seg)
 			}
 		}
@@ -549,7 +549,7 @@ func lowerASCII(c byte) byte {
 
 // checkMessageMap checks the message values of a map field with check (checkMessage or
 // checkSizes), in key order so that the reported key does not depend on map order. No csi.v1 map
-// has message values; registered packages may.
+// has message values; packages a Config names may.
 func checkMessageMap(pm protoreflect.Map, sub *plan, check func(protoreflect.Message, *plan) *violation) *violation {
 	type entry struct {
 		k protoreflect.MapKey

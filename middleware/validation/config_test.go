@@ -83,10 +83,45 @@ func registerTestFile(t *testing.T) protoreflect.MessageDescriptor {
 	return d.(protoreflect.MessageDescriptor)
 }
 
-func TestRegisterRequired(t *testing.T) {
+// thingRules are rules that name the test package's Thing: id and the oneof kind required.
+func thingRules(t *testing.T) *Rules {
+	t.Helper()
+	r, err := NewRules(Config{Required: map[protoreflect.FullName][]protoreflect.Name{testPkg + ".Thing": {"id", "kind"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// NewRules refuses, at construction, a table that names what the linked protos do not declare.
+func TestNewRulesRefusesBadNames(t *testing.T) {
+	registerTestFile(t)
+	type names = []protoreflect.FullName
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"unknown message", Config{Required: map[protoreflect.FullName][]protoreflect.Name{testPkg + ".Nope": {"id"}}}},
+		{"unknown field", Config{Required: map[protoreflect.FullName][]protoreflect.Name{testPkg + ".Thing": {"nope"}}}},
+		{"a field as a message", Config{Required: map[protoreflect.FullName][]protoreflect.Name{"csi.v1.CreateVolumeRequest.name": nil}}},
+		{"unknown package", Config{Packages: names{"csikit.nosuch.v1"}}},
+		{"unknown DNS name field", Config{DNSNames: names{testPkg + ".Thing.nope"}}},
+		{"DNS name not a string", Config{DNSNames: names{testPkg + ".Thing.count"}}},
+		{"object ID in an unknown message", Config{ObjectIDs: names{testPkg + ".Nope.id"}}},
+		{"object ID not singular", Config{ObjectIDs: names{testPkg + ".Thing.children"}}},
+		{"known enum not an enum", Config{KnownEnums: names{testPkg + ".Thing.id"}}},
+		{"plugin name of a map", Config{PluginNames: names{testPkg + ".Thing.secrets"}}},
+		{"length of an int", Config{MaxLen: map[protoreflect.FullName]int{testPkg + ".Thing.count": 10}}},
+		{"length not positive", Config{MaxLen: map[protoreflect.FullName]int{testPkg + ".Thing.id": 0}}},
+	} {
+		if r, err := NewRules(tc.cfg); err == nil {
+			t.Errorf("%s: accepted (%v)", tc.name, r != nil)
+		}
+	}
+}
+
+func TestNewRules(t *testing.T) {
 	md := registerTestFile(t)
-	old := current.Load()
-	t.Cleanup(func() { current.Store(old) })
 
 	thing := func(set func(m *dynamicpb.Message)) proto.Message {
 		m := dynamicpb.NewMessage(md)
@@ -99,21 +134,14 @@ func TestRegisterRequired(t *testing.T) {
 		m.Set(f("a"), protoreflect.ValueOfString("x"))
 	}
 
-	// Not registered yet: not checked.
+	// Not named by the rules: not checked.
+	if err := CSIRules().Request(thing(func(*dynamicpb.Message) {})); err != nil {
+		t.Fatalf("CSI rules: %v", err)
+	}
+	r := thingRules(t)
+	// Building r changed no other value: the CSI rules still leave the package alone.
 	if err := Request(thing(func(*dynamicpb.Message) {})); err != nil {
-		t.Fatalf("before registration: %v", err)
-	}
-	if err := RegisterRequired(testPkg+".Nope", "id"); err == nil {
-		t.Error("unknown message accepted")
-	}
-	if err := RegisterRequired(testPkg+".Thing", "nope"); err == nil {
-		t.Error("unknown field accepted")
-	}
-	if err := RegisterRequired("csi.v1.CreateVolumeRequest.name"); err == nil {
-		t.Error("a field accepted as a message")
-	}
-	if err := RegisterRequired(testPkg+".Thing", "id", "kind"); err != nil {
-		t.Fatal(err)
+		t.Fatalf("CSI rules after NewRules: %v", err)
 	}
 
 	for _, tc := range []struct {
@@ -147,7 +175,7 @@ func TestRegisterRequired(t *testing.T) {
 			mp.Set(protoreflect.ValueOfString("x").MapKey(), protoreflect.ValueOfMessage(dynamicpb.NewMessage(md)))
 		}), `Thing.named["x"].id: required field is missing`},
 	} {
-		err := Request(tc.m)
+		err := r.Request(tc.m)
 		if tc.want == "" {
 			if err != nil {
 				t.Errorf("%s: %v", tc.name, err)
@@ -158,11 +186,89 @@ func TestRegisterRequired(t *testing.T) {
 			t.Errorf("%s: got %v, want %q", tc.name, err, tc.want)
 		}
 	}
-	// csi.v1 keeps working after a registration.
-	if err := Request(validCreateVolume()); err != nil {
+	// csi.v1 is checked by every Rules value.
+	if err := r.Request(validCreateVolume()); err != nil {
 		t.Fatal(err)
 	}
-	if err := Request(&csi.DeleteVolumeRequest{}); status.Code(err) != codes.InvalidArgument {
-		t.Fatalf("csi.v1 after registration: %v", err)
+	if err := r.Request(&csi.DeleteVolumeRequest{}); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("csi.v1 with the test package's rules: %v", err)
 	}
+}
+
+// The field tables of a Config reach the checks: the package alone gets the generic rules, and a
+// field named as a DNS name or object ID gets that syntax and its length limit.
+func TestNewRulesFieldTables(t *testing.T) {
+	md := registerTestFile(t)
+	id := md.Fields().ByName("id")
+	withID := func(s string) proto.Message {
+		m := dynamicpb.NewMessage(md)
+		m.Set(id, protoreflect.ValueOfString(s))
+		return m
+	}
+	rules := func(cfg Config) *Rules {
+		r, err := NewRules(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	idName := []protoreflect.FullName{testPkg + ".Thing.id"}
+	for _, tc := range []struct {
+		name string
+		r    *Rules
+		m    proto.Message
+		want string
+	}{
+		{"package: no required field", rules(Config{Packages: []protoreflect.FullName{testPkg}}), withID(""), ""},
+		{"package: size", rules(Config{Packages: []protoreflect.FullName{testPkg}}), withID(rep('i', 129)), "Thing.id: 129 bytes, the limit is 128"},
+		{"length limit", rules(Config{MaxLen: map[protoreflect.FullName]int{idName[0]: 200}}), withID(rep('i', 129)), ""},
+		{"DNS name: valid", rules(Config{DNSNames: idName}), withID("bucket-1.example"), ""},
+		{"DNS name: syntax", rules(Config{DNSNames: idName}), withID("Bucket"), "Thing.id: must be a DNS subdomain"},
+		{"DNS name: length", rules(Config{DNSNames: idName}), withID(rep('a', 254)), "Thing.id: 254 bytes, the limit is 253"},
+		{"object ID: valid", rules(Config{ObjectIDs: idName}), withID(rep('a', 2048)), ""},
+		{"object ID: syntax", rules(Config{ObjectIDs: idName}), withID("a b"), "Thing.id: must contain only letters"},
+		{"plugin name", rules(Config{PluginNames: idName}), withID("Not A Name"), "Thing.id: "},
+	} {
+		err := tc.r.Request(tc.m)
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+			}
+			continue
+		}
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), tc.want) {
+			t.Errorf("%s: got %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// One Rules value serves concurrent calls, including the plans it compiles on first use for
+// descriptors built at run time, while other values are built.
+func TestRulesConcurrentUse(t *testing.T) {
+	md := registerTestFile(t)
+	r := thingRules(t)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				if i%2 == 0 {
+					if _, err := NewRules(Config{Packages: []protoreflect.FullName{testPkg}}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+				if err := r.Request(dynamicpb.NewMessage(md)); status.Code(err) != codes.InvalidArgument {
+					t.Errorf("got %v, want INVALID_ARGUMENT", err)
+					return
+				}
+				if err := r.Request(validCreateVolume()); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -7,10 +7,10 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 )
 
-// TestRequiredFieldsAreRegistered checks the table New registers against the linked bindings:
-// every message and field it names exists, and registering it succeeds, so New cannot fail on
-// it in production.
-func TestRequiredFieldsAreRegistered(t *testing.T) {
+// TestRulesBuild checks the tables New compiles against the linked bindings: every message and
+// field they name exists with the kind its table needs, and compiling them succeeds, so New
+// cannot fail on them in production.
+func TestRulesBuild(t *testing.T) {
 	for msg, fields := range requiredFields {
 		d, err := protoregistry.GlobalFiles.FindDescriptorByName(protoreflect.FullName(msg))
 		if err != nil {
@@ -28,7 +28,18 @@ func TestRequiredFieldsAreRegistered(t *testing.T) {
 			}
 		}
 	}
-	if err := registerRequiredFields(); err != nil {
+	if _, err := newRules(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// BenchmarkNewRules is what New spends compiling its rules: csi.v1, volume groups and both COSI
+// versions.
+func BenchmarkNewRules(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := newRules(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
