@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/csikit/csikit/e2e/cluster"
+
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,11 +18,11 @@ import (
 // the user to create, the ConfigMap's keys reaching the flags, host networking on both pods with
 // no host port used twice, and the node plugin's FUSE and propagation needs.
 func TestCephFSManifestsMatchDriver(t *testing.T) {
-	ms, err := loadManifests(cephfsDir)
+	ms, err := cluster.LoadManifests(cephfsDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	secretParams := func(m manifest, params map[string]string, kinds ...string) {
+	secretParams := func(m cluster.Manifest, params map[string]string, kinds ...string) {
 		t.Helper()
 		for _, k := range kinds {
 			if params["csi.storage.k8s.io/"+k+"-secret-name"] != cephfsObject || params["csi.storage.k8s.io/"+k+"-secret-namespace"] != cephfsNS {
@@ -37,7 +39,7 @@ func TestCephFSManifestsMatchDriver(t *testing.T) {
 	var drivers, classes, snapClasses, workloads int
 	for _, m := range ms {
 		var spec *corev1.PodSpec
-		switch o := m.obj.(type) {
+		switch o := m.Obj.(type) {
 		case *storagev1.CSIDriver:
 			drivers++
 			if o.Name != cephfsDriver {
@@ -103,12 +105,12 @@ func TestCephFSManifestsMatchDriver(t *testing.T) {
 	// `kubectl apply -f DIR` applies in name order: access before the workloads.
 	var lastAccess, firstWorkload string
 	for _, m := range ms {
-		switch m.gvk.Kind {
+		switch m.GVK.Kind {
 		case "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding":
-			lastAccess = m.file
+			lastAccess = m.File
 		case "StatefulSet", "DaemonSet":
 			if firstWorkload == "" {
-				firstWorkload = m.file
+				firstWorkload = m.File
 			}
 		}
 	}
@@ -119,7 +121,7 @@ func TestCephFSManifestsMatchDriver(t *testing.T) {
 
 // checkCephFSConfig wants the cluster's monitors and filesystem to reach the flags from the
 // ConfigMap the user creates.
-func checkCephFSConfig(t *testing.T, m manifest, c corev1.Container) {
+func checkCephFSConfig(t *testing.T, m cluster.Manifest, c corev1.Container) {
 	t.Helper()
 	for flag, key := range map[string]string{"--monitors=$(CEPH_MON_HOST)": "monitors", "--fs-name=$(CEPHFS_NAME)": "fsName"} {
 		if !strings.Contains(strings.Join(c.Args, " "), flag) {
@@ -140,7 +142,7 @@ func checkCephFSConfig(t *testing.T, m manifest, c corev1.Container) {
 // checkCephFSLiveness wants kubelet to probe the driver's own /livez on the port of its
 // --http-endpoint: /livez answers 200 while Ceph is unreachable (readiness follows Ceph), so an
 // outage never restarts the plugin, and with it every ceph-fuse daemon of a node plugin.
-func checkCephFSLiveness(t *testing.T, m manifest, c corev1.Container) {
+func checkCephFSLiveness(t *testing.T, m cluster.Manifest, c corev1.Container) {
 	t.Helper()
 	p := c.LivenessProbe
 	if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/livez" {
@@ -169,7 +171,7 @@ func checkCephFSLiveness(t *testing.T, m manifest, c corev1.Container) {
 // checkCephFSNode wants the node plugin privileged with /dev (ceph-fuse opens /dev/fuse) and
 // kubelet's directories mounted Bidirectional, so that the FUSE and bind mounts reach kubelet
 // and the pods.
-func checkCephFSNode(t *testing.T, m manifest, spec *corev1.PodSpec) {
+func checkCephFSNode(t *testing.T, m cluster.Manifest, spec *corev1.PodSpec) {
 	t.Helper()
 	for _, c := range spec.Containers {
 		if c.Name != "cephfs" {

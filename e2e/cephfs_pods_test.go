@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/csikit/csikit/e2e/cluster"
+
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -26,7 +28,7 @@ import (
 // a one-node Ceph (internal/cephtest) on this machine's 127.0.0.1, which the driver's pods reach
 // through the host's network.
 const (
-	cephfsDir = deployDir + "/kubernetes/cephfs"
+	cephfsDir = cluster.DeployDir + "/kubernetes/cephfs"
 	// cephfsDriver is the name examples/cephfs registers (its main.Name); the example is cgo
 	// and a workspace of its own, so it is not imported here.
 	cephfsDriver = "cephfs.csikit.dev"
@@ -51,18 +53,18 @@ func TestCephFSPods(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a cluster with a kubelet and a Ceph cluster; not in -short")
 	}
-	ctx := testContext(t, 40*time.Minute)
-	if err := nodePreflight(ctx, t); err != nil {
-		skipOrFail(t, "the kubelet cluster cannot run here: %v", err)
+	ctx := cluster.TestContext(t, 40*time.Minute)
+	if err := cluster.NodePreflight(ctx, t); err != nil {
+		cluster.SkipOrFail(t, "the kubelet cluster cannot run here: %v", err)
 	}
 	if missing := cephtest.MissingPackages(); len(missing) > 0 {
-		skipOrFail(t, "needs a one-node Ceph: install the Debian packages %v (and ceph-fuse librados-dev libcephfs-dev)", missing)
+		cluster.SkipOrFail(t, "needs a one-node Ceph: install the Debian packages %v (and ceph-fuse librados-dev libcephfs-dev)", missing)
 	}
 	if _, err := exec.LookPath("ceph-fuse"); err != nil {
-		skipOrFail(t, "the cephfs image carries this machine's ceph-fuse: apt-get install ceph-fuse")
+		cluster.SkipOrFail(t, "the cephfs image carries this machine's ceph-fuse: apt-get install ceph-fuse")
 	}
-	if err := cephfsLibrariesPresent(); err != nil {
-		skipOrFail(t, "%v", err)
+	if err := cluster.CephFSLibrariesPresent(); err != nil {
+		cluster.SkipOrFail(t, "%v", err)
 	}
 
 	// Registered first, so stopped last: after kubelet and the pods that mount from it.
@@ -86,33 +88,33 @@ func TestCephFSPods(t *testing.T) {
 	}
 	key := strings.TrimSpace(string(out))
 
-	work, logDir := podsWorkDir(t)
-	ms, err := loadManifests(cephfsDir)
+	work, logDir := cluster.PodsWorkDir(t)
+	ms, err := cluster.LoadManifests(cephfsDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	runStart := time.Now()
-	ps := newProcs(t, logDir)
-	n, err := startNode(ctx, t, work, ps, cephfsImages(ctx, t, work, ms))
+	ps := cluster.NewProcs(t, logDir)
+	n, err := cluster.StartNode(ctx, t, work, ps, cluster.CephFSImages(ctx, t, work, ms))
 	if err != nil {
-		skipOrFailBuild(t, err)
+		cluster.SkipOrFailBuild(t, err)
 	}
-	defer n.logTimings(t, runStart)
-	if err := n.hostNetworkServiceRoute(t); err != nil {
+	defer n.LogTimings(t, runStart)
+	if err := n.HostNetworkServiceRoute(t); err != nil {
 		t.Fatal(err)
 	}
-	if err := n.timed("driver ready (pods)", func() error {
-		return n.deployCephFS(ctx, ms, map[string]string{"userID": cephfsUser, "userKey": key},
+	if err := n.Timed("driver ready (pods)", func() error {
+		return deployCephFS(ctx, n, ms, map[string]string{"userID": cephfsUser, "userKey": key},
 			map[string]string{"monitors": ceph.MonHost, "fsName": ceph.CephFS.Name})
 	}); err != nil {
-		t.Fatalf("%v\ndriver pods: %s", err, n.podSummary(ctx, cephfsNS))
+		t.Fatalf("%v\ndriver pods: %s", err, n.PodSummary(ctx, cephfsNS))
 	}
 	if os.Getenv("CSIKIT_E2E_HOLD") != "" {
 		fmt.Printf("CEPH_CLUSTER=%s\n", ceph.Dir)
-		n.hold(t, work)
+		n.Hold(t, work)
 		return
 	}
-	n.runCases(ctx, t, cephfsCases, cephfsNS)
+	runCases(ctx, t, n, cephfsCases, cephfsNS)
 	// Every case deleted its claims and waited for their PVs to go: no subvolume is left.
 	out, err = ceph.Ceph(ctx, "fs", "subvolume", "ls", ceph.CephFS.Name, "--group_name", "csi", "--format", "json")
 	if err != nil {
@@ -126,7 +128,7 @@ func TestCephFSPods(t *testing.T) {
 		t.Errorf("ceph-fuse zombies left by the node plugin: %v", z)
 	}
 	// The key travelled in CSI secrets only: no container of the driver logged it.
-	if leaks := n.logsContaining(ctx, cephfsNS, key); len(leaks) > 0 {
+	if leaks := n.LogsContaining(ctx, cephfsNS, key); len(leaks) > 0 {
 		t.Errorf("the cephx key appears in the logs of %v", leaks)
 	}
 }
@@ -140,51 +142,19 @@ var cephfsCases = []caseDef{
 	{"online-expansion", (*podCase).cephfsOnlineExpansion},
 }
 
-// hostNetworkServiceRoute makes the kubernetes Service reach the API server from pods on the
-// host's network, as kube-proxy's OUTPUT rules do on a real node: the sidecars of the cephfs
-// pods (hostNetwork) connect from the host itself, which the PREROUTING rule of serviceRoute
-// never sees.
-func (n *node) hostNetworkServiceRoute(t *testing.T) error {
-	port := n.server[strings.LastIndex(n.server, ":")+1:]
-	rule := []string{"OUTPUT", "-t", "nat", "-d", serviceIP + "/32", "-p", "tcp", "--dport", "443",
-		"-m", "comment", "--comment", "csikit-e2e kubernetes Service (host network)", "-j", "DNAT", "--to-destination", nodeIP + ":" + port}
-	return appendRule(t, rule)
-}
-
-// deployCephFS deploys deploy/kubernetes/cephfs as it is (see deployDriver), creating the
+// deployCephFS deploys deploy/kubernetes/cephfs as it is (see cluster.Node.DeployDriver), creating the
 // Secret and the ConfigMap the user creates right after the namespace.
-func (n *node) deployCephFS(ctx context.Context, ms []manifest, secret, config map[string]string) error {
-	return n.deployDriver(ctx, ms, "cephfs", cephfsNS, cephfsDriver, nil, func(ctx context.Context) error {
+func deployCephFS(ctx context.Context, n *cluster.Node, ms []cluster.Manifest, secret, config map[string]string) error {
+	return n.DeployDriver(ctx, ms, "cephfs", cephfsNS, cephfsDriver, nil, func(ctx context.Context) error {
 		meta := metav1.ObjectMeta{Name: cephfsObject, Namespace: cephfsNS}
-		if _, err := n.kube.CoreV1().Secrets(cephfsNS).Create(ctx, &corev1.Secret{ObjectMeta: meta, StringData: secret}, metav1.CreateOptions{}); err != nil {
+		if _, err := n.Kube.CoreV1().Secrets(cephfsNS).Create(ctx, &corev1.Secret{ObjectMeta: meta, StringData: secret}, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create the Secret: %w", err)
 		}
-		if _, err := n.kube.CoreV1().ConfigMaps(cephfsNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: meta, Data: config}, metav1.CreateOptions{}); err != nil {
+		if _, err := n.Kube.CoreV1().ConfigMaps(cephfsNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: meta, Data: config}, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create the ConfigMap: %w", err)
 		}
 		return nil
 	})
-}
-
-// logsContaining returns "pod/container" for each container of ns whose log (current and
-// previous) contains s.
-func (n *node) logsContaining(ctx context.Context, ns, s string) []string {
-	pods, err := n.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return []string{"(list pods: " + err.Error() + ")"}
-	}
-	var out []string
-	for _, p := range pods.Items {
-		for _, c := range p.Spec.Containers {
-			for _, previous := range []bool{false, true} {
-				b, err := n.kube.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: c.Name, Previous: previous}).DoRaw(ctx)
-				if err == nil && strings.Contains(string(b), s) {
-					out = append(out, p.Name+"/"+c.Name)
-				}
-			}
-		}
-	}
-	return out
 }
 
 // cephFuseZombies lists the ceph-fuse processes that have exited and that their parent, a
@@ -295,12 +265,12 @@ func (pc *podCase) cephfsOnlineExpansion() {
 	data := "expansion " + randomHex()
 	p := pc.startPod(sleeper(pc.prefix+"-pod", data, claimVolume(claimName, false)))
 	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"resources": map[string]any{"requests": map[string]string{"storage": "128Mi"}}}})
-	if _, err := pc.n.kube.CoreV1().PersistentVolumeClaims(testNS).Patch(pc.ctx, claimName, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := pc.n.Kube.CoreV1().PersistentVolumeClaims(testNS).Patch(pc.ctx, claimName, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		pc.t.Fatal(err)
 	}
 	want := resource.MustParse("128Mi")
-	if err := poll(pc.ctx, "claim "+claimName+" at 128Mi and the pod's file system grown", 3*time.Minute, func(ctx context.Context) (bool, error) {
-		c, err := pc.n.kube.CoreV1().PersistentVolumeClaims(testNS).Get(ctx, claimName, metav1.GetOptions{})
+	if err := cluster.Poll(pc.ctx, "claim "+claimName+" at 128Mi and the pod's file system grown", 3*time.Minute, func(ctx context.Context) (bool, error) {
+		c, err := pc.n.Kube.CoreV1().PersistentVolumeClaims(testNS).Get(ctx, claimName, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}

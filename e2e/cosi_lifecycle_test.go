@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,17 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/csikit/csikit/e2e/cluster"
+
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	cosiclient "sigs.k8s.io/container-object-storage-interface/client/clientset/versioned"
-	"sigs.k8s.io/yaml"
-)
-
-// Containers of the memorys3 Deployment.
-const (
-	memorys3Container = "memorys3"
-	sidecarContainer  = "objectstorage-provisioner-sidecar"
 )
 
 // TestCOSILifecycle drives memorys3 through Kubernetes' object storage API: the real API server
@@ -40,9 +32,9 @@ func TestCOSILifecycle(t *testing.T) {
 	}
 	etcdBin, err := exec.LookPath("etcd")
 	if err != nil {
-		skipOrFail(t, "no etcd on PATH (Debian: apt-get install etcd-server): %v", err)
+		cluster.SkipOrFail(t, "no etcd on PATH (Debian: apt-get install etcd-server): %v", err)
 	}
-	ctx := testContext(t, 30*time.Minute)
+	ctx := cluster.TestContext(t, 30*time.Minute)
 
 	// A short directory: unix socket paths must stay under 108 bytes.
 	work, err := os.MkdirTemp("", "csikit-cosi-")
@@ -65,50 +57,50 @@ func TestCOSILifecycle(t *testing.T) {
 	}
 
 	start := time.Now()
-	paths, err := buildTools(ctx, t, "kube-apiserver", "cosi-controller", "cosi-sidecar")
+	paths, err := cluster.BuildTools(ctx, t, "kube-apiserver", "cosi-controller", "cosi-sidecar")
 	if err != nil {
-		skipOrFail(t, "the binaries cannot be built: %v", err)
+		cluster.SkipOrFail(t, "the binaries cannot be built: %v", err)
 	}
-	memorys3Bin, err := buildExample(ctx, t, work, "memorys3")
+	memorys3Bin, err := cluster.BuildExample(ctx, t, work, "memorys3")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("binaries ready in %s", time.Since(start).Round(time.Second))
 
-	ps := newProcs(t, logDir)
+	ps := cluster.NewProcs(t, logDir)
 	start = time.Now()
-	c, err := startAPIServer(ctx, work, etcdBin, paths["kube-apiserver"], ps)
+	c, err := cluster.StartAPIServer(ctx, work, etcdBin, paths["kube-apiserver"], ps)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("API server ready in %s", time.Since(start).Round(time.Second))
 
-	crds, err := cosiCRDs(ctx)
+	crds, err := cluster.COSICRDs(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.installCRDs(ctx, crds); err != nil {
+	if err := c.InstallCRDs(ctx, crds); err != nil {
 		t.Fatal(err)
 	}
-	ms, err := loadManifests(memorys3Dir)
+	ms, err := cluster.LoadManifests(cluster.Memorys3Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var dep *appsv1.Deployment
 	for _, m := range ms {
-		if err := c.apply(ctx, m); err != nil {
+		if err := c.Apply(ctx, m); err != nil {
 			t.Fatalf("apply: %v", err)
 		}
-		if d, ok := m.obj.(*appsv1.Deployment); ok {
+		if d, ok := m.Obj.(*appsv1.Deployment); ok {
 			dep = d
 		}
 	}
-	ctrlRBAC, err := upstreamControllerRBAC(ctx)
+	ctrlRBAC, err := cluster.UpstreamControllerRBAC(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, o := range ctrlRBAC {
-		if err := c.create(ctx, o); err != nil {
+		if err := c.Create(ctx, o); err != nil {
 			t.Fatalf("upstream controller RBAC: %v", err)
 		}
 	}
@@ -119,37 +111,37 @@ func TestCOSILifecycle(t *testing.T) {
 
 	// The pod's containers as processes: memorys3 first, then the sidecar on its socket.
 	pod := dep.Name + "-0"
-	cts, err := containers(&dep.Spec.Template.Spec, podEnv{name: pod, namespace: dep.Namespace, node: "node-a",
-		root: filepath.Join(work, "node-a"), podDir: filepath.Join(work, "pods", pod)})
+	cts, err := cluster.Containers(&dep.Spec.Template.Spec, cluster.PodEnv{Name: pod, Namespace: dep.Namespace, Node: "node-a",
+		Root: filepath.Join(work, "node-a"), PodDir: filepath.Join(work, "pods", pod)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s3ct, ok := cts[memorys3Container]
+	s3ct, ok := cts[cluster.Memorys3Container]
 	if !ok {
-		t.Fatalf("the Deployment has no %s container", memorys3Container)
+		t.Fatalf("the Deployment has no %s container", cluster.Memorys3Container)
 	}
-	s3Port, err := freePort()
+	s3Port, err := cluster.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
 	// In a pod, S3 listens on the pod's address behind the Service; here, on loopback, and the
 	// grants must name where the test's S3 client reaches it.
 	s3Addr := "127.0.0.1:" + strconv.Itoa(s3Port)
-	s3ct.args = withFlag(s3ct.args, "s3-address", s3Addr)
-	s3ct.args = withFlag(s3ct.args, "s3-endpoint", "http://"+s3Addr)
+	s3ct.Args = cluster.WithFlag(s3ct.Args, "s3-address", s3Addr)
+	s3ct.Args = cluster.WithFlag(s3ct.Args, "s3-endpoint", "http://"+s3Addr)
 	driverLogPath, err := startDriver(ctx, ps, "memorys3", memorys3Bin, s3ct)
 	if err != nil {
 		t.Fatal(err)
 	}
-	driverName, _ := flagValue(s3ct.args, "driver-name")
-	socket, _ := flagValue(s3ct.args, "endpoint")
+	driverName, _ := cluster.FlagValue(s3ct.Args, "driver-name")
+	socket, _ := cluster.FlagValue(s3ct.Args, "endpoint")
 
 	l := &cosiLifecycle{lifecycle: &lifecycle{t: t, ctx: ctx, c: c, ps: ps, log: driverLog{driverLogPath}},
 		driverName: driverName, socket: socket}
-	if l.cosi, err = cosiclient.NewForConfig(c.admin); err != nil {
+	if l.cosi, err = cosiclient.NewForConfig(c.Admin); err != nil {
 		t.Fatal(err)
 	}
-	l.startControllers(dep, cts[sidecarContainer], paths)
+	l.startControllers(dep, cts[cluster.SidecarContainer], paths)
 	l.run()
 
 	// Whole-run checks on the driver's debug log and on the COSI components' logs.
@@ -165,94 +157,34 @@ func TestCOSILifecycle(t *testing.T) {
 	for _, s := range l.steps {
 		t.Logf("step %-22s %6s  %s", s.name, s.took.Round(100*time.Millisecond), summarize(s.calls, true))
 	}
-	if err := ps.checkAlive(); err != nil {
+	if err := ps.CheckAlive(); err != nil {
 		t.Errorf("a component died during the run: %v", err)
 	}
-}
-
-// cosiCRDs returns the objectstorage.k8s.io CustomResourceDefinitions the COSI client module
-// ships (at the version go.mod pins) with the annotations upstream's kustomization adds when it
-// installs them: the API server refuses a *.k8s.io CRD without api-approved.kubernetes.io.
-func cosiCRDs(ctx context.Context) ([]*unstructured.Unstructured, error) {
-	dir, err := moduleDir(ctx, ".", "sigs.k8s.io/container-object-storage-interface/client")
-	if err != nil {
-		return nil, err
-	}
-	crds, err := readObjects(filepath.Join(dir, "config", "crd", "objectstorage.k8s.io_*.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	root, err := moduleDir(ctx, "tools/cosi", "sigs.k8s.io/container-object-storage-interface")
-	if err != nil {
-		return nil, err
-	}
-	data, err := os.ReadFile(filepath.Join(root, "kustomization.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	var k struct {
-		CommonAnnotations map[string]string `json:"commonAnnotations"`
-	}
-	if err := yaml.Unmarshal(data, &k); err != nil {
-		return nil, fmt.Errorf("upstream kustomization.yaml: %w", err)
-	}
-	if k.CommonAnnotations["api-approved.kubernetes.io"] == "" {
-		return nil, errors.New("upstream kustomization.yaml no longer gives the CRDs api-approved.kubernetes.io")
-	}
-	for _, crd := range crds {
-		a := crd.GetAnnotations()
-		if a == nil {
-			a = map[string]string{}
-		}
-		maps.Copy(a, k.CommonAnnotations)
-		crd.SetAnnotations(a)
-	}
-	return crds, nil
-}
-
-// upstreamControllerRBAC returns the service account and RBAC that COSI v0.2.2 deploys its
-// controller with (controller/resources in the root module, at the version tools/cosi pins), as
-// the files stand: without upstream's kustomize name prefix and namespace, so the service
-// account is default/controller-sa and its lease Role lives in "default".
-func upstreamControllerRBAC(ctx context.Context) ([]*unstructured.Unstructured, error) {
-	dir, err := moduleDir(ctx, "tools/cosi", "sigs.k8s.io/container-object-storage-interface")
-	if err != nil {
-		return nil, err
-	}
-	var out []*unstructured.Unstructured
-	for _, f := range []string{"sa.yaml", "rbac.yaml"} {
-		objs, err := readObjects(filepath.Join(dir, "controller", "resources", f))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, objs...)
-	}
-	return out, nil
 }
 
 // startControllers runs the COSI provisioner sidecar with the Deployment's flags and service
 // account, and the COSI controller with upstream's service account, each authenticated by a
 // token of its own account, so the RBAC is what is tested. The step records the driver calls the
 // sidecar makes when it starts.
-func (l *cosiLifecycle) startControllers(dep *appsv1.Deployment, sidecar container, paths map[string]string) {
+func (l *cosiLifecycle) startControllers(dep *appsv1.Deployment, sidecar cluster.Container, paths map[string]string) {
 	l.step("start COSI", func() error {
-		if sidecar.name == "" {
-			return fmt.Errorf("the Deployment has no %s container", sidecarContainer)
+		if sidecar.Name == "" {
+			return fmt.Errorf("the Deployment has no %s container", cluster.SidecarContainer)
 		}
-		saKC, err := l.c.serviceAccountKubeconfig(l.ctx, dep.Namespace, dep.Spec.Template.Spec.ServiceAccountName)
+		saKC, err := l.c.ServiceAccountKubeconfig(l.ctx, dep.Namespace, dep.Spec.Template.Spec.ServiceAccountName)
 		if err != nil {
 			return err
 		}
-		args := withFlag(sidecar.args, "kubeconfig", saKC)
-		if _, err := l.ps.start("cosi-sidecar", paths["cosi-sidecar"], args, sidecar.env...); err != nil {
+		args := cluster.WithFlag(sidecar.Args, "kubeconfig", saKC)
+		if _, err := l.ps.Start("cosi-sidecar", paths["cosi-sidecar"], args, sidecar.Env...); err != nil {
 			return err
 		}
-		ctrlKC, err := l.c.serviceAccountKubeconfig(l.ctx, metav1.NamespaceDefault, "controller-sa")
+		ctrlKC, err := l.c.ServiceAccountKubeconfig(l.ctx, metav1.NamespaceDefault, "controller-sa")
 		if err != nil {
 			return err
 		}
 		// Upstream's Deployment runs the controller with --v=5 in the namespace of its lease Role.
-		if _, err := l.ps.start("cosi-controller", paths["cosi-controller"], []string{"--kubeconfig=" + ctrlKC, "--v=5"},
+		if _, err := l.ps.Start("cosi-controller", paths["cosi-controller"], []string{"--kubeconfig=" + ctrlKC, "--v=5"},
 			"POD_NAMESPACE="+metav1.NamespaceDefault); err != nil {
 			return err
 		}
@@ -263,12 +195,12 @@ func (l *cosiLifecycle) startControllers(dep *appsv1.Deployment, sidecar contain
 		}
 		for key, who := range leases {
 			ns, name, _ := strings.Cut(key, "/")
-			if err := poll(l.ctx, who+" holding lease "+key, 2*time.Minute, func(ctx context.Context) (bool, error) {
-				lease, err := l.c.kube.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
+			if err := cluster.Poll(l.ctx, who+" holding lease "+key, 2*time.Minute, func(ctx context.Context) (bool, error) {
+				lease, err := l.c.Kube.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
 				if err != nil {
-					return false, fmt.Errorf("%w; %v", err, l.ps.checkAlive())
+					return false, fmt.Errorf("%w; %v", err, l.ps.CheckAlive())
 				}
-				return lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "", l.ps.checkAlive()
+				return lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "", l.ps.CheckAlive()
 			}); err != nil {
 				return err
 			}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/csikit/csikit/e2e/cluster"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"google.golang.org/grpc"
@@ -49,7 +51,7 @@ type cosiLifecycle struct {
 }
 
 func (l *cosiLifecycle) run() {
-	ctx, kube := l.ctx, l.c.kube
+	ctx, kube := l.ctx, l.c.Kube
 	accesses := l.cosi.ObjectstorageV1alpha1().BucketAccesses(testNS)
 
 	l.step("setup", func() error {
@@ -87,13 +89,13 @@ func (l *cosiLifecycle) run() {
 		if _, err := accesses.Create(ctx, ba, metav1.CreateOptions{}); err != nil {
 			return err
 		}
-		if err := poll(ctx, accessName+" granted", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		if err := cluster.Poll(ctx, accessName+" granted", 2*time.Minute, func(ctx context.Context) (bool, error) {
 			ba, err := accesses.Get(ctx, accessName, metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}
 			l.accountID = ba.Status.AccountID
-			return ba.Status.AccessGranted && ba.Status.AccountID != "", l.ps.checkAlive()
+			return ba.Status.AccessGranted && ba.Status.AccountID != "", l.ps.CheckAlive()
 		}); err != nil {
 			return fmt.Errorf("%w; events: %s; %s", err, l.eventsOf(testNS, accessName), l.readiness())
 		}
@@ -159,12 +161,12 @@ func (l *cosiLifecycle) run() {
 		if err := accesses.Delete(ctx, accessName, metav1.DeleteOptions{}); err != nil {
 			return err
 		}
-		if err := poll(ctx, accessName+" and its secret gone", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		if err := cluster.Poll(ctx, accessName+" and its secret gone", 2*time.Minute, func(ctx context.Context) (bool, error) {
 			if _, err := accesses.Get(ctx, accessName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				return false, err
 			}
 			_, err := kube.CoreV1().Secrets(testNS).Get(ctx, credsSecret, metav1.GetOptions{})
-			return apierrors.IsNotFound(err), l.ps.checkAlive()
+			return apierrors.IsNotFound(err), l.ps.CheckAlive()
 		}); err != nil {
 			return err
 		}
@@ -219,14 +221,14 @@ func (l *cosiLifecycle) claimBucket() (stuck bool, err error) {
 		return false, err
 	}
 	var claimReady bool
-	err = poll(ctx, l.claim+" provisioned", 2*time.Minute, func(ctx context.Context) (bool, error) {
+	err = cluster.Poll(ctx, l.claim+" provisioned", 2*time.Minute, func(ctx context.Context) (bool, error) {
 		bc, err := claims.Get(ctx, l.claim, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		l.bucketName, claimReady = bc.Status.BucketName, bc.Status.BucketReady
 		if l.bucketName == "" || !slices.Contains(bc.Finalizers, cosiClaimFinalizer) {
-			return false, l.ps.checkAlive()
+			return false, l.ps.CheckAlive()
 		}
 		b, err := buckets.Get(ctx, l.bucketName, metav1.GetOptions{})
 		if err != nil {
@@ -236,7 +238,7 @@ func (l *cosiLifecycle) claimBucket() (stuck bool, err error) {
 		if b.Spec.DriverName != l.driverName || b.Spec.DeletionPolicy != cosiv1alpha1.DeletionPolicyDelete {
 			return false, fmt.Errorf("bucket %s: driver %q, deletion policy %q", b.Name, b.Spec.DriverName, b.Spec.DeletionPolicy)
 		}
-		return b.Status.BucketReady && b.Status.BucketID != "", l.ps.checkAlive()
+		return b.Status.BucketReady && b.Status.BucketID != "", l.ps.CheckAlive()
 	})
 	if err != nil {
 		return false, fmt.Errorf("%w; events: %s", err, l.eventsOf(testNS, l.claim))
@@ -251,12 +253,12 @@ func (l *cosiLifecycle) deleteClaim() error {
 	if err := claims.Delete(ctx, l.claim, metav1.DeleteOptions{}); err != nil {
 		return err
 	}
-	return poll(ctx, l.claim+" and its bucket gone", 2*time.Minute, func(ctx context.Context) (bool, error) {
+	return cluster.Poll(ctx, l.claim+" and its bucket gone", 2*time.Minute, func(ctx context.Context) (bool, error) {
 		if _, err := claims.Get(ctx, l.claim, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return false, err
 		}
 		_, err := l.cosi.ObjectstorageV1alpha1().Buckets().Get(ctx, l.bucketName, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), l.ps.checkAlive()
+		return apierrors.IsNotFound(err), l.ps.CheckAlive()
 	})
 }
 
@@ -282,7 +284,7 @@ func (l *cosiLifecycle) readiness() string {
 // eventsOf lists the events recorded about an object: the COSI controller and sidecar say there
 // why an object is stuck (a refused call, a missing right).
 func (l *cosiLifecycle) eventsOf(ns, name string) string {
-	list, err := l.c.kube.CoreV1().Events(ns).List(l.ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+	list, err := l.c.Kube.CoreV1().Events(ns).List(l.ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
 	if err != nil {
 		return err.Error()
 	}

@@ -30,6 +30,10 @@
 // upstream's at v0.2.2 (documented in tools/cosi/runner); the released images are what the
 // manifests deploy.
 //
+// This package holds the scenarios and the manifest checks. What brings the cluster up and drives
+// it (builds, processes, the kubelet node, images, deployment from deploy/) is package cluster,
+// in e2e/cluster, with its own unit tests.
+//
 // It is a module of its own so that the SDK's go.mod never depends on Kubernetes. Run it with
 //
 //	cd e2e && sudo go test ./...

@@ -3,13 +3,10 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path"
-	"path/filepath"
-	"strings"
-	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
+	"github.com/csikit/csikit/e2e/cluster"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,137 +20,24 @@ import (
 // the COSI v0.2.2 provisioner sidecar as one pod of its Deployment, the S3 Service), the COSI
 // CRDs and controller as a cluster has them, and application pods that get a BucketAccess's
 // Secret as a volume and use its keys at the endpoint it names: the Service's DNS name, served
-// by CoreDNS and routed by kube-proxy (kubelet_dns_test.go).
-
-// bucketClientImage is the image of tools/node's bucketclient, the application of the bucket pods.
-const bucketClientImage = "csikit-e2e.local/bucketclient:v1"
-
-// memorys3Images returns the images the memorys3 Deployment names (memorys3 built static from
-// this checkout as its Dockerfile builds it; the sidecar from tools/cosi with upstream's
-// entrypoint) and the bucket client's.
-func memorys3Images(ctx context.Context, t *testing.T, work string, ms []manifest, tools map[string]string) ([]imageSpec, error) {
-	dep, ok := findDeployment(ms)
-	if !ok {
-		return nil, fmt.Errorf("the memorys3 manifests have no Deployment")
-	}
-	bin := filepath.Join(work, "memorys3-static")
-	if err := buildFromCheckout(ctx, t, "memorys3 (static)", "..", []string{"CGO_ENABLED=0"}, bin, "./examples/memorys3"); err != nil {
-		return nil, err
-	}
-	var specs []imageSpec
-	for _, c := range dep.Spec.Template.Spec.Containers {
-		switch c.Name {
-		case memorys3Container:
-			// As examples/memorys3/Dockerfile: the binary alone at /memorys3.
-			specs = append(specs, imageSpec{ref: c.Image, entrypoint: []string{"/memorys3"}, files: []layerFile{{name: "/memorys3", src: bin}}})
-		case sidecarContainer:
-			// Upstream's sidecar image (sidecar/Dockerfile of v0.2.2) runs /sidecar.
-			if path.Base(c.Image) != "objectstorage-sidecar:"+cosiVersion {
-				return nil, fmt.Errorf("sidecar image %s: tools/cosi builds %s", c.Image, cosiVersion)
-			}
-			files, err := withLibraries(tools["cosi-sidecar"], "/sidecar")
-			if err != nil {
-				return nil, err
-			}
-			specs = append(specs, imageSpec{ref: c.Image, entrypoint: []string{"/sidecar"}, files: files})
-		default:
-			return nil, fmt.Errorf("no image can be built here for container %s (%s)", c.Name, c.Image)
-		}
-	}
-	specs = append(specs, imageSpec{ref: bucketClientImage, entrypoint: []string{"/bucketclient"},
-		files: []layerFile{{name: "/bucketclient", src: tools["bucketclient"]}}})
-	return specs, nil
-}
-
-func findDeployment(ms []manifest) (*appsv1.Deployment, bool) {
-	for _, m := range ms {
-		if d, ok := m.obj.(*appsv1.Deployment); ok {
-			return d, true
-		}
-	}
-	return nil, false
-}
-
-// deployMemorys3 installs the COSI v0.2.2 CRDs and runs the COSI controller as a process with
-// upstream's service account and RBAC (as TestCOSILifecycle does: it is a cluster add-on, not
-// part of the driver), applies deploy/kubernetes/memorys3 as it is, and waits until the
-// Deployment's pod is ready, its S3 Service has an endpoint and the sidecar holds its lease. It
-// returns the S3 endpoint the grants carry.
-func (n *node) deployMemorys3(ctx context.Context, ms []manifest) (string, error) {
-	dep, ok := findDeployment(ms)
-	if !ok {
-		return "", fmt.Errorf("the memorys3 manifests have no Deployment")
-	}
-	var endpoint, driverName string
-	for _, c := range dep.Spec.Template.Spec.Containers {
-		if c.Name == memorys3Container {
-			endpoint, _ = flagValue(c.Args, "s3-endpoint")
-			driverName, _ = flagValue(c.Args, "driver-name")
-		}
-	}
-	crds, err := cosiCRDs(ctx)
-	if err != nil {
-		return "", err
-	}
-	if err := n.installCRDs(ctx, crds); err != nil {
-		return "", err
-	}
-	rbac, err := upstreamControllerRBAC(ctx)
-	if err != nil {
-		return "", err
-	}
-	for _, o := range rbac {
-		if err := n.create(ctx, o); err != nil {
-			return "", fmt.Errorf("upstream controller RBAC: %w", err)
-		}
-	}
-	kc, err := n.serviceAccountKubeconfig(ctx, metav1.NamespaceDefault, "controller-sa")
-	if err != nil {
-		return "", err
-	}
-	if _, err := n.procs.start("cosi-controller", n.tools["cosi-controller"], []string{"--kubeconfig=" + kc, "--v=5"},
-		"POD_NAMESPACE="+metav1.NamespaceDefault); err != nil {
-		return "", err
-	}
-	for _, m := range ms {
-		if err := n.apply(ctx, m); err != nil {
-			return "", fmt.Errorf("apply: %w", err)
-		}
-	}
-	if err := n.waitServiceReady(ctx, dep.Namespace, "csikit-memorys3"); err != nil {
-		return "", err
-	}
-	lease := strings.ReplaceAll(driverName, ".", "-") + "-cosi"
-	for ns, name := range map[string]string{dep.Namespace: lease, metav1.NamespaceDefault: "leader-lock-cosi-controller-manager"} {
-		if err := poll(ctx, "lease "+ns+"/"+name+" held", 2*time.Minute, func(ctx context.Context) (bool, error) {
-			l, err := n.kube.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return false, fmt.Errorf("%w; %v; pods: %s", err, n.procs.checkAlive(), n.podSummary(ctx, dep.Namespace))
-			}
-			return l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", n.procs.checkAlive()
-		}); err != nil {
-			return "", err
-		}
-	}
-	return endpoint, nil
-}
+// by CoreDNS and routed by kube-proxy (cluster/kubelet_dns.go).
 
 // bucketPod: memorys3 runs as a pod from its manifests; a BucketClaim and a BucketAccess give an
 // application pod the Secret, which it mounts; the pod puts an object with the keys at the
 // Secret's endpoint (the Service name), a second pod reads it back. The same keys with a wrong
 // secret half, and another BucketAccess's keys on this bucket, are refused.
 func (pc *podCase) bucketPod() {
-	ms, err := loadManifests(memorys3Dir)
+	ms, err := cluster.LoadManifests(cluster.Memorys3Dir)
 	if err != nil {
 		pc.t.Fatal(err)
 	}
 	start := time.Now()
-	endpoint, err := pc.n.deployMemorys3(pc.ctx, ms)
+	endpoint, err := pc.n.DeployMemorys3(pc.ctx, ms)
 	if err != nil {
 		pc.t.Fatalf("memorys3 as a pod: %v", err)
 	}
-	pc.n.phases = append(pc.n.phases, phase{"memorys3 and COSI ready", time.Since(start)})
-	cosi, err := cosiclient.NewForConfig(pc.n.admin)
+	pc.n.AddPhase("memorys3 and COSI ready", start)
+	cosi, err := cosiclient.NewForConfig(pc.n.Admin)
 	if err != nil {
 		pc.t.Fatal(err)
 	}
@@ -230,22 +114,22 @@ func (b *bucketCase) tryClaimAndAccess(name, endpoint string) (bucket, creds str
 	// registered before the access exists, so that a failed creation still deletes the claim.
 	remove = func() error {
 		ctx := context.Background()
-		if err := ignoreNotFound(accesses.Delete(ctx, name, metav1.DeleteOptions{})); err != nil {
+		if err := cluster.IgnoreNotFound(accesses.Delete(ctx, name, metav1.DeleteOptions{})); err != nil {
 			return err
 		}
-		if err := poll(ctx, "BucketAccess "+name+" and its Secret gone", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		if err := cluster.Poll(ctx, "BucketAccess "+name+" and its Secret gone", 2*time.Minute, func(ctx context.Context) (bool, error) {
 			if _, err := accesses.Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				return false, err
 			}
-			_, err := pc.n.kube.CoreV1().Secrets(testNS).Get(ctx, creds, metav1.GetOptions{})
+			_, err := pc.n.Kube.CoreV1().Secrets(testNS).Get(ctx, creds, metav1.GetOptions{})
 			return apierrors.IsNotFound(err), nil
 		}); err != nil {
 			return err
 		}
-		if err := ignoreNotFound(claims.Delete(ctx, name, metav1.DeleteOptions{})); err != nil {
+		if err := cluster.IgnoreNotFound(claims.Delete(ctx, name, metav1.DeleteOptions{})); err != nil {
 			return err
 		}
-		return poll(ctx, "BucketClaim "+name+" and its bucket gone", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		return cluster.Poll(ctx, "BucketClaim "+name+" and its bucket gone", 2*time.Minute, func(ctx context.Context) (bool, error) {
 			if _, err := claims.Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				return false, err
 			}
@@ -262,8 +146,8 @@ func (b *bucketCase) tryClaimAndAccess(name, endpoint string) (bucket, creds str
 	// ready cannot be deleted (its finalizer waits for the claim), so the way out, deleting the
 	// claim, must not find one.
 	var stuckSince time.Time
-	if err := poll(ctx, "BucketClaim "+name+" ready", 3*time.Minute, func(ctx context.Context) (bool, error) {
-		if err := pc.n.procs.checkAlive(); err != nil {
+	if err := cluster.Poll(ctx, "BucketClaim "+name+" ready", 3*time.Minute, func(ctx context.Context) (bool, error) {
+		if err := pc.n.Procs.CheckAlive(); err != nil {
 			return false, err
 		}
 		bc, err := claims.Get(ctx, name, metav1.GetOptions{})
@@ -281,7 +165,7 @@ func (b *bucketCase) tryClaimAndAccess(name, endpoint string) (bucket, creds str
 				if stuckSince.IsZero() {
 					stuckSince = time.Now()
 				}
-				// poll counts an error as not done: a stuck claim ends the wait without one.
+				// cluster.Poll counts an error as not done: a stuck claim ends the wait without one.
 				if stuck = time.Since(stuckSince) > 2*time.Second; stuck {
 					return true, nil
 				}
@@ -290,7 +174,7 @@ func (b *bucketCase) tryClaimAndAccess(name, endpoint string) (bucket, creds str
 		}
 		return false, fmt.Errorf("claim not ready (bucket %q)", bucketName)
 	}); err != nil {
-		pc.t.Fatalf("%v\nevents: %s\nmemorys3 pods: %s", err, pc.events(name), pc.n.podSummary(ctx, "csikit-memorys3"))
+		pc.t.Fatalf("%v\nevents: %s\nmemorys3 pods: %s", err, pc.events(name), pc.n.PodSummary(ctx, "csikit-memorys3"))
 	}
 	if stuck {
 		return "", "", remove, true
@@ -300,8 +184,8 @@ func (b *bucketCase) tryClaimAndAccess(name, endpoint string) (bucket, creds str
 			CredentialsSecretName: creds, Protocol: cosiv1alpha1.ProtocolS3}}, metav1.CreateOptions{}); err != nil {
 		pc.t.Fatalf("create BucketAccess %s: %v", name, err)
 	}
-	if err := poll(ctx, "BucketAccess "+name+" granted", 3*time.Minute, func(ctx context.Context) (bool, error) {
-		if err := pc.n.procs.checkAlive(); err != nil {
+	if err := cluster.Poll(ctx, "BucketAccess "+name+" granted", 3*time.Minute, func(ctx context.Context) (bool, error) {
+		if err := pc.n.Procs.CheckAlive(); err != nil {
 			return false, err
 		}
 		ba, err := accesses.Get(ctx, name, metav1.GetOptions{})
@@ -314,9 +198,9 @@ func (b *bucketCase) tryClaimAndAccess(name, endpoint string) (bucket, creds str
 		return true, nil
 	}); err != nil {
 		// Claim and access share the name: the events are of both.
-		pc.t.Fatalf("%v\nevents: %s\nmemorys3 pods: %s", err, pc.events(name), pc.n.podSummary(ctx, "csikit-memorys3"))
+		pc.t.Fatalf("%v\nevents: %s\nmemorys3 pods: %s", err, pc.events(name), pc.n.PodSummary(ctx, "csikit-memorys3"))
 	}
-	sec, err := pc.n.kube.CoreV1().Secrets(testNS).Get(ctx, creds, metav1.GetOptions{})
+	sec, err := pc.n.Kube.CoreV1().Secrets(testNS).Get(ctx, creds, metav1.GetOptions{})
 	if err != nil {
 		pc.t.Fatalf("the sidecar wrote no Secret %s: %v", creds, err)
 	}
@@ -343,7 +227,7 @@ func bucketClientPod(name, creds string, args ...string) *corev1.Pod {
 			RestartPolicy: corev1.RestartPolicyNever, TerminationGracePeriodSeconds: ptr.To(int64(1)),
 			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(int64(65532)), RunAsGroup: ptr.To(int64(65532))},
 			Containers: []corev1.Container{{
-				Name: "app", Image: bucketClientImage, ImagePullPolicy: corev1.PullNever,
+				Name: "app", Image: cluster.BucketClientImage, ImagePullPolicy: corev1.PullNever,
 				Args:         append([]string{"-info=/cosi/BucketInfo"}, args...),
 				VolumeMounts: []corev1.VolumeMount{{Name: "cosi", MountPath: "/cosi", ReadOnly: true}},
 				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/csikit/csikit/e2e/cluster"
+
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
@@ -39,27 +41,27 @@ func (pc *podCase) startPod(pod *corev1.Pod) *corev1.Pod {
 	start := time.Now()
 	got := pc.createAndWait(pod, "ready", func(p *corev1.Pod) (bool, error) {
 		if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
-			return false, fmt.Errorf("ended: %s", describePod(p))
+			return false, fmt.Errorf("ended: %s", cluster.DescribePod(p))
 		}
-		if !podReady(p) {
-			return false, fmt.Errorf("%s", describePod(p))
+		if !cluster.PodReady(p) {
+			return false, fmt.Errorf("%s", cluster.DescribePod(p))
 		}
 		return true, nil
 	})
-	pc.n.phases = append(pc.n.phases, phase{"pod " + pod.Name + " running", time.Since(start)})
+	pc.n.AddPhase("pod "+pod.Name+" running", start)
 	return got
 }
 
 // deletePod deletes a pod and waits until it is gone (its volumes unpublished).
 func (pc *podCase) deletePod(name string) {
 	pc.t.Helper()
-	kube := pc.n.kube
+	kube := pc.n.Kube
 	if err := kube.CoreV1().Pods(testNS).Delete(pc.ctx, name, metav1.DeleteOptions{}); err != nil {
 		pc.t.Fatalf("delete pod %s: %v", name, err)
 	}
-	if err := poll(pc.ctx, "pod "+name+" gone", 2*time.Minute, func(ctx context.Context) (bool, error) {
+	if err := cluster.Poll(pc.ctx, "pod "+name+" gone", 2*time.Minute, func(ctx context.Context) (bool, error) {
 		_, err := kube.CoreV1().Pods(testNS).Get(ctx, name, metav1.GetOptions{})
-		return ignoreNotFound(err) == nil && err != nil, nil
+		return cluster.IgnoreNotFound(err) == nil && err != nil, nil
 	}); err != nil {
 		pc.t.Fatal(err)
 	}
@@ -68,7 +70,7 @@ func (pc *podCase) deletePod(name string) {
 // snapshots is a client of the snapshot API.
 func (pc *podCase) snapshots() *snapclient.Clientset {
 	pc.t.Helper()
-	s, err := snapclient.NewForConfig(pc.n.admin)
+	s, err := snapclient.NewForConfig(pc.n.Admin)
 	if err != nil {
 		pc.t.Fatal(err)
 	}
@@ -113,7 +115,7 @@ func (pc *podCase) clone() {
 // CAP_SYS_RESOURCE, which this machine kind withholds even from root.
 func (pc *podCase) onlineExpansion() {
 	class := pc.prefix + "-xfs"
-	if _, err := pc.n.kube.StorageV1().StorageClasses().Create(pc.ctx, &storagev1.StorageClass{
+	if _, err := pc.n.Kube.StorageV1().StorageClasses().Create(pc.ctx, &storagev1.StorageClass{
 		ObjectMeta: metav1.ObjectMeta{Name: class}, Provisioner: hostpath.Name,
 		Parameters:           map[string]string{"kind": "file", "csi.storage.k8s.io/fstype": "xfs"},
 		VolumeBindingMode:    ptr.To(storagev1.VolumeBindingWaitForFirstConsumer),
@@ -122,7 +124,7 @@ func (pc *podCase) onlineExpansion() {
 		pc.t.Fatal(err)
 	}
 	pc.extra = append(pc.extra, func() error {
-		return ignoreNotFound(pc.n.kube.StorageV1().StorageClasses().Delete(context.Background(), class, metav1.DeleteOptions{}))
+		return cluster.IgnoreNotFound(pc.n.Kube.StorageV1().StorageClasses().Delete(context.Background(), class, metav1.DeleteOptions{}))
 	})
 	claimName := pc.prefix
 	// XFS of xfsprogs 6 refuses file systems under 300 MiB.
@@ -131,12 +133,12 @@ func (pc *podCase) onlineExpansion() {
 	p := pc.startPod(sleeper(pc.prefix+"-pod", data, claimVolume(claimName, false)))
 	before := pc.lastSize(p.Name)
 	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"resources": map[string]any{"requests": map[string]string{"storage": "1Gi"}}}})
-	if _, err := pc.n.kube.CoreV1().PersistentVolumeClaims(testNS).Patch(pc.ctx, claimName, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := pc.n.Kube.CoreV1().PersistentVolumeClaims(testNS).Patch(pc.ctx, claimName, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		pc.t.Fatal(err)
 	}
 	want := resource.MustParse("1Gi")
-	if err := poll(pc.ctx, "claim "+claimName+" at 1Gi and the pod's file system grown", 3*time.Minute, func(ctx context.Context) (bool, error) {
-		c, err := pc.n.kube.CoreV1().PersistentVolumeClaims(testNS).Get(ctx, claimName, metav1.GetOptions{})
+	if err := cluster.Poll(pc.ctx, "claim "+claimName+" at 1Gi and the pod's file system grown", 3*time.Minute, func(ctx context.Context) (bool, error) {
+		c, err := pc.n.Kube.CoreV1().PersistentVolumeClaims(testNS).Get(ctx, claimName, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -181,12 +183,12 @@ func (pc *podCase) readWriteOncePod() {
 	data := "rwop " + randomHex()
 	first := pc.startPod(sleeper(pc.prefix+"-first", data, claimVolume(claimName, false)))
 	second := shellPod(pc.prefix+"-second", "cat /data/file", claimVolume(claimName, false), false)
-	if _, err := pc.n.kube.CoreV1().Pods(testNS).Create(pc.ctx, second, metav1.CreateOptions{}); err != nil {
+	if _, err := pc.n.Kube.CoreV1().Pods(testNS).Create(pc.ctx, second, metav1.CreateOptions{}); err != nil {
 		pc.t.Fatal(err)
 	}
 	pc.pods = append(pc.pods, second.Name)
-	if err := poll(pc.ctx, "pod "+second.Name+" refused by the scheduler", 2*time.Minute, func(ctx context.Context) (bool, error) {
-		p, err := pc.n.kube.CoreV1().Pods(testNS).Get(ctx, second.Name, metav1.GetOptions{})
+	if err := cluster.Poll(pc.ctx, "pod "+second.Name+" refused by the scheduler", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		p, err := pc.n.Kube.CoreV1().Pods(testNS).Get(ctx, second.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -203,13 +205,13 @@ func (pc *podCase) readWriteOncePod() {
 		pc.t.Fatal(err)
 	}
 	pc.deletePod(first.Name)
-	if err := poll(pc.ctx, "pod "+second.Name+" ended", 3*time.Minute, func(ctx context.Context) (bool, error) {
-		p, err := pc.n.kube.CoreV1().Pods(testNS).Get(ctx, second.Name, metav1.GetOptions{})
+	if err := cluster.Poll(pc.ctx, "pod "+second.Name+" ended", 3*time.Minute, func(ctx context.Context) (bool, error) {
+		p, err := pc.n.Kube.CoreV1().Pods(testNS).Get(ctx, second.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		if p.Status.Phase != corev1.PodSucceeded {
-			return false, fmt.Errorf("%s", describePod(p))
+			return false, fmt.Errorf("%s", cluster.DescribePod(p))
 		}
 		return true, nil
 	}); err != nil {
@@ -230,7 +232,7 @@ func (pc *podCase) twoPodsOneVolume() {
 	// A first pod makes the volume exist (WaitForFirstConsumer); the two that follow publish it
 	// to two targets at once.
 	pc.runPod(shellPod(pc.prefix+"-init", "true", claimVolume(claimName, false), false))
-	abortedBefore, err := pc.n.nodePluginCalls(pc.ctx, `"code":"Aborted"`)
+	abortedBefore, err := pc.n.NodePluginCalls(pc.ctx, `"code":"Aborted"`)
 	if err != nil {
 		pc.t.Fatal(err)
 	}
@@ -239,19 +241,19 @@ func (pc *podCase) twoPodsOneVolume() {
 	pb := shellPod(pc.prefix+"-b", fmt.Sprintf("echo '%s' > /data/b && sync && sleep 3600", b), claimVolume(claimName, false), false)
 	start := time.Now()
 	for _, p := range []*corev1.Pod{pa, pb} {
-		if _, err := pc.n.kube.CoreV1().Pods(testNS).Create(pc.ctx, p, metav1.CreateOptions{}); err != nil {
+		if _, err := pc.n.Kube.CoreV1().Pods(testNS).Create(pc.ctx, p, metav1.CreateOptions{}); err != nil {
 			pc.t.Fatal(err)
 		}
 		pc.pods = append(pc.pods, p.Name)
 	}
 	for _, p := range []*corev1.Pod{pa, pb} {
-		if err := poll(pc.ctx, "pod "+p.Name+" running", 3*time.Minute, func(ctx context.Context) (bool, error) {
-			got, err := pc.n.kube.CoreV1().Pods(testNS).Get(ctx, p.Name, metav1.GetOptions{})
+		if err := cluster.Poll(pc.ctx, "pod "+p.Name+" running", 3*time.Minute, func(ctx context.Context) (bool, error) {
+			got, err := pc.n.Kube.CoreV1().Pods(testNS).Get(ctx, p.Name, metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}
-			if !podReady(got) {
-				return false, fmt.Errorf("%s", describePod(got))
+			if !cluster.PodReady(got) {
+				return false, fmt.Errorf("%s", cluster.DescribePod(got))
 			}
 			return true, nil
 		}); err != nil {
@@ -261,14 +263,14 @@ func (pc *podCase) twoPodsOneVolume() {
 	pc.t.Logf("both pods ran %s after creation; events of the second: %s", time.Since(start).Round(100*time.Millisecond), pc.events(pb.Name))
 	// Publishing one volume to two targets are two operations on different targets: neither
 	// may be refused as "an operation on this volume is in progress".
-	abortedAfter, err := pc.n.nodePluginCalls(pc.ctx, `"code":"Aborted"`)
+	abortedAfter, err := pc.n.NodePluginCalls(pc.ctx, `"code":"Aborted"`)
 	if err != nil {
 		pc.t.Fatal(err)
 	}
 	if n := abortedAfter - abortedBefore; n > 0 {
 		pc.t.Errorf("the node plugin answered ABORTED %d times while two pods published one volume", n)
 	}
-	pc.n.phases = append(pc.n.phases, phase{"two pods on one volume running", time.Since(start)})
+	pc.n.AddPhase("two pods on one volume running", start)
 	pc.expectLog(pc.prefix+"-reader", pc.runPod(shellPod(pc.prefix+"-reader", "cat /data/a /data/b", claimVolume(claimName, false), false)), a+"\n"+b)
 }
 
@@ -280,22 +282,22 @@ func (pc *podCase) kubeletRestart() {
 	pc.claim(claimName, "csikit-hostpath-ext4", corev1.PersistentVolumeFilesystem, "64Mi")
 	data := "kubelet restart " + randomHex()
 	p := pc.startPod(sleeper(pc.prefix+"-pod", data, claimVolume(claimName, false)))
-	podDir := filepath.Join(kubeletDir, "pods", string(p.UID))
-	if len(mountsUnder(podDir)) == 0 {
+	podDir := filepath.Join(cluster.KubeletDir, "pods", string(p.UID))
+	if len(cluster.MountsUnder(podDir)) == 0 {
 		pc.t.Fatalf("nothing is mounted under %s", podDir)
 	}
 	start := time.Now()
-	k, err := pc.n.procs.restart(pc.n.kubelet, 30*time.Second)
+	k, err := pc.n.Procs.Restart(pc.n.Kubelet, 30*time.Second)
 	if err != nil {
 		pc.t.Fatal(err)
 	}
-	pc.n.kubelet = k
+	pc.n.Kubelet = k
 	// The restarted kubelet serves healthz once it has synced with the runtime.
-	if err := pc.n.waitKubelet(pc.ctx); err != nil {
+	if err := pc.n.WaitKubelet(pc.ctx); err != nil {
 		pc.t.Fatal(err)
 	}
-	pc.n.phases = append(pc.n.phases, phase{"kubelet restarted, node ready", time.Since(start)})
-	got, err := pc.n.kube.CoreV1().Pods(testNS).Get(pc.ctx, p.Name, metav1.GetOptions{})
+	pc.n.AddPhase("kubelet restarted, node ready", start)
+	got, err := pc.n.Kube.CoreV1().Pods(testNS).Get(pc.ctx, p.Name, metav1.GetOptions{})
 	if err != nil {
 		pc.t.Fatal(err)
 	}
@@ -305,7 +307,7 @@ func (pc *podCase) kubeletRestart() {
 		}
 	}
 	pc.deletePod(p.Name)
-	if mps := mountsUnder(podDir); len(mps) > 0 {
+	if mps := cluster.MountsUnder(podDir); len(mps) > 0 {
 		pc.t.Errorf("still mounted after the pod is gone: %v", mps)
 	}
 	pc.expectLog(pc.prefix+"-reader", pc.runPod(shellPod(pc.prefix+"-reader", "cat /data/file", claimVolume(claimName, false), false)), data)
@@ -319,8 +321,8 @@ func (pc *podCase) nodePluginRestart(class string) {
 	pc.claim(claimName, class, corev1.PersistentVolumeFilesystem, "64Mi")
 	data := "plugin restart " + randomHex()
 	p := pc.startPod(sleeper(pc.prefix+"-pod", data, claimVolume(claimName, false)))
-	podDir := filepath.Join(kubeletDir, "pods", string(p.UID))
-	kube := pc.n.kube
+	podDir := filepath.Join(cluster.KubeletDir, "pods", string(p.UID))
+	kube := pc.n.Kube
 	ns := "csikit-hostpath"
 	sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=csikit-hostpath-node"}
 	old, err := kube.CoreV1().Pods(ns).List(pc.ctx, sel)
@@ -331,26 +333,26 @@ func (pc *podCase) nodePluginRestart(class string) {
 	if err := kube.CoreV1().Pods(ns).Delete(pc.ctx, old.Items[0].Name, metav1.DeleteOptions{}); err != nil {
 		pc.t.Fatal(err)
 	}
-	if err := poll(pc.ctx, "a new node plugin pod ready", 3*time.Minute, func(ctx context.Context) (bool, error) {
+	if err := cluster.Poll(pc.ctx, "a new node plugin pod ready", 3*time.Minute, func(ctx context.Context) (bool, error) {
 		l, err := kube.CoreV1().Pods(ns).List(ctx, sel)
 		if err != nil {
 			return false, err
 		}
 		for _, np := range l.Items {
-			if np.UID != old.Items[0].UID && podReady(&np) {
+			if np.UID != old.Items[0].UID && cluster.PodReady(&np) {
 				return true, nil
 			}
 		}
-		return false, fmt.Errorf("%s", pc.n.podSummary(ctx, ns))
+		return false, fmt.Errorf("%s", pc.n.PodSummary(ctx, ns))
 	}); err != nil {
 		pc.t.Fatal(err)
 	}
-	pc.n.phases = append(pc.n.phases, phase{"node plugin pod replaced", time.Since(start)})
-	if len(mountsUnder(podDir)) == 0 {
+	pc.n.AddPhase("node plugin pod replaced", start)
+	if len(cluster.MountsUnder(podDir)) == 0 {
 		pc.t.Errorf("the pod's volume is no longer mounted under %s after the plugin restarted", podDir)
 	}
 	pc.deletePod(p.Name)
-	if mps := mountsUnder(podDir); len(mps) > 0 {
+	if mps := cluster.MountsUnder(podDir); len(mps) > 0 {
 		pc.t.Errorf("still mounted after the pod is gone: %v", mps)
 	}
 	pc.expectLog(pc.prefix+"-reader", pc.runPod(shellPod(pc.prefix+"-reader", "cat /data/file", claimVolume(claimName, false), false)), data)
@@ -358,7 +360,7 @@ func (pc *podCase) nodePluginRestart(class string) {
 
 // volumesLeft lists the volumes hostpath still holds in its state directory.
 func volumesLeft() []string {
-	m, _ := filepath.Glob(filepath.Join(hostpathStateDir, "volumes", "*", "*"))
+	m, _ := filepath.Glob(filepath.Join(cluster.HostpathStateDir, "volumes", "*", "*"))
 	var out []string
 	for _, p := range m {
 		if fi, err := os.Stat(p); err == nil {
@@ -366,24 +368,6 @@ func volumesLeft() []string {
 		}
 	}
 	return out
-}
-
-// nodePluginCalls counts the lines of the node plugin's hostpath container log (all of its
-// pods) that contain what; hostpath logs every failed call at warn level with its code.
-func (n *node) nodePluginCalls(ctx context.Context, what string) (int, error) {
-	pods, err := n.kube.CoreV1().Pods("csikit-hostpath").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=csikit-hostpath-node"})
-	if err != nil {
-		return 0, err
-	}
-	count := 0
-	for _, p := range pods.Items {
-		b, err := n.kube.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: "hostpath"}).DoRaw(ctx)
-		if err != nil {
-			return 0, fmt.Errorf("log of %s: %w", p.Name, err)
-		}
-		count += strings.Count(string(b), what)
-	}
-	return count, nil
 }
 
 // snapshot takes a VolumeSnapshot of the claim src in the class and waits until it is ready to
@@ -401,15 +385,15 @@ func (pc *podCase) snapshot(src, class string) string {
 	pc.extra = append(pc.extra, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		if err := ignoreNotFound(snaps.SnapshotV1().VolumeSnapshots(testNS).Delete(ctx, name, metav1.DeleteOptions{})); err != nil {
+		if err := cluster.IgnoreNotFound(snaps.SnapshotV1().VolumeSnapshots(testNS).Delete(ctx, name, metav1.DeleteOptions{})); err != nil {
 			return err
 		}
-		return poll(ctx, "snapshot "+name+" gone", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		return cluster.Poll(ctx, "snapshot "+name+" gone", 2*time.Minute, func(ctx context.Context) (bool, error) {
 			_, err := snaps.SnapshotV1().VolumeSnapshots(testNS).Get(ctx, name, metav1.GetOptions{})
-			return err != nil && ignoreNotFound(err) == nil, nil
+			return err != nil && cluster.IgnoreNotFound(err) == nil, nil
 		})
 	})
-	if err := poll(pc.ctx, "snapshot "+name+" ready", 2*time.Minute, snapshotReady(snaps, name)); err != nil {
+	if err := cluster.Poll(pc.ctx, "snapshot "+name+" ready", 2*time.Minute, snapshotReady(snaps, name)); err != nil {
 		pc.t.Fatal(err)
 	}
 	return name

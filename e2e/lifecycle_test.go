@@ -10,9 +10,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/csikit/csikit/e2e/cluster"
 
 	vgsv1beta2 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1beta2"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
@@ -37,16 +38,6 @@ const (
 	secretNm = "e2e-credentials"
 )
 
-// skipOrFail skips with the reason, or fails when CSIKIT_E2E_REQUIRE is set (CI sets it: a
-// suite that silently skips proves nothing).
-func skipOrFail(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CSIKIT_E2E_REQUIRE") != "" {
-		t.Fatalf(format, args...)
-	}
-	t.Skipf(format, args...)
-}
-
 // stepResult is one lifecycle step and the CSI calls the driver answered during it.
 type stepResult struct {
 	name  string
@@ -62,13 +53,13 @@ func TestLifecycle(t *testing.T) {
 		t.Skip("builds and runs a control plane; not in -short")
 	}
 	if os.Geteuid() != 0 {
-		skipOrFail(t, "needs root: hostpath mounts and attaches loop devices, and the built control plane is cached in /var/cache/csikit-e2e (run: cd e2e && sudo go test ./...)")
+		cluster.SkipOrFail(t, "needs root: hostpath mounts and attaches loop devices, and the built control plane is cached in /var/cache/csikit-e2e (run: cd e2e && sudo go test ./...)")
 	}
 	etcdBin, err := exec.LookPath("etcd")
 	if err != nil {
-		skipOrFail(t, "no etcd on PATH (Debian: apt-get install etcd-server): %v", err)
+		cluster.SkipOrFail(t, "no etcd on PATH (Debian: apt-get install etcd-server): %v", err)
 	}
-	ctx := testContext(t, 50*time.Minute)
+	ctx := cluster.TestContext(t, 50*time.Minute)
 
 	// A short directory: unix socket paths must stay under 108 bytes.
 	work, err := os.MkdirTemp("", "csikit-e2e-")
@@ -77,7 +68,7 @@ func TestLifecycle(t *testing.T) {
 	}
 	// Registered first, so it runs last: after every process is stopped.
 	t.Cleanup(func() {
-		releaseHostResources(t, work)
+		cluster.ReleaseHostResources(t, work)
 		if t.Failed() {
 			t.Logf("kept %s for its logs (logs/*.log)", work)
 			return
@@ -92,39 +83,39 @@ func TestLifecycle(t *testing.T) {
 	}
 
 	start := time.Now()
-	bins, err := buildAll(ctx, t, work)
+	bins, err := cluster.BuildAll(ctx, t, work)
 	if err != nil {
-		skipOrFail(t, "the binaries cannot be built: %v", err)
+		cluster.SkipOrFail(t, "the binaries cannot be built: %v", err)
 	}
-	bins.etcd = etcdBin
+	bins.Etcd = etcdBin
 	t.Logf("binaries ready in %s", time.Since(start).Round(time.Second))
 
-	ps := newProcs(t, logDir)
+	ps := cluster.NewProcs(t, logDir)
 	start = time.Now()
-	c, err := startCluster(ctx, t, work, bins, ps)
+	c, err := cluster.StartCluster(ctx, t, work, bins, ps)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("control plane ready in %s", time.Since(start).Round(time.Second))
 
-	ms, err := loadManifests(hostpathDir)
+	ms, err := cluster.LoadManifests(cluster.HostpathDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	crds, err := snapshotCRDs(ctx)
+	crds, err := cluster.SnapshotCRDs(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.installCRDs(ctx, crds); err != nil {
+	if err := c.InstallCRDs(ctx, crds); err != nil {
 		t.Fatal(err)
 	}
 	var sts *appsv1.StatefulSet
 	var ds *appsv1.DaemonSet
 	for _, m := range ms {
-		if err := c.apply(ctx, m); err != nil {
+		if err := c.Apply(ctx, m); err != nil {
 			t.Fatalf("apply: %v", err)
 		}
-		switch o := m.obj.(type) {
+		switch o := m.Obj.(type) {
 		case *appsv1.StatefulSet:
 			sts = o
 		case *appsv1.DaemonSet:
@@ -139,73 +130,73 @@ func TestLifecycle(t *testing.T) {
 	// The nodes, as kubelet would register them, then the driver's processes on node-a: the
 	// controller pod and the node pod share the node's root, as on a real node.
 	for _, n := range []string{nodeA, nodeB} {
-		if err := c.addNode(ctx, n, nil); err != nil {
+		if err := c.AddNode(ctx, n, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := c.addEmptyCSINode(ctx, nodeB); err != nil {
+	if err := c.AddEmptyCSINode(ctx, nodeB); err != nil {
 		t.Fatal(err)
 	}
 	root := filepath.Join(work, "node-a")
-	ctrl, err := containers(&sts.Spec.Template.Spec, podEnv{name: sts.Name + "-0", namespace: sts.Namespace, node: nodeA,
-		root: root, podDir: filepath.Join(root, "pods", sts.Name+"-0")})
+	ctrl, err := cluster.Containers(&sts.Spec.Template.Spec, cluster.PodEnv{Name: sts.Name + "-0", Namespace: sts.Namespace, Node: nodeA,
+		Root: root, PodDir: filepath.Join(root, "pods", sts.Name+"-0")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	node, err := containers(&ds.Spec.Template.Spec, podEnv{name: ds.Name + "-a", namespace: ds.Namespace, node: nodeA,
-		root: root, podDir: filepath.Join(root, "pods", ds.Name+"-a")})
+	node, err := cluster.Containers(&ds.Spec.Template.Spec, cluster.PodEnv{Name: ds.Name + "-a", Namespace: ds.Namespace, Node: nodeA,
+		Root: root, PodDir: filepath.Join(root, "pods", ds.Name+"-a")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodeLog, err := startDriver(ctx, ps, "hostpath-node", bins.hostpath, node["hostpath"])
+	nodeLog, err := startDriver(ctx, ps, "hostpath-node", bins.Hostpath, node["hostpath"])
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctrlLog, err := startDriver(ctx, ps, "hostpath-controller", bins.hostpath, ctrl["hostpath"])
+	ctrlLog, err := startDriver(ctx, ps, "hostpath-controller", bins.Hostpath, ctrl["hostpath"])
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodeEndpoint, _ := flagValue(node["hostpath"].args, "endpoint")
-	info, err := c.registerDriver(ctx, nodeA, strings.TrimPrefix(nodeEndpoint, "unix://"))
+	nodeEndpoint, _ := cluster.FlagValue(node["hostpath"].Args, "endpoint")
+	info, err := c.RegisterDriver(ctx, nodeA, strings.TrimPrefix(nodeEndpoint, "unix://"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("registered %s on %s: node ID %s, topology %v", hostpath.Name, nodeA, info.GetNodeId(), info.GetAccessibleTopology().GetSegments())
 
-	saKC, err := c.serviceAccountKubeconfig(ctx, sts.Namespace, sts.Spec.Template.Spec.ServiceAccountName)
+	saKC, err := c.ServiceAccountKubeconfig(ctx, sts.Namespace, sts.Spec.Template.Spec.ServiceAccountName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sidecars := map[string]string{"csi-provisioner": bins.provisioner, "csi-attacher": bins.attacher, "csi-resizer": bins.resizer, "csi-snapshotter": bins.snapshotter}
+	sidecars := map[string]string{"csi-provisioner": bins.Provisioner, "csi-attacher": bins.Attacher, "csi-resizer": bins.Resizer, "csi-snapshotter": bins.Snapshotter}
 	for name, bin := range sidecars {
 		ct, ok := ctrl[name]
 		if !ok {
 			t.Fatalf("the controller StatefulSet has no %s container", name)
 		}
-		args, _, err := localHTTP(ct.args)
+		args, _, err := cluster.LocalHTTP(ct.Args)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// Out of a pod, a sidecar cannot find its namespace or credentials by itself.
-		args = withFlag(args, "kubeconfig", saKC)
-		args = withFlag(args, "leader-election-namespace", sts.Namespace)
-		args = withFlag(args, "v", "4")
+		args = cluster.WithFlag(args, "kubeconfig", saKC)
+		args = cluster.WithFlag(args, "leader-election-namespace", sts.Namespace)
+		args = cluster.WithFlag(args, "v", "4")
 		if name == "csi-provisioner" {
 			// No pod exists to own the CSIStorageCapacity objects: publish them unowned.
-			args = withFlag(args, "capacity-ownerref-level", "-1")
+			args = cluster.WithFlag(args, "capacity-ownerref-level", "-1")
 		}
-		if _, err := ps.start(name, bin, args, ct.env...); err != nil {
+		if _, err := ps.Start(name, bin, args, ct.Env...); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// The cluster's snapshot controller, an add-on the driver's manifests assume.
-	if _, err := ps.start("snapshot-controller", bins.snapshotController, []string{
-		"--kubeconfig=" + c.adminKC, "--leader-election=false", "--feature-gates=CSIVolumeGroupSnapshot=true", "--v=4",
+	if _, err := ps.Start("snapshot-controller", bins.SnapshotController, []string{
+		"--kubeconfig=" + c.AdminKC, "--leader-election=false", "--feature-gates=CSIVolumeGroupSnapshot=true", "--v=4",
 	}); err != nil {
 		t.Fatal(err)
 	}
 
-	snaps, err := snapclient.NewForConfig(c.admin)
+	snaps, err := snapclient.NewForConfig(c.Admin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,31 +216,31 @@ func TestLifecycle(t *testing.T) {
 	for _, s := range l.steps {
 		t.Logf("step %-22s %6s  %s", s.name, s.took.Round(100*time.Millisecond), summarize(s.calls, false))
 	}
-	if err := ps.checkAlive(); err != nil {
+	if err := ps.CheckAlive(); err != nil {
 		t.Errorf("a component died during the run: %v", err)
 	}
 }
 
 // startDriver starts one hostpath container at debug level (the suite reads the redacted
 // payloads) and waits until it serves.
-func startDriver(ctx context.Context, ps *procs, name, bin string, ct container) (string, error) {
-	args, addr, err := localHTTP(ct.args)
+func startDriver(ctx context.Context, ps *cluster.Procs, name, bin string, ct cluster.Container) (string, error) {
+	args, addr, err := cluster.LocalHTTP(ct.Args)
 	if err != nil {
 		return "", err
 	}
-	args = withFlag(args, "log-level", "debug")
-	p, err := ps.start(name, bin, args, ct.env...)
+	args = cluster.WithFlag(args, "log-level", "debug")
+	p, err := ps.Start(name, bin, args, ct.Env...)
 	if err != nil {
 		return "", err
 	}
 	if addr == "" {
 		return "", fmt.Errorf("%s: the manifest gives hostpath no --http-endpoint to probe", name)
 	}
-	return p.log, poll(ctx, name+" /readyz", time.Minute, func(ctx context.Context) (bool, error) {
-		if err := ps.checkAlive(); err != nil {
+	return p.Log, cluster.Poll(ctx, name+" /readyz", time.Minute, func(ctx context.Context) (bool, error) {
+		if err := ps.CheckAlive(); err != nil {
 			return false, err
 		}
-		return httpOK(ctx, "http://"+addr+"/readyz")
+		return cluster.HTTPOK(ctx, "http://"+addr+"/readyz")
 	})
 }
 
@@ -257,9 +248,9 @@ func startDriver(ctx context.Context, ps *procs, name, bin string, ct container)
 type lifecycle struct {
 	t        *testing.T
 	ctx      context.Context
-	c        *cluster
+	c        *cluster.Cluster
 	snaps    *snapclient.Clientset
-	ps       *procs
+	ps       *cluster.Procs
 	log      driverLog
 	stateDir string
 	steps    []stepResult
@@ -276,7 +267,7 @@ func (l *lifecycle) step(name string, fn func() error) []csiCall {
 	calls, lerr := l.log.calls(from)
 	l.steps = append(l.steps, stepResult{name: name, calls: calls, took: time.Since(start)})
 	if err != nil {
-		l.t.Fatalf("step %s: %v\ncalls: %s\n%v", name, err, summarize(calls, true), l.ps.checkAlive())
+		l.t.Fatalf("step %s: %v\ncalls: %s\n%v", name, err, summarize(calls, true), l.ps.CheckAlive())
 	}
 	if lerr != nil {
 		l.t.Fatal(lerr)
@@ -297,7 +288,7 @@ func (l *lifecycle) expectCall(step string, calls []csiCall, method string) csiC
 }
 
 func (l *lifecycle) run() {
-	ctx, kube := l.ctx, l.c.kube
+	ctx, kube := l.ctx, l.c.Kube
 	var (
 		pvName, volHandle string
 		immediate         = "e2e-immediate"
@@ -348,7 +339,7 @@ func (l *lifecycle) run() {
 		}
 		// The provisioner publishes capacity for WaitForFirstConsumer classes; the scheduler
 		// needs it because the CSIDriver says storageCapacity: true.
-		return poll(ctx, "CSIStorageCapacity for "+topo, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		return cluster.Poll(ctx, "CSIStorageCapacity for "+topo, 2*time.Minute, func(ctx context.Context) (bool, error) {
 			list, err := kube.StorageV1().CSIStorageCapacities("").List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return false, err
@@ -358,7 +349,7 @@ func (l *lifecycle) run() {
 					return true, nil
 				}
 			}
-			return false, l.ps.checkAlive()
+			return false, l.ps.CheckAlive()
 		})
 	})
 	l.expectCall("setup", calls, "GetCapacity")
@@ -394,7 +385,7 @@ func (l *lifecycle) run() {
 		if _, err := kube.StorageV1().VolumeAttachments().Create(ctx, va, metav1.CreateOptions{}); err != nil {
 			return err
 		}
-		return poll(ctx, "va-1 attached", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		return cluster.Poll(ctx, "va-1 attached", 2*time.Minute, func(ctx context.Context) (bool, error) {
 			va, err := kube.StorageV1().VolumeAttachments().Get(ctx, "va-1", metav1.GetOptions{})
 			if err != nil {
 				return false, err
@@ -412,9 +403,9 @@ func (l *lifecycle) run() {
 		if err := kube.StorageV1().VolumeAttachments().Delete(ctx, "va-1", metav1.DeleteOptions{}); err != nil {
 			return err
 		}
-		return poll(ctx, "va-1 gone", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		return cluster.Poll(ctx, "va-1 gone", 2*time.Minute, func(ctx context.Context) (bool, error) {
 			_, err := kube.StorageV1().VolumeAttachments().Get(ctx, "va-1", metav1.GetOptions{})
-			return apierrors.IsNotFound(err), ignoreNotFound(err)
+			return apierrors.IsNotFound(err), cluster.IgnoreNotFound(err)
 		})
 	})
 	l.expectCall("detach", calls, "ControllerUnpublishVolume")
@@ -424,7 +415,7 @@ func (l *lifecycle) run() {
 		if _, err := kube.CoreV1().PersistentVolumeClaims(testNS).Patch(ctx, "pvc-1", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 			return err
 		}
-		return poll(ctx, "PV capacity 2Gi", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		return cluster.Poll(ctx, "PV capacity 2Gi", 2*time.Minute, func(ctx context.Context) (bool, error) {
 			pv, err := kube.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
 			if err != nil {
 				return false, err
@@ -440,7 +431,7 @@ func (l *lifecycle) run() {
 		if _, err := kube.CoreV1().PersistentVolumeClaims(testNS).Patch(ctx, "pvc-1", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 			return err
 		}
-		return poll(ctx, "pvc-1 on VolumeAttributesClass csikit-hostpath-fast", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		return cluster.Poll(ctx, "pvc-1 on VolumeAttributesClass csikit-hostpath-fast", 2*time.Minute, func(ctx context.Context) (bool, error) {
 			pvc, err := kube.CoreV1().PersistentVolumeClaims(testNS).Get(ctx, "pvc-1", metav1.GetOptions{})
 			if err != nil {
 				return false, err
@@ -457,7 +448,7 @@ func (l *lifecycle) run() {
 		if _, err := l.snaps.SnapshotV1().VolumeSnapshots(testNS).Create(ctx, vs, metav1.CreateOptions{}); err != nil {
 			return err
 		}
-		return poll(ctx, "snap-1 ready", 2*time.Minute, snapshotReady(l.snaps, "snap-1"))
+		return cluster.Poll(ctx, "snap-1 ready", 2*time.Minute, snapshotReady(l.snaps, "snap-1"))
 	})
 	cs := l.expectCall("snapshot", calls, "CreateSnapshot")
 	l.checkRequest("snapshot", cs, "secrets", "password")
@@ -502,7 +493,7 @@ func (l *lifecycle) run() {
 		if _, err := l.snaps.GroupsnapshotV1beta2().VolumeGroupSnapshots(testNS).Create(ctx, vgs, metav1.CreateOptions{}); err != nil {
 			return err
 		}
-		return poll(ctx, "vgs-1 ready", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		return cluster.Poll(ctx, "vgs-1 ready", 2*time.Minute, func(ctx context.Context) (bool, error) {
 			g, err := l.snaps.GroupsnapshotV1beta2().VolumeGroupSnapshots(testNS).Get(ctx, "vgs-1", metav1.GetOptions{})
 			if err != nil {
 				return false, err
@@ -536,7 +527,7 @@ func (l *lifecycle) run() {
 			return err
 		}
 		l.handles = append(l.handles, pv.Spec.CSI.VolumeHandle)
-		if err := poll(ctx, "consumer scheduled", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		if err := cluster.Poll(ctx, "consumer scheduled", 2*time.Minute, func(ctx context.Context) (bool, error) {
 			p, err := kube.CoreV1().Pods(testNS).Get(ctx, "consumer", metav1.GetOptions{})
 			return err == nil && p.Spec.NodeName != "", err
 		}); err != nil {
@@ -567,7 +558,7 @@ func (l *lifecycle) run() {
 		if _, err := kube.CoreV1().PersistentVolumeClaims(testNS).Create(ctx, claim("pvc-typo", "e2e-typo", "1Gi", nil), metav1.CreateOptions{}); err != nil {
 			return err
 		}
-		err := poll(ctx, "ProvisioningFailed event on pvc-typo", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		err := cluster.Poll(ctx, "ProvisioningFailed event on pvc-typo", 2*time.Minute, func(ctx context.Context) (bool, error) {
 			evs, err := kube.CoreV1().Events(testNS).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=pvc-typo"})
 			if err != nil {
 				return false, err
@@ -603,7 +594,7 @@ func (l *lifecycle) run() {
 		if err := l.snaps.SnapshotV1().VolumeSnapshots(testNS).Delete(ctx, "snap-1", metav1.DeleteOptions{}); err != nil {
 			return err
 		}
-		if err := poll(ctx, "no snapshot contents", 3*time.Minute, func(ctx context.Context) (bool, error) {
+		if err := cluster.Poll(ctx, "no snapshot contents", 3*time.Minute, func(ctx context.Context) (bool, error) {
 			c, err := l.snaps.SnapshotV1().VolumeSnapshotContents().List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return false, err
@@ -621,7 +612,7 @@ func (l *lifecycle) run() {
 				return err
 			}
 		}
-		return poll(ctx, "no PVs", 3*time.Minute, func(ctx context.Context) (bool, error) {
+		return cluster.Poll(ctx, "no PVs", 3*time.Minute, func(ctx context.Context) (bool, error) {
 			pvs, err := kube.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return false, err
@@ -647,7 +638,7 @@ func (l *lifecycle) run() {
 	if left := l.leftovers(); len(left) > 0 {
 		l.t.Errorf("delete everything: left in the state directory: %v", left)
 	}
-	if loops := loopsUnder(l.stateDir); len(loops) > 0 {
+	if loops := cluster.LoopsUnder(l.stateDir); len(loops) > 0 {
 		l.t.Errorf("delete everything: loop devices still attached: %v", loops)
 	}
 }
@@ -662,18 +653,18 @@ func claim(name, class, size string, source *corev1.TypedLocalObjectReference) *
 // waitBound waits until the claim is bound and returns its volume.
 func (l *lifecycle) waitBound(name string) (*corev1.PersistentVolume, error) {
 	var pvName string
-	err := poll(l.ctx, name+" bound", 2*time.Minute, func(ctx context.Context) (bool, error) {
-		pvc, err := l.c.kube.CoreV1().PersistentVolumeClaims(testNS).Get(ctx, name, metav1.GetOptions{})
+	err := cluster.Poll(l.ctx, name+" bound", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		pvc, err := l.c.Kube.CoreV1().PersistentVolumeClaims(testNS).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		pvName = pvc.Spec.VolumeName
-		return pvc.Status.Phase == corev1.ClaimBound, l.ps.checkAlive()
+		return pvc.Status.Phase == corev1.ClaimBound, l.ps.CheckAlive()
 	})
 	if err != nil {
 		return nil, err
 	}
-	pv, err := l.c.kube.CoreV1().PersistentVolumes().Get(l.ctx, pvName, metav1.GetOptions{})
+	pv, err := l.c.Kube.CoreV1().PersistentVolumes().Get(l.ctx, pvName, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -760,51 +751,13 @@ func (l *lifecycle) leftovers() []string {
 	return out
 }
 
-// loopsUnder lists loop devices whose backing file lies under dir.
-func loopsUnder(dir string) []string {
-	files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
-	var out []string
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err == nil && strings.HasPrefix(strings.TrimSpace(string(b)), dir+"/") {
-			out = append(out, "/dev/"+filepath.Base(filepath.Dir(filepath.Dir(f))))
-		}
-	}
-	return out
-}
-
-// releaseHostResources undoes what a failed run may leave on the machine under work: mounts
-// (lazily unmounted) and loop devices (detached), so that the directory can be removed.
-func releaseHostResources(t *testing.T, work string) {
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err == nil {
-		var mps []string
-		for _, line := range strings.Split(string(data), "\n") {
-			f := strings.Fields(line)
-			if len(f) > 4 && strings.HasPrefix(f[4], work+"/") {
-				mps = append(mps, f[4])
-			}
-		}
-		for i := len(mps) - 1; i >= 0; i-- {
-			if err := syscall.Unmount(mps[i], syscall.MNT_DETACH); err != nil {
-				t.Logf("unmount %s: %v", mps[i], err)
-			}
-		}
-	}
-	for _, dev := range loopsUnder(work) {
-		if out, err := exec.Command("losetup", "-d", dev).CombinedOutput(); err != nil {
-			t.Logf("detach %s: %v %s", dev, err, out)
-		}
-	}
-}
-
 func randomHex() string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
 
-// snapshotReady is a poll condition: the VolumeSnapshot name in testNS is ready to use. A
+// snapshotReady is a cluster.Poll condition: the VolumeSnapshot name in testNS is ready to use. A
 // snapshot whose status carries an error ends the poll with that error.
 func snapshotReady(snaps *snapclient.Clientset, name string) func(context.Context) (bool, error) {
 	return func(ctx context.Context) (bool, error) {

@@ -1,142 +1,31 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
-	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	snapscheme "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned/scheme"
+	"github.com/csikit/csikit/e2e/cluster"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer/json"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	cosischeme "sigs.k8s.io/container-object-storage-interface/client/clientset/versioned/scheme"
 
 	"github.com/csikit/csikit/examples/hostpath/hostpath"
 )
 
-// deployDir holds every manifest the project ships; each example has a directory of its own.
-const (
-	deployDir   = "../deploy"
-	hostpathDir = deployDir + "/kubernetes/hostpath"
-	memorys3Dir = deployDir + "/kubernetes/memorys3"
-)
-
-// manifest is one YAML document of a file under deploy/, decoded into its typed object.
-type manifest struct {
-	file  string // relative to deploy/
-	index int    // position of the document in the file, from 0
-	obj   runtime.Object
-	gvk   schema.GroupVersionKind
-	raw   []byte // the document as JSON
-}
-
-func (m manifest) String() string { return fmt.Sprintf("%s#%d (%s)", m.file, m.index, m.gvk.Kind) }
-
-// manifestScheme knows the built-in API types, the snapshot and group-snapshot types of
-// external-snapshotter's client and the objectstorage.k8s.io/v1alpha1 types of the COSI client
-// v0.2.2: the only custom resources the manifests use.
-func manifestScheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		return nil, fmt.Errorf("add client-go types: %w", err)
-	}
-	if err := snapscheme.AddToScheme(s); err != nil {
-		return nil, fmt.Errorf("add snapshot types: %w", err)
-	}
-	if err := cosischeme.AddToScheme(s); err != nil {
-		return nil, fmt.Errorf("add COSI types: %w", err)
-	}
-	return s, nil
-}
-
-// loadManifests decodes every document of every .yaml file under dir strictly: an unknown or
-// duplicated field, a kind or apiVersion the scheme does not know, or a document that is not an
-// object fails, naming the file and the document.
-func loadManifests(dir string) ([]manifest, error) {
-	s, err := manifestScheme()
-	if err != nil {
-		return nil, err
-	}
-	strict := json.NewSerializerWithOptions(json.DefaultMetaFactory, s, s, json.SerializerOptions{Yaml: true, Strict: true})
-	var out []manifest
-	err = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() || (filepath.Ext(path) != ".yaml" && filepath.Ext(path) != ".yml") {
-			return nil
-		}
-		rel, _ := filepath.Rel(dir, path)
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-		for i := 0; ; i++ {
-			doc, err := r.Read()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return fmt.Errorf("%s: document %d: %w", rel, i, err)
-			}
-			if len(bytes.TrimSpace(stripComments(doc))) == 0 {
-				i-- // a separator with nothing but comments is not a document
-				continue
-			}
-			obj, gvk, err := strict.Decode(doc, nil, nil)
-			if err != nil {
-				return fmt.Errorf("%s: document %d: %w", rel, i, err)
-			}
-			js, err := utilyaml.ToJSON(doc)
-			if err != nil {
-				return fmt.Errorf("%s: document %d: %w", rel, i, err)
-			}
-			out = append(out, manifest{file: rel, index: i, obj: obj, gvk: *gvk, raw: js})
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no manifests under %s", dir)
-	}
-	return out, nil
-}
-
-func stripComments(doc []byte) []byte {
-	var b bytes.Buffer
-	for _, line := range strings.Split(string(doc), "\n") {
-		if t := strings.TrimSpace(line); t != "" && !strings.HasPrefix(t, "#") {
-			b.WriteString(line)
-			b.WriteByte('\n')
-		}
-	}
-	return b.Bytes()
-}
-
 // TestManifestsDecodeStrictly fails on any typo under deploy/: every document must decode into
 // a known typed object with no unknown field.
 func TestManifestsDecodeStrictly(t *testing.T) {
-	ms, err := loadManifests(deployDir)
+	ms, err := cluster.LoadManifests(cluster.DeployDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range ms {
-		if _, ok := m.obj.(runtime.Unstructured); ok {
+		if _, ok := m.Obj.(runtime.Unstructured); ok {
 			t.Errorf("%s: decoded as unstructured, not a typed object", m)
 		}
 	}
@@ -166,7 +55,7 @@ func TestStrictDecodingCatchesTypos(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(sub, "m.yaml"), []byte(doc), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := loadManifests(sub); err == nil {
+			if _, err := cluster.LoadManifests(sub); err == nil {
 				t.Fatalf("decoded without error:\n%s", doc)
 			}
 		})
@@ -176,13 +65,13 @@ func TestStrictDecodingCatchesTypos(t *testing.T) {
 // TestManifestsMatchDriver checks what strict decoding cannot: that the manifests name this
 // driver, pin every image, and ask Kubernetes for what hostpath really does.
 func TestManifestsMatchDriver(t *testing.T) {
-	ms, err := loadManifests(hostpathDir)
+	ms, err := cluster.LoadManifests(cluster.HostpathDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var drivers, sets int
 	for _, m := range ms {
-		switch o := m.obj.(type) {
+		switch o := m.Obj.(type) {
 		case *storagev1.CSIDriver:
 			drivers++
 			if o.Name != hostpath.Name {
@@ -225,7 +114,7 @@ func TestManifestsMatchDriver(t *testing.T) {
 
 // checkPod wants every image pinned to a version tag, and privilege where a container
 // propagates mounts to the host.
-func checkPod(t *testing.T, m manifest, spec *corev1.PodSpec) {
+func checkPod(t *testing.T, m cluster.Manifest, spec *corev1.PodSpec) {
 	t.Helper()
 	for _, c := range spec.Containers {
 		i := strings.LastIndex(c.Image, ":")
@@ -243,7 +132,7 @@ func checkPod(t *testing.T, m manifest, spec *corev1.PodSpec) {
 
 // checkBidirectional wants the driver container to mount the kubelet directories with
 // Bidirectional propagation, so that its mounts reach kubelet and the pods.
-func checkBidirectional(t *testing.T, m manifest, spec *corev1.PodSpec, paths ...string) {
+func checkBidirectional(t *testing.T, m cluster.Manifest, spec *corev1.PodSpec, paths ...string) {
 	t.Helper()
 	for _, c := range spec.Containers {
 		if c.Name != "hostpath" {
@@ -268,14 +157,14 @@ func checkBidirectional(t *testing.T, m manifest, spec *corev1.PodSpec, paths ..
 // before the workload's; otherwise the sidecars start without their permissions (csi-provisioner
 // exited on "cannot create resource csistoragecapacities" until rbac.yaml became 01-rbac.yaml).
 func TestManifestsApplyInOrder(t *testing.T) {
-	for _, dir := range []string{hostpathDir, memorys3Dir} {
-		ms, err := loadManifests(dir)
+	for _, dir := range []string{cluster.HostpathDir, cluster.Memorys3Dir} {
+		ms, err := cluster.LoadManifests(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var lastAccess, firstWorkload *manifest
+		var lastAccess, firstWorkload *cluster.Manifest
 		for i := range ms {
-			switch ms[i].gvk.Kind {
+			switch ms[i].GVK.Kind {
 			case "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding":
 				lastAccess = &ms[i]
 			case "Deployment", "StatefulSet", "DaemonSet":
@@ -288,7 +177,7 @@ func TestManifestsApplyInOrder(t *testing.T) {
 			t.Errorf("%s: no workload or no access objects", dir)
 			continue
 		}
-		if lastAccess.file >= firstWorkload.file {
+		if lastAccess.File >= firstWorkload.File {
 			t.Errorf("%s: %v is applied after %v: name the file so it sorts first", dir, lastAccess, firstWorkload)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/csikit/csikit/e2e/cluster"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	cosiv1alpha1 "sigs.k8s.io/container-object-storage-interface/client/apis/objectstorage/v1alpha1"
@@ -11,15 +13,15 @@ import (
 
 // cosiSidecarImage is the released COSI provisioner sidecar the manifests pin: v0.2.2, the
 // version whose code tools/cosi builds.
-const cosiSidecarImage = "registry.k8s.io/sig-storage/objectstorage-sidecar:" + cosiVersion
+const cosiSidecarImage = "registry.k8s.io/sig-storage/objectstorage-sidecar:" + cluster.COSIVersion
 
 // memorys3Deployment returns the Deployment of the memorys3 manifests and the driver name its
 // memorys3 container is given.
-func memorys3Deployment(t *testing.T, ms []manifest) (*appsv1.Deployment, string) {
+func memorys3Deployment(t *testing.T, ms []cluster.Manifest) (*appsv1.Deployment, string) {
 	t.Helper()
 	var dep *appsv1.Deployment
 	for _, m := range ms {
-		if d, ok := m.obj.(*appsv1.Deployment); ok {
+		if d, ok := m.Obj.(*appsv1.Deployment); ok {
 			if dep != nil {
 				t.Fatalf("%s: a second Deployment", m)
 			}
@@ -31,7 +33,7 @@ func memorys3Deployment(t *testing.T, ms []manifest) (*appsv1.Deployment, string
 	}
 	for _, c := range dep.Spec.Template.Spec.Containers {
 		if c.Name == "memorys3" {
-			if name, ok := flagValue(c.Args, "driver-name"); ok {
+			if name, ok := cluster.FlagValue(c.Args, "driver-name"); ok {
 				return dep, name
 			}
 			t.Fatal("the memorys3 container has no --driver-name: the classes must name it")
@@ -45,14 +47,14 @@ func memorys3Deployment(t *testing.T, ms []manifest) (*appsv1.Deployment, string
 // driver the Deployment runs, the sidecar is the released v0.2.2 image on memorys3's socket,
 // and nothing runs with privileges.
 func TestMemorys3ManifestsMatchDriver(t *testing.T) {
-	ms, err := loadManifests(memorys3Dir)
+	ms, err := cluster.LoadManifests(cluster.Memorys3Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dep, driverName := memorys3Deployment(t, ms)
 	var classes, accessClasses int
 	for _, m := range ms {
-		switch o := m.obj.(type) {
+		switch o := m.Obj.(type) {
 		case *cosiv1alpha1.BucketClass:
 			classes++
 			if o.DriverName != driverName {
@@ -76,7 +78,7 @@ func TestMemorys3ManifestsMatchDriver(t *testing.T) {
 	}
 
 	spec := &dep.Spec.Template.Spec
-	checkPod(t, manifest{file: "memorys3", gvk: dep.GroupVersionKind()}, spec)
+	checkPod(t, cluster.Manifest{File: "memorys3", GVK: dep.GroupVersionKind()}, spec)
 	if sc := spec.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
 		t.Error("the memorys3 pod must run as non-root: it needs no privileges")
 	}
@@ -88,12 +90,12 @@ func TestMemorys3ManifestsMatchDriver(t *testing.T) {
 		}
 		switch c.Name {
 		case "memorys3":
-			sockets[c.Name], _ = flagValue(c.Args, "endpoint")
+			sockets[c.Name], _ = cluster.FlagValue(c.Args, "endpoint")
 		case "objectstorage-provisioner-sidecar":
 			if c.Image != cosiSidecarImage {
 				t.Errorf("sidecar image %q, want %q (the version tools/cosi builds)", c.Image, cosiSidecarImage)
 			}
-			sockets[c.Name], _ = flagValue(c.Args, "driver-addr")
+			sockets[c.Name], _ = cluster.FlagValue(c.Args, "driver-addr")
 		}
 	}
 	if len(sockets) != 2 || sockets["memorys3"] == "" || sockets["memorys3"] != sockets["objectstorage-provisioner-sidecar"] ||
@@ -102,13 +104,13 @@ func TestMemorys3ManifestsMatchDriver(t *testing.T) {
 	}
 	var svc bool
 	for _, m := range ms {
-		if s, ok := m.obj.(*corev1.Service); ok {
+		if s, ok := m.Obj.(*corev1.Service); ok {
 			svc = true
 			for _, c := range spec.Containers {
 				if c.Name != "memorys3" {
 					continue
 				}
-				ep, _ := flagValue(c.Args, "s3-endpoint")
+				ep, _ := cluster.FlagValue(c.Args, "s3-endpoint")
 				if want := "http://" + s.Name + "." + s.Namespace + ".svc:"; !strings.HasPrefix(ep, want) {
 					t.Errorf("--s3-endpoint %q: grants must name the Service, %s...", ep, want)
 				}

@@ -1,4 +1,4 @@
-package e2e
+package cluster
 
 import (
 	"bufio"
@@ -43,11 +43,11 @@ type runRecord struct {
 	NetnsBefore []string `json:"netnsBefore"`
 }
 
-// testContext is the context of a test that brings a cluster up: it ends after timeout, or when
+// TestContext is the context of a test that brings a cluster up: it ends after timeout, or when
 // the test binary gets SIGINT or SIGTERM (CI's budget ends a stage with SIGINT). Without it, a
 // signal kills the binary before its clean-ups run, and the cluster's mounts, loop devices and
 // network stay behind.
-func testContext(t *testing.T, timeout time.Duration) context.Context {
+func TestContext(t testing.TB, timeout time.Duration) context.Context {
 	ctx, stopSignals := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	go func() {
@@ -85,7 +85,7 @@ func processStart(pid int) (uint64, error) {
 
 // recordRun writes the record of this run and removes it when the test's clean-ups are done.
 // It is registered before them, so it runs after all of them.
-func recordRun(t *testing.T, rec *runRecord) error {
+func recordRun(t testing.TB, rec *runRecord) error {
 	rec.PID = os.Getpid()
 	started, err := processStart(rec.PID)
 	if err != nil {
@@ -146,7 +146,7 @@ func (rec *runRecord) alive() bool {
 // rules of its kube-proxy and its own, its pods' network namespaces, its mounts and loop
 // devices, and the CNI bridge. It removes the record last, so a release that is itself cut
 // short is done again by the next run.
-func releaseDeadRun(ctx context.Context, t *testing.T, rec *runRecord) error {
+func releaseDeadRun(ctx context.Context, t testing.TB, rec *runRecord) error {
 	t.Logf("releasing what a dead run (pid %d, %s) left on this machine", rec.PID, rec.Work)
 	if err := killLeftovers(ctx, rec.Work); err != nil {
 		return err
@@ -168,7 +168,7 @@ func releaseDeadRun(ctx context.Context, t *testing.T, rec *runRecord) error {
 			return fmt.Errorf("ip link del %s: %w: %s", nodeBridge, err, out)
 		}
 	}
-	if mps := mountsUnder(kubeletDir); len(mps) > 0 {
+	if mps := MountsUnder(KubeletDir); len(mps) > 0 {
 		return fmt.Errorf("still mounted after the release: %s", strings.Join(mps, ", "))
 	}
 	return os.Remove(runRecordPath)
@@ -182,7 +182,7 @@ func killLeftovers(ctx context.Context, work string) error {
 	for _, pid := range pids {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	return poll(ctx, "the dead run's processes to exit", time.Minute, func(context.Context) (bool, error) {
+	return Poll(ctx, "the dead run's processes to exit", time.Minute, func(context.Context) (bool, error) {
 		for _, pid := range pids {
 			// A zombie keeps its /proc entry until its parent reaps it: only a live one counts.
 			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && !bytes.Contains(b, []byte(") Z ")) {
@@ -276,7 +276,7 @@ func splitRule(s string) ([]string, error) {
 
 // removeNetns unmounts and removes the cni-* network namespaces that are not in before: those
 // containerd made for the run's pods.
-func removeNetns(t *testing.T, before []string) {
+func removeNetns(t testing.TB, before []string) {
 	after, _ := filepath.Glob("/run/netns/cni-*")
 	for _, ns := range after {
 		if slices.Contains(before, ns) {
@@ -293,15 +293,15 @@ func removeNetns(t *testing.T, before []string) {
 
 // releaseNodeMounts unmounts what kubelet, containerd and the hostpath node plugin mounted, and
 // detaches hostpath's loop devices.
-func releaseNodeMounts(t *testing.T, work string) {
-	unmountAll(t, kubeletDir)
+func releaseNodeMounts(t testing.TB, work string) {
+	unmountAll(t, KubeletDir)
 	unmountAll(t, filepath.Join(work, "containerd"))
-	for _, dev := range append(loopsUnder(hostpathStateDir), detachedHostpathLoops()...) {
+	for _, dev := range append(LoopsUnder(HostpathStateDir), detachedHostpathLoops()...) {
 		if o, err := exec.Command("losetup", "-d", dev).CombinedOutput(); err != nil {
 			t.Logf("detach %s: %v %s", dev, err, o)
 		}
 	}
-	unmountAll(t, hostpathStateDir)
+	unmountAll(t, HostpathStateDir)
 }
 
 // updateRunRecord changes this run's record once the run knows more about what it will leave.
@@ -315,4 +315,42 @@ func updateRunRecord(change func(*runRecord)) error {
 	}
 	change(rec)
 	return writeRunRecord(rec)
+}
+
+// LoopsUnder lists loop devices whose backing file lies under dir.
+func LoopsUnder(dir string) []string {
+	files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	var out []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err == nil && strings.HasPrefix(strings.TrimSpace(string(b)), dir+"/") {
+			out = append(out, "/dev/"+filepath.Base(filepath.Dir(filepath.Dir(f))))
+		}
+	}
+	return out
+}
+
+// ReleaseHostResources undoes what a failed run may leave on the machine under work: mounts
+// (lazily unmounted) and loop devices (detached), so that the directory can be removed.
+func ReleaseHostResources(t testing.TB, work string) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err == nil {
+		var mps []string
+		for _, line := range strings.Split(string(data), "\n") {
+			f := strings.Fields(line)
+			if len(f) > 4 && strings.HasPrefix(f[4], work+"/") {
+				mps = append(mps, f[4])
+			}
+		}
+		for i := len(mps) - 1; i >= 0; i-- {
+			if err := syscall.Unmount(mps[i], syscall.MNT_DETACH); err != nil {
+				t.Logf("unmount %s: %v", mps[i], err)
+			}
+		}
+	}
+	for _, dev := range LoopsUnder(work) {
+		if out, err := exec.Command("losetup", "-d", dev).CombinedOutput(); err != nil {
+			t.Logf("detach %s: %v %s", dev, err, out)
+		}
+	}
 }

@@ -1,4 +1,4 @@
-package e2e
+package cluster
 
 import (
 	"bufio"
@@ -42,24 +42,24 @@ import (
 	"github.com/csikit/csikit/examples/hostpath/hostpath"
 )
 
-// cluster is the control plane of the test: etcd, kube-apiserver, kube-controller-manager and
+// Cluster is the control plane of the test: etcd, kube-apiserver, kube-controller-manager and
 // kube-scheduler as processes, and admin clients for the test itself.
-type cluster struct {
+type Cluster struct {
 	work    string // the run's directory: keys, kubeconfigs, logs, the fake node's root
 	server  string // https://127.0.0.1:port
 	pki     *pki
-	admin   *rest.Config
-	kube    *kubernetes.Clientset
+	Admin   *rest.Config          // the admin client's configuration, for typed clients of other APIs
+	Kube    *kubernetes.Clientset // the admin client of the built-in API
 	dyn     *dynamic.DynamicClient
 	mapper  *restmapper.DeferredDiscoveryRESTMapper
-	procs   *procs
-	bins    *binaries
-	adminKC string // admin kubeconfig path
+	Procs   *Procs // every process of the run, stopped when the test ends
+	bins    *Binaries
+	AdminKC string // admin kubeconfig path
 }
 
-// poll calls cond every interval until it reports done, fails, or timeout passes; the last
+// Poll calls cond every interval until it reports done, fails, or timeout passes; the last
 // condition error is part of the timeout's error, so a stuck step says what it was waiting on.
-func poll(ctx context.Context, what string, timeout time.Duration, cond func(context.Context) (bool, error)) error {
+func Poll(ctx context.Context, what string, timeout time.Duration, cond func(context.Context) (bool, error)) error {
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		ok, err := cond(ctx)
@@ -78,10 +78,10 @@ func poll(ctx context.Context, what string, timeout time.Duration, cond func(con
 	return nil
 }
 
-// startCluster brings up etcd, the API server, the controller manager and the scheduler, and
+// StartCluster brings up etcd, the API server, the controller manager and the scheduler, and
 // waits until the API server is ready.
-func startCluster(ctx context.Context, t *testing.T, work string, bins *binaries, ps *procs) (*cluster, error) {
-	c, err := startAPIServer(ctx, work, bins.etcd, bins.apiserver, ps)
+func StartCluster(ctx context.Context, t testing.TB, work string, bins *Binaries, ps *Procs) (*Cluster, error) {
+	c, err := StartAPIServer(ctx, work, bins.Etcd, bins.apiserver, ps)
 	if err != nil {
 		return nil, err
 	}
@@ -92,16 +92,16 @@ func startCluster(ctx context.Context, t *testing.T, work string, bins *binaries
 	return c, nil
 }
 
-// startAPIServer brings up etcd and kube-apiserver only, waits until the API server is ready,
+// StartAPIServer brings up etcd and kube-apiserver only, waits until the API server is ready,
 // and writes the admin kubeconfig: enough for controllers that are all run by the test itself.
-func startAPIServer(ctx context.Context, work, etcdBin, apiserverBin string, ps *procs) (*cluster, error) {
+func StartAPIServer(ctx context.Context, work, etcdBin, apiserverBin string, ps *Procs) (*Cluster, error) {
 	return startAPIServerOn(ctx, work, etcdBin, apiserverBin, ps, "127.0.0.1")
 }
 
-// startAPIServerOn is startAPIServer with the API server listening on host (an IPv4 address of
+// startAPIServerOn is StartAPIServer with the API server listening on host (an IPv4 address of
 // this machine) rather than the loopback address: pods reach it there.
-func startAPIServerOn(ctx context.Context, work, etcdBin, apiserverBin string, ps *procs, host string) (*cluster, error) {
-	c := &cluster{work: work, procs: ps}
+func startAPIServerOn(ctx context.Context, work, etcdBin, apiserverBin string, ps *Procs, host string) (*Cluster, error) {
+	c := &Cluster{work: work, Procs: ps}
 	pkiDir := filepath.Join(work, "pki")
 	if err := os.MkdirAll(pkiDir, 0o700); err != nil {
 		return nil, err
@@ -110,17 +110,17 @@ func startAPIServerOn(ctx context.Context, work, etcdBin, apiserverBin string, p
 	if c.pki, err = newPKI(pkiDir, host); err != nil {
 		return nil, err
 	}
-	clientPort, err := freePort()
+	clientPort, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
-	peerPort, err := freePort()
+	peerPort, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(clientPort)
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
-	if _, err := ps.start("etcd", etcdBin, []string{
+	if _, err := ps.Start("etcd", etcdBin, []string{
 		"--name=e2e", "--data-dir=" + filepath.Join(work, "etcd"),
 		"--listen-client-urls=" + etcdURL, "--advertise-client-urls=" + etcdURL,
 		"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL,
@@ -128,21 +128,21 @@ func startAPIServerOn(ctx context.Context, work, etcdBin, apiserverBin string, p
 	}, "ETCD_UNSUPPORTED_ARCH="+goarchForEtcd()); err != nil {
 		return nil, err
 	}
-	if err := poll(ctx, "etcd health", 60*time.Second, func(ctx context.Context) (bool, error) {
-		if err := ps.checkAlive(); err != nil {
+	if err := Poll(ctx, "etcd health", 60*time.Second, func(ctx context.Context) (bool, error) {
+		if err := ps.CheckAlive(); err != nil {
 			return false, err
 		}
-		return httpOK(ctx, etcdURL+"/health")
+		return HTTPOK(ctx, etcdURL+"/health")
 	}); err != nil {
-		return nil, errors.Join(err, ps.checkAlive())
+		return nil, errors.Join(err, ps.CheckAlive())
 	}
 
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
 	c.server = "https://" + host + ":" + strconv.Itoa(port)
-	if _, err := ps.start("kube-apiserver", apiserverBin, []string{
+	if _, err := ps.Start("kube-apiserver", apiserverBin, []string{
 		"--etcd-servers=" + etcdURL,
 		"--bind-address=" + host, "--secure-port=" + strconv.Itoa(port), "--advertise-address=" + host,
 		"--tls-cert-file=" + c.pki.serverCert, "--tls-private-key-file=" + c.pki.serverKey,
@@ -166,37 +166,37 @@ func startAPIServerOn(ctx context.Context, work, etcdBin, apiserverBin string, p
 	}); err != nil {
 		return nil, err
 	}
-	c.admin = c.pki.adminConfig(c.server)
-	if c.kube, err = kubernetes.NewForConfig(c.admin); err != nil {
+	c.Admin = c.pki.adminConfig(c.server)
+	if c.Kube, err = kubernetes.NewForConfig(c.Admin); err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
-	if err := poll(ctx, "kube-apiserver /readyz", 3*time.Minute, func(ctx context.Context) (bool, error) {
-		if err := ps.checkAlive(); err != nil {
+	if err := Poll(ctx, "kube-apiserver /readyz", 3*time.Minute, func(ctx context.Context) (bool, error) {
+		if err := ps.CheckAlive(); err != nil {
 			return false, err
 		}
-		_, err := c.kube.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		_, err := c.Kube.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return err == nil, err
 	}); err != nil {
-		return nil, errors.Join(err, ps.checkAlive())
+		return nil, errors.Join(err, ps.CheckAlive())
 	}
-	if c.dyn, err = dynamic.NewForConfig(c.admin); err != nil {
+	if c.dyn, err = dynamic.NewForConfig(c.Admin); err != nil {
 		return nil, fmt.Errorf("dynamic client: %w", err)
 	}
-	dc, err := discovery.NewDiscoveryClientForConfig(c.admin)
+	dc, err := discovery.NewDiscoveryClientForConfig(c.Admin)
 	if err != nil {
 		return nil, fmt.Errorf("discovery client: %w", err)
 	}
 	c.mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
 
-	c.adminKC = filepath.Join(work, "admin.kubeconfig")
-	if err := c.pki.writeKubeconfig(c.adminKC, c.server, ""); err != nil {
+	c.AdminKC = filepath.Join(work, "admin.kubeconfig")
+	if err := c.pki.writeKubeconfig(c.AdminKC, c.server, ""); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
 // startControllers starts kube-controller-manager and kube-scheduler against the API server.
-func (c *cluster) startControllers() error {
+func (c *Cluster) startControllers() error {
 	// The controllers the suite needs, and only those: the PV binder, PVC and PV protection,
 	// the garbage collector (capacity objects are owned), namespaces and service accounts.
 	// attachdetach stays off because the suite plays its part by creating VolumeAttachments,
@@ -206,10 +206,10 @@ func (c *cluster) startControllers() error {
 
 // startControllersWith starts kube-controller-manager with the named controllers (its
 // --controllers list) and kube-scheduler.
-func (c *cluster) startControllersWith(controllers string) error {
-	ps := c.procs
-	if _, err := ps.start("kube-controller-manager", c.bins.controllerManager, []string{
-		"--kubeconfig=" + c.adminKC, "--authentication-kubeconfig=" + c.adminKC, "--authorization-kubeconfig=" + c.adminKC,
+func (c *Cluster) startControllersWith(controllers string) error {
+	ps := c.Procs
+	if _, err := ps.Start("kube-controller-manager", c.bins.controllerManager, []string{
+		"--kubeconfig=" + c.AdminKC, "--authentication-kubeconfig=" + c.AdminKC, "--authorization-kubeconfig=" + c.AdminKC,
 		"--controllers=" + controllers,
 		// The root-ca-certificate-publisher puts this into every namespace's kube-root-ca.crt,
 		// which pods' service account volumes carry: the in-cluster clients verify the API
@@ -221,8 +221,8 @@ func (c *cluster) startControllersWith(controllers string) error {
 	}
 	// kube-scheduler really schedules the consumer pods of WaitForFirstConsumer claims: its
 	// volume binding plugin picks the node and sets the selected-node annotation.
-	if _, err := ps.start("kube-scheduler", c.bins.scheduler, []string{
-		"--kubeconfig=" + c.adminKC, "--authentication-kubeconfig=" + c.adminKC, "--authorization-kubeconfig=" + c.adminKC,
+	if _, err := ps.Start("kube-scheduler", c.bins.scheduler, []string{
+		"--kubeconfig=" + c.AdminKC, "--authentication-kubeconfig=" + c.AdminKC, "--authorization-kubeconfig=" + c.AdminKC,
 		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0", "--v=2",
 	}); err != nil {
 		return err
@@ -245,7 +245,8 @@ func goarchForEtcd() string {
 	}
 }
 
-func httpOK(ctx context.Context, url string) (bool, error) {
+// HTTPOK says whether a GET of url answers 200 OK. It fails when no answer comes, so a poll waits on.
+func HTTPOK(ctx context.Context, url string) (bool, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return false, err
@@ -259,9 +260,9 @@ func httpOK(ctx context.Context, url string) (bool, error) {
 	return resp.StatusCode == http.StatusOK, nil
 }
 
-// snapshotCRDs returns the CustomResourceDefinitions external-snapshotter's client module
+// SnapshotCRDs returns the CustomResourceDefinitions external-snapshotter's client module
 // ships, read from the module cache at the version go.mod pins.
-func snapshotCRDs(ctx context.Context) ([]*unstructured.Unstructured, error) {
+func SnapshotCRDs(ctx context.Context) ([]*unstructured.Unstructured, error) {
 	dir, err := moduleDir(ctx, ".", "github.com/kubernetes-csi/external-snapshotter/client/v8")
 	if err != nil {
 		return nil, err
@@ -327,8 +328,8 @@ func readObjects(pattern string) ([]*unstructured.Unstructured, error) {
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-// installCRDs creates CRDs and waits until each is established.
-func (c *cluster) installCRDs(ctx context.Context, crds []*unstructured.Unstructured) error {
+// InstallCRDs creates CRDs and waits until each is established.
+func (c *Cluster) InstallCRDs(ctx context.Context, crds []*unstructured.Unstructured) error {
 	for _, crd := range crds {
 		if _, err := c.dyn.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create CRD %s: %w", crd.GetName(), err)
@@ -336,7 +337,7 @@ func (c *cluster) installCRDs(ctx context.Context, crds []*unstructured.Unstruct
 	}
 	for _, crd := range crds {
 		name := crd.GetName()
-		if err := poll(ctx, "CRD "+name+" established", time.Minute, func(ctx context.Context) (bool, error) {
+		if err := Poll(ctx, "CRD "+name+" established", time.Minute, func(ctx context.Context) (bool, error) {
 			u, err := c.dyn.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return false, err
@@ -357,22 +358,22 @@ func (c *cluster) installCRDs(ctx context.Context, crds []*unstructured.Unstruct
 	return nil
 }
 
-// apply creates one decoded manifest through the dynamic client, as kubectl apply would the
+// Apply creates one decoded manifest through the dynamic client, as kubectl apply would the
 // first time.
-func (c *cluster) apply(ctx context.Context, m manifest) error {
+func (c *Cluster) Apply(ctx context.Context, m Manifest) error {
 	u := &unstructured.Unstructured{}
 	if err := u.UnmarshalJSON(m.raw); err != nil {
 		return fmt.Errorf("%s: %w", m, err)
 	}
-	if err := c.create(ctx, u); err != nil {
+	if err := c.Create(ctx, u); err != nil {
 		return fmt.Errorf("%s: %w", m, err)
 	}
 	return nil
 }
 
-// create creates an object of any kind the API server serves, in the default namespace when
+// Create creates an object of any kind the API server serves, in the default namespace when
 // it is namespaced and names none.
-func (c *cluster) create(ctx context.Context, u *unstructured.Unstructured) error {
+func (c *Cluster) Create(ctx context.Context, u *unstructured.Unstructured) error {
 	gvk := u.GroupVersionKind()
 	mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
@@ -392,14 +393,14 @@ func (c *cluster) create(ctx context.Context, u *unstructured.Unstructured) erro
 	return nil
 }
 
-// addNode creates a Node as kubelet registers one: Ready, with room for pods, labelled with
+// AddNode creates a Node as kubelet registers one: Ready, with room for pods, labelled with
 // its host name and with the topology labels of the CSI drivers registered on it.
-func (c *cluster) addNode(ctx context.Context, name string, labels map[string]string) error {
+func (c *Cluster) AddNode(ctx context.Context, name string, labels map[string]string) error {
 	l := map[string]string{corev1.LabelHostname: name, corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64"}
 	for k, v := range labels {
 		l[k] = v
 	}
-	n, err := c.kube.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}, metav1.CreateOptions{})
+	n, err := c.Kube.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}, metav1.CreateOptions{})
 	if err != nil {
 		return fmt.Errorf("create node %s: %w", name, err)
 	}
@@ -414,36 +415,36 @@ func (c *cluster) addNode(ctx context.Context, name string, labels map[string]st
 			LastHeartbeatTime: now, LastTransitionTime: now}},
 		Addresses: []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: name}},
 	}
-	if n, err = c.kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+	if n, err = c.Kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("node %s status: %w", name, err)
 	}
 	// The API server's TaintNodesByCondition admission taints a new node not-ready; the node
 	// lifecycle controller lifts the taint once the node reports Ready. That controller is off
 	// (no kubelet heartbeats), so the suite lifts it, as the controller would.
 	n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
-	if _, err := c.kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+	if _, err := c.Kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("node %s taints: %w", name, err)
 	}
 	return nil
 }
 
-// registerDriver does what kubelet does when node-driver-registrar announces a plugin: ask the
+// RegisterDriver does what kubelet does when node-driver-registrar announces a plugin: ask the
 // plugin's NodeGetInfo, then record the answer in the node's CSINode object, its topology as
 // node labels and its node ID in the node's annotation.
-func (c *cluster) registerDriver(ctx context.Context, nodeName, socket string) (*csi.NodeGetInfoResponse, error) {
+func (c *Cluster) RegisterDriver(ctx context.Context, nodeName, socket string) (*csi.NodeGetInfoResponse, error) {
 	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", socket, err)
 	}
 	defer conn.Close()
 	var info *csi.NodeGetInfoResponse
-	if err := poll(ctx, "NodeGetInfo on "+socket, time.Minute, func(ctx context.Context) (bool, error) {
+	if err := Poll(ctx, "NodeGetInfo on "+socket, time.Minute, func(ctx context.Context) (bool, error) {
 		info, err = csi.NewNodeClient(conn).NodeGetInfo(ctx, &csi.NodeGetInfoRequest{})
 		return err == nil, err
 	}); err != nil {
 		return nil, err
 	}
-	node, err := c.kube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	node, err := c.Kube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -458,7 +459,7 @@ func (c *cluster) registerDriver(ctx context.Context, nodeName, socket string) (
 		node.Annotations = map[string]string{}
 	}
 	node.Annotations["csi.volume.kubernetes.io/nodeid"] = string(ids)
-	if node, err = c.kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+	if node, err = c.Kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
 		return nil, fmt.Errorf("label node: %w", err)
 	}
 	d := storagev1.CSINodeDriver{Name: hostpath.Name, NodeID: info.GetNodeId(), TopologyKeys: keys}
@@ -471,28 +472,28 @@ func (c *cluster) registerDriver(ctx context.Context, nodeName, socket string) (
 			APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}},
 		Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{d}},
 	}
-	if _, err := c.kube.StorageV1().CSINodes().Create(ctx, csiNode, metav1.CreateOptions{}); err != nil {
+	if _, err := c.Kube.StorageV1().CSINodes().Create(ctx, csiNode, metav1.CreateOptions{}); err != nil {
 		return nil, fmt.Errorf("create CSINode: %w", err)
 	}
 	return info, nil
 }
 
-// addEmptyCSINode records a node without the driver, as kubelet does for every node.
-func (c *cluster) addEmptyCSINode(ctx context.Context, nodeName string) error {
-	node, err := c.kube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+// AddEmptyCSINode records a node without the driver, as kubelet does for every node.
+func (c *Cluster) AddEmptyCSINode(ctx context.Context, nodeName string) error {
+	node, err := c.Kube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
-	_, err = c.kube.StorageV1().CSINodes().Create(ctx, &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: nodeName,
+	_, err = c.Kube.StorageV1().CSINodes().Create(ctx, &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: nodeName,
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}}}, metav1.CreateOptions{})
 	return err
 }
 
-// serviceAccountKubeconfig writes a kubeconfig with a fresh token of the service account, so
+// ServiceAccountKubeconfig writes a kubeconfig with a fresh token of the service account, so
 // that a sidecar runs with exactly the rights the manifests' RBAC gives it.
-func (c *cluster) serviceAccountKubeconfig(ctx context.Context, ns, name string) (string, error) {
+func (c *Cluster) ServiceAccountKubeconfig(ctx context.Context, ns, name string) (string, error) {
 	exp := int64(24 * 3600)
-	tr, err := c.kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+	tr, err := c.Kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
 	if err != nil {
 		return "", fmt.Errorf("token for %s/%s: %w", ns, name, err)
@@ -501,8 +502,8 @@ func (c *cluster) serviceAccountKubeconfig(ctx context.Context, ns, name string)
 	return path, c.pki.writeKubeconfig(path, c.server, tr.Status.Token)
 }
 
-// ignoreNotFound is for deletions in cleanup paths.
-func ignoreNotFound(err error) error {
+// IgnoreNotFound is for deletions in cleanup paths.
+func IgnoreNotFound(err error) error {
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package e2e
+package cluster
 
 import (
 	"archive/tar"
@@ -31,13 +31,13 @@ const (
 	// pauseImage is the sandbox image kubelet v1.36 and containerd are configured with; the
 	// name is the one Kubernetes v1.36.1 uses (test/utils/image, kubeadm's PauseVersion).
 	pauseImage = "registry.k8s.io/pause:3.10.2"
-	// busyboxImage is the name Kubernetes v1.36.1's e2e framework uses for busybox, so the
+	// BusyboxImage is the name Kubernetes v1.36.1's e2e framework uses for busybox, so the
 	// storage suite finds it too.
-	busyboxImage = "registry.k8s.io/e2e-test-images/busybox:1.37.0-1"
+	BusyboxImage = "registry.k8s.io/e2e-test-images/busybox:1.37.0-1"
 )
 
-// imageSpec is one image to build: the files of its only layer and how it starts.
-type imageSpec struct {
+// ImageSpec is one image to build: the files of its only layer and how it starts.
+type ImageSpec struct {
 	ref        string // full name with tag
 	entrypoint []string
 	cmd        []string
@@ -133,7 +133,7 @@ func busyboxFiles() ([]layerFile, error) {
 }
 
 // writeOCIArchive writes img as an OCI image-layout tar at out.
-func writeOCIArchive(img imageSpec, out string) error {
+func writeOCIArchive(img ImageSpec, out string) error {
 	layer, err := os.CreateTemp(filepath.Dir(out), ".layer-")
 	if err != nil {
 		return err
@@ -354,7 +354,7 @@ func extraImages(value string) (map[string][]string, error) {
 }
 
 // extraImageSpecs builds the images $CSIKIT_E2E_EXTRA_IMAGES asks for.
-func extraImageSpecs(value string) ([]imageSpec, error) {
+func extraImageSpecs(value string) ([]ImageSpec, error) {
 	refs, err := extraImages(value)
 	if err != nil || len(refs) == 0 {
 		return nil, err
@@ -363,7 +363,7 @@ func extraImageSpecs(value string) ([]imageSpec, error) {
 	if err != nil {
 		return nil, err
 	}
-	var specs []imageSpec
+	var specs []ImageSpec
 	for ref, bins := range refs {
 		if _, err := os.Stat(bins[0]); err != nil {
 			return nil, fmt.Errorf("%s: image %s: %w", extraImagesEnv, ref, err)
@@ -385,7 +385,7 @@ func extraImageSpecs(value string) ([]imageSpec, error) {
 			}
 			files = append(files, withLibs...)
 		}
-		specs = append(specs, imageSpec{ref: ref, entrypoint: []string{name}, files: files})
+		specs = append(specs, ImageSpec{ref: ref, entrypoint: []string{name}, files: files})
 	}
 	sort.Slice(specs, func(i, j int) bool { return specs[i].ref < specs[j].ref })
 	return specs, nil

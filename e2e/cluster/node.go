@@ -1,4 +1,4 @@
-package e2e
+package cluster
 
 import (
 	"context"
@@ -19,11 +19,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// The one-node cluster with a kubelet: the control plane of cluster_test.go, plus containerd
+// The one-node cluster with a kubelet: the control plane of cluster.go, plus containerd
 // (Debian's, CRI) with runc, the CNI bridge plugin and kubelet v1.36.1, all as processes of the
 // test. What this machine kind needs: cgroup v1, so kubelet runs with failCgroupV1:
 // false and the cgroupfs driver; no CAP_SYS_RESOURCE, so containerd restricts oom_score_adj; no
-// registry, so images are built here and imported (images_test.go); no dummy interface and a
+// registry, so images are built here and imported (images.go); no dummy interface and a
 // loopback node IP refused by kubelet, so the node IP lives on the CNI bridge, which the test
 // creates before kubelet starts.
 const (
@@ -32,9 +32,9 @@ const (
 	nodeIP     = "10.88.0.1"    // the node's address and the API server's
 	podSubnet  = "10.88.0.0/16" // pod addresses (host-local IPAM)
 	serviceIP  = "10.0.0.1"     // the kubernetes Service: first address of --service-cluster-ip-range
-	kubeletDir = "/var/lib/kubelet"
-	// hostpathStateDir is the state directory deploy/kubernetes/hostpath mounts from the host.
-	hostpathStateDir = "/var/lib/csikit-hostpath"
+	KubeletDir = "/var/lib/kubelet"
+	// HostpathStateDir is the state directory deploy/kubernetes/hostpath mounts from the host.
+	HostpathStateDir = "/var/lib/csikit-hostpath"
 	// cniBinDir is where Debian's containernetworking-plugins installs the plugins.
 	cniBinDir = "/usr/lib/cni"
 )
@@ -48,21 +48,27 @@ type phase struct {
 	took time.Duration
 }
 
-// node is the cluster with kubelet: what the pods tests drive.
-type node struct {
-	*cluster
-	t          *testing.T
+// Node is the cluster with kubelet: what the pods tests drive.
+type Node struct {
+	*Cluster
+	t          testing.TB
 	ctrBin     string
 	containerd string // containerd's socket
-	kubelet    *proc
+	Kubelet    *Proc  // the running kubelet, replaced when a test restarts it
 	kubeletBin string
 	healthz    string // kubelet's healthz URL
 	tools      map[string]string
 	phases     []phase
 }
 
-// timed runs fn and records its duration under name.
-func (n *node) timed(name string, fn func() error) error {
+// AddPhase records a step that began at start and ends now, for the summary LogTimings prints.
+// The pods tests time their cases with it.
+func (n *Node) AddPhase(name string, start time.Time) {
+	n.phases = append(n.phases, phase{name, time.Since(start)})
+}
+
+// Timed runs fn and records its duration under name.
+func (n *Node) Timed(name string, fn func() error) error {
 	start := time.Now()
 	err := fn()
 	n.phases = append(n.phases, phase{name, time.Since(start)})
@@ -70,9 +76,9 @@ func (n *node) timed(name string, fn func() error) error {
 	return err
 }
 
-// nodePreflight says why the kubelet cluster cannot run here, or nil. It first releases what a
-// dead run left (node_leftovers_test.go).
-func nodePreflight(ctx context.Context, t *testing.T) error {
+// NodePreflight says why the kubelet cluster cannot run here, or nil. It first releases what a
+// dead run left (node_leftovers.go).
+func NodePreflight(ctx context.Context, t testing.TB) error {
 	if os.Geteuid() != 0 {
 		return errors.New("needs root: kubelet, containerd and the hostpath node plugin mount and attach loop devices")
 	}
@@ -102,9 +108,9 @@ func nodePreflight(ctx context.Context, t *testing.T) error {
 			return fmt.Errorf("release what a dead run left: %w", err)
 		}
 	}
-	if mps := mountsUnder(kubeletDir); len(mps) > 0 {
+	if mps := MountsUnder(KubeletDir); len(mps) > 0 {
 		return fmt.Errorf("%s has mounts, and no record of a dead run of this test says they are its own (%s): another kubelet, or a run of an older version of this test: %s",
-			kubeletDir, runRecordPath, strings.Join(mps, ", "))
+			KubeletDir, runRecordPath, strings.Join(mps, ", "))
 	}
 	if _, err := os.Stat("/sys/class/net/" + nodeBridge); err == nil {
 		return fmt.Errorf("the interface %s exists: another run is going on, or one did not clean up (ip link del %s)", nodeBridge, nodeBridge)
@@ -112,8 +118,8 @@ func nodePreflight(ctx context.Context, t *testing.T) error {
 	return nil
 }
 
-// mountsUnder lists the mount points at or under dir, deepest last.
-func mountsUnder(dir string) []string {
+// MountsUnder lists the mount points at or under dir, deepest last.
+func MountsUnder(dir string) []string {
 	data, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return nil
@@ -129,8 +135,8 @@ func mountsUnder(dir string) []string {
 }
 
 // unmountAll lazily unmounts everything at or under dir, deepest first.
-func unmountAll(t *testing.T, dir string) {
-	mps := mountsUnder(dir)
+func unmountAll(t testing.TB, dir string) {
+	mps := MountsUnder(dir)
 	for i := len(mps) - 1; i >= 0; i-- {
 		if err := syscall.Unmount(mps[i], syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
 			t.Logf("unmount %s: %v", mps[i], err)
@@ -138,25 +144,25 @@ func unmountAll(t *testing.T, dir string) {
 	}
 }
 
-// startNode brings up the whole one-node cluster: network, API server and controllers,
+// StartNode brings up the whole one-node cluster: network, API server and controllers,
 // containerd with the images, kubelet; it returns when the node is Ready and schedulable. Every
 // step is undone by t.Cleanup, in reverse.
-func startNode(ctx context.Context, t *testing.T, work string, ps *procs, images func(tools map[string]string) ([]imageSpec, error)) (*node, error) {
-	n := &node{t: t}
+func StartNode(ctx context.Context, t testing.TB, work string, ps *Procs, images func(tools map[string]string) ([]ImageSpec, error)) (*Node, error) {
+	n := &Node{t: t}
 	var err error
 	if n.ctrBin, err = exec.LookPath("ctr"); err != nil {
 		return nil, err
 	}
 	// Leftovers of an earlier run that ended without cleaning up: nothing is mounted there
-	// (nodePreflight checked), so they are only files.
-	for _, d := range []string{kubeletDir, hostpathStateDir} {
+	// (NodePreflight checked), so they are only files.
+	for _, d := range []string{KubeletDir, HostpathStateDir} {
 		if err := os.RemoveAll(d); err != nil {
 			return nil, fmt.Errorf("remove stale %s: %w", d, err)
 		}
 	}
 	var paths map[string]string
-	if err := n.timed("build binaries", func() error {
-		paths, err = buildTools(ctx, t, "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet",
+	if err := n.Timed("build binaries", func() error {
+		paths, err = BuildTools(ctx, t, "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet",
 			"csi-provisioner", "csi-attacher", "csi-resizer", "csi-snapshotter", "snapshot-controller",
 			"registrar", "livenessprobe", "pause", "kube-proxy", "coredns",
 			"cosi-controller", "cosi-sidecar", "bucketclient")
@@ -173,15 +179,15 @@ func startNode(ctx context.Context, t *testing.T, work string, ps *procs, images
 		return nil, err
 	}
 	etcdBin, _ := exec.LookPath("etcd")
-	bins := &binaries{apiserver: paths["kube-apiserver"], controllerManager: paths["kube-controller-manager"], scheduler: paths["kube-scheduler"],
-		provisioner: paths["csi-provisioner"], attacher: paths["csi-attacher"], resizer: paths["csi-resizer"],
-		snapshotter: paths["csi-snapshotter"], snapshotController: paths["snapshot-controller"], etcd: etcdBin}
-	if err := n.timed("control plane ready", func() error {
+	bins := &Binaries{apiserver: paths["kube-apiserver"], controllerManager: paths["kube-controller-manager"], scheduler: paths["kube-scheduler"],
+		Provisioner: paths["csi-provisioner"], Attacher: paths["csi-attacher"], Resizer: paths["csi-resizer"],
+		Snapshotter: paths["csi-snapshotter"], SnapshotController: paths["snapshot-controller"], Etcd: etcdBin}
+	if err := n.Timed("control plane ready", func() error {
 		c, err := startAPIServerOn(ctx, work, etcdBin, bins.apiserver, ps, nodeIP)
 		if err != nil {
 			return err
 		}
-		n.cluster = c
+		n.Cluster = c
 		c.bins = bins
 		// What a one-node cluster with kubelet needs of the controller manager: volumes
 		// (binder, expander, attach/detach, protection, generic ephemeral), the workloads of the
@@ -208,16 +214,16 @@ func startNode(ctx context.Context, t *testing.T, work string, ps *procs, images
 	if err := n.serviceRoute(t); err != nil {
 		return nil, err
 	}
-	if err := n.timed("start containerd", func() error { return n.startContainerd(ctx, work, ps) }); err != nil {
+	if err := n.Timed("start containerd", func() error { return n.startContainerd(ctx, work, ps) }); err != nil {
 		return nil, err
 	}
-	if err := n.timed("images built and imported", func() error {
+	if err := n.Timed("images built and imported", func() error {
 		specs, err := images(paths)
 		if err != nil {
 			return err
 		}
-		specs = append(specs, imageSpec{ref: pauseImage, entrypoint: []string{"/pause"}, files: []layerFile{{name: "/pause", src: paths["pause"]}}})
-		specs = append(specs, imageSpec{ref: corednsImage, entrypoint: []string{"/coredns"}, files: []layerFile{{name: "/coredns", src: paths["coredns"]}}})
+		specs = append(specs, ImageSpec{ref: pauseImage, entrypoint: []string{"/pause"}, files: []layerFile{{name: "/pause", src: paths["pause"]}}})
+		specs = append(specs, ImageSpec{ref: corednsImage, entrypoint: []string{"/coredns"}, files: []layerFile{{name: "/coredns", src: paths["coredns"]}}})
 		extra, err := extraImageSpecs(os.Getenv(extraImagesEnv))
 		if err != nil {
 			return err
@@ -227,13 +233,13 @@ func startNode(ctx context.Context, t *testing.T, work string, ps *procs, images
 	}); err != nil {
 		return nil, err
 	}
-	if err := n.timed("node ready (kubelet)", func() error { return n.startKubelet(ctx, work, ps) }); err != nil {
+	if err := n.Timed("node ready (kubelet)", func() error { return n.startKubelet(ctx, work, ps) }); err != nil {
 		return nil, err
 	}
-	if err := n.timed("kube-proxy synced", func() error { return n.startKubeProxy(ctx, work, paths["kube-proxy"]) }); err != nil {
+	if err := n.Timed("kube-proxy synced", func() error { return n.startKubeProxy(ctx, work, paths["kube-proxy"]) }); err != nil {
 		return nil, err
 	}
-	if err := n.timed("cluster DNS ready (CoreDNS)", func() error { return n.deployCoreDNS(ctx) }); err != nil {
+	if err := n.Timed("cluster DNS ready (CoreDNS)", func() error { return n.deployCoreDNS(ctx) }); err != nil {
 		return nil, err
 	}
 	return n, nil
@@ -241,7 +247,7 @@ func startNode(ctx context.Context, t *testing.T, work string, ps *procs, images
 
 // setupNetwork creates the CNI bridge with the node IP (the bridge plugin then uses it as the
 // pods' gateway).
-func (n *node) setupNetwork(t *testing.T) error {
+func (n *Node) setupNetwork(t testing.TB) error {
 	for _, args := range [][]string{
 		{"link", "add", nodeBridge, "type", "bridge"},
 		{"addr", "add", nodeIP + "/16", "dev", nodeBridge},
@@ -263,10 +269,10 @@ func (n *node) setupNetwork(t *testing.T) error {
 
 // serviceRoute makes the kubernetes Service reach the API server from pods: one DNAT rule from
 // the Service's address to the API server's. kube-proxy routes every other Service, but not this
-// one: the API server runs with --endpoint-reconciler-type=none (cluster_test.go), so the
+// one: the API server runs with --endpoint-reconciler-type=none (cluster.go), so the
 // Service has no endpoints for kube-proxy to route to, and this rule, evaluated before the
 // filter table's reject of endpoint-less Services, does instead.
-func (n *node) serviceRoute(t *testing.T) error {
+func (n *Node) serviceRoute(t testing.TB) error {
 	port := n.server[strings.LastIndex(n.server, ":")+1:]
 	rule := []string{"PREROUTING", "-t", "nat", "-s", podSubnet, "-d", serviceIP + "/32", "-p", "tcp", "--dport", "443",
 		"-m", "comment", "--comment", "csikit-e2e kubernetes Service", "-j", "DNAT", "--to-destination", nodeIP + ":" + port}
@@ -274,7 +280,7 @@ func (n *node) serviceRoute(t *testing.T) error {
 }
 
 // appendRule appends an iptables rule (chain first) for the test's lifetime.
-func appendRule(t *testing.T, rule []string) error {
+func appendRule(t testing.TB, rule []string) error {
 	if out, err := exec.Command("iptables", append([]string{"-A"}, rule...)...).CombinedOutput(); err != nil {
 		return fmt.Errorf("iptables: %w: %s", err, out)
 	}
@@ -288,7 +294,7 @@ func appendRule(t *testing.T, rule []string) error {
 
 // startContainerd writes a containerd configuration of the run's own (its root, state, socket
 // and CNI configuration all under work) and starts containerd with it.
-func (n *node) startContainerd(ctx context.Context, work string, ps *procs) error {
+func (n *Node) startContainerd(ctx context.Context, work string, ps *Procs) error {
 	dir := filepath.Join(work, "containerd")
 	cniConf := filepath.Join(work, "cni", "net.d")
 	for _, d := range []string{dir, cniConf} {
@@ -341,15 +347,15 @@ state = %q
 	if err != nil {
 		return err
 	}
-	if _, err := ps.start("containerd", bin, []string{"--config", cfgPath, "--log-level", "info"}); err != nil {
+	if _, err := ps.Start("containerd", bin, []string{"--config", cfgPath, "--log-level", "info"}); err != nil {
 		return err
 	}
 	// Registered after ps's cleanup, so it runs before containerd is stopped: the containers
 	// kubelet left (it is stopped first) go away with their shims.
 	netnsBefore, _ := filepath.Glob("/run/netns/cni-*")
 	n.t.Cleanup(func() { n.removeContainers(work, netnsBefore) })
-	return poll(ctx, "containerd", time.Minute, func(ctx context.Context) (bool, error) {
-		if err := ps.checkAlive(); err != nil {
+	return Poll(ctx, "containerd", time.Minute, func(ctx context.Context) (bool, error) {
+		if err := ps.CheckAlive(); err != nil {
 			return false, err
 		}
 		return true, run(ctx, "/", nil, n.ctrBin, "--address", n.containerd, "version")
@@ -358,7 +364,7 @@ state = %q
 
 // removeContainers kills and deletes every container of the k8s.io namespace, so that no shim
 // or pod process outlives the test, and undoes the mounts and network namespaces they leave.
-func (n *node) removeContainers(work string, netnsBefore []string) {
+func (n *Node) removeContainers(work string, netnsBefore []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ctr := func(args ...string) (string, error) {
@@ -366,8 +372,8 @@ func (n *node) removeContainers(work string, netnsBefore []string) {
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
-	if n.kubelet != nil {
-		n.kubelet.stop(30 * time.Second)
+	if n.Kubelet != nil {
+		n.Kubelet.stop(30 * time.Second)
 	}
 	out, err := ctr("tasks", "ls", "-q")
 	if err == nil {
@@ -393,7 +399,7 @@ func (n *node) removeContainers(work string, netnsBefore []string) {
 }
 
 // importImages writes each image as an OCI archive and imports it into containerd.
-func (n *node) importImages(ctx context.Context, work string, specs []imageSpec) error {
+func (n *Node) importImages(ctx context.Context, work string, specs []ImageSpec) error {
 	dir := filepath.Join(work, "images")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -412,24 +418,24 @@ func (n *node) importImages(ctx context.Context, work string, specs []imageSpec)
 }
 
 // startKubelet configures and starts kubelet and waits until its node is Ready with no taint.
-func (n *node) startKubelet(ctx context.Context, work string, ps *procs) error {
+func (n *Node) startKubelet(ctx context.Context, work string, ps *Procs) error {
 	// deploy/kubernetes/hostpath mounts /var/lib/csikit-hostpath with Bidirectional
 	// propagation, which containerd allows only on a shared mount. This machine's / is private
 	// (systemd makes it shared on a usual host), so the directory becomes a shared mount of its
 	// own.
-	if err := os.MkdirAll(hostpathStateDir, 0o750); err != nil {
+	if err := os.MkdirAll(HostpathStateDir, 0o750); err != nil {
 		return err
 	}
-	for _, args := range [][]string{{"--bind", hostpathStateDir, hostpathStateDir}, {"--make-rshared", hostpathStateDir}} {
+	for _, args := range [][]string{{"--bind", HostpathStateDir, HostpathStateDir}, {"--make-rshared", HostpathStateDir}} {
 		if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
 			return fmt.Errorf("mount %s: %w: %s", strings.Join(args, " "), err, out)
 		}
 	}
-	kubeletPort, err := freePort()
+	kubeletPort, err := FreePort()
 	if err != nil {
 		return err
 	}
-	healthzPort, err := freePort()
+	healthzPort, err := FreePort()
 	if err != nil {
 		return err
 	}
@@ -456,7 +462,7 @@ authorization:
   mode: AlwaysAllow
 failSwapOn: false
 resolvConf: /etc/resolv.conf
-# The kube-dns Service (kubelet_dns_test.go): pods of dnsPolicy ClusterFirst resolve Services.
+# The kube-dns Service (kubelet_dns.go): pods of dnsPolicy ClusterFirst resolve Services.
 clusterDNS: [%s]
 clusterDomain: %s
 # The imported images are the only ones there are: never collect them.
@@ -481,22 +487,22 @@ evictionHard:
 	}
 	bin := n.kubeletBin
 	args := []string{"--config=" + cfgPath, "--kubeconfig=" + kc, "--hostname-override=" + nodeName,
-		"--node-ip=" + nodeIP, "--root-dir=" + kubeletDir, "--v=2"}
-	if n.kubelet, err = ps.start("kubelet", bin, args); err != nil {
+		"--node-ip=" + nodeIP, "--root-dir=" + KubeletDir, "--v=2"}
+	if n.Kubelet, err = ps.Start("kubelet", bin, args); err != nil {
 		return err
 	}
 	n.healthz = "http://127.0.0.1:" + strconv.Itoa(healthzPort) + "/healthz"
-	return n.waitKubelet(ctx)
+	return n.WaitKubelet(ctx)
 }
 
-// waitKubelet waits until kubelet serves its healthz endpoint (it has synced with the runtime
+// WaitKubelet waits until kubelet serves its healthz endpoint (it has synced with the runtime
 // and loaded its state) and the node is Ready and untainted.
-func (n *node) waitKubelet(ctx context.Context) error {
-	if err := poll(ctx, "kubelet healthz", 2*time.Minute, func(ctx context.Context) (bool, error) {
-		if err := n.procs.checkAlive(); err != nil {
+func (n *Node) WaitKubelet(ctx context.Context) error {
+	if err := Poll(ctx, "kubelet healthz", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		if err := n.Procs.CheckAlive(); err != nil {
 			return false, err
 		}
-		return httpOK(ctx, n.healthz)
+		return HTTPOK(ctx, n.healthz)
 	}); err != nil {
 		return err
 	}
@@ -504,12 +510,12 @@ func (n *node) waitKubelet(ctx context.Context) error {
 }
 
 // waitNodeReady waits until the node reports Ready and carries no NoSchedule taint.
-func (n *node) waitNodeReady(ctx context.Context) error {
-	return poll(ctx, "node "+nodeName+" Ready and untainted", 3*time.Minute, func(ctx context.Context) (bool, error) {
-		if err := n.procs.checkAlive(); err != nil {
+func (n *Node) waitNodeReady(ctx context.Context) error {
+	return Poll(ctx, "node "+nodeName+" Ready and untainted", 3*time.Minute, func(ctx context.Context) (bool, error) {
+		if err := n.Procs.CheckAlive(); err != nil {
 			return false, err
 		}
-		nd, err := n.kube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		nd, err := n.Kube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -533,7 +539,7 @@ func (n *node) waitNodeReady(ctx context.Context) error {
 var hostpathImage = regexp.MustCompile(`^/volumes/[0-9a-f]{2}/vol-[0-9a-f]+\.img( \(deleted\))?$`)
 
 // detachedHostpathLoops lists the loop devices of hostpath images that a dead node plugin
-// container attached (loopsUnder cannot see them under the state directory).
+// container attached (LoopsUnder cannot see them under the state directory).
 func detachedHostpathLoops() []string {
 	files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
 	var out []string
@@ -544,4 +550,15 @@ func detachedHostpathLoops() []string {
 		}
 	}
 	return out
+}
+
+// HostNetworkServiceRoute makes the kubernetes Service reach the API server from pods on the
+// host's network, as kube-proxy's OUTPUT rules do on a real node: the sidecars of the cephfs
+// pods (hostNetwork) connect from the host itself, which the PREROUTING rule of serviceRoute
+// never sees.
+func (n *Node) HostNetworkServiceRoute(t testing.TB) error {
+	port := n.server[strings.LastIndex(n.server, ":")+1:]
+	rule := []string{"OUTPUT", "-t", "nat", "-d", serviceIP + "/32", "-p", "tcp", "--dport", "443",
+		"-m", "comment", "--comment", "csikit-e2e kubernetes Service (host network)", "-j", "DNAT", "--to-destination", nodeIP + ":" + port}
+	return appendRule(t, rule)
 }

@@ -1,4 +1,4 @@
-package e2e
+package cluster
 
 import (
 	"context"
@@ -49,8 +49,8 @@ const corefile = `.:53 {
 // startKubeProxy runs kube-proxy with the rights kubeadm gives it (the kube-proxy service account
 // bound to system:node-proxier) and waits until it has synced its rules once (healthz). Its
 // iptables rules are removed when the test ends (kube-proxy --cleanup), after it has stopped.
-func (n *node) startKubeProxy(ctx context.Context, work, bin string) error {
-	kube := n.kube
+func (n *Node) startKubeProxy(ctx context.Context, work, bin string) error {
+	kube := n.Kube
 	if _, err := kube.CoreV1().ServiceAccounts(metav1.NamespaceSystem).Create(ctx, &corev1.ServiceAccount{
 		ObjectMeta: metav1.ObjectMeta{Name: "kube-proxy"}}, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("kube-proxy service account: %w", err)
@@ -62,15 +62,15 @@ func (n *node) startKubeProxy(ctx context.Context, work, bin string) error {
 	}, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("kube-proxy binding: %w", err)
 	}
-	kc, err := n.serviceAccountKubeconfig(ctx, metav1.NamespaceSystem, "kube-proxy")
+	kc, err := n.ServiceAccountKubeconfig(ctx, metav1.NamespaceSystem, "kube-proxy")
 	if err != nil {
 		return err
 	}
-	healthz, err := freePort()
+	healthz, err := FreePort()
 	if err != nil {
 		return err
 	}
-	metrics, err := freePort()
+	metrics, err := FreePort()
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ conntrack:
 	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
 		return err
 	}
-	p, err := n.procs.start("kube-proxy", bin, []string{"--config=" + cfgPath, "--v=2"})
+	p, err := n.Procs.Start("kube-proxy", bin, []string{"--config=" + cfgPath, "--v=2"})
 	if err != nil {
 		return err
 	}
@@ -117,19 +117,19 @@ conntrack:
 		}
 	})
 	url := "http://127.0.0.1:" + strconv.Itoa(healthz) + "/healthz"
-	return poll(ctx, "kube-proxy healthz (rules synced)", 2*time.Minute, func(ctx context.Context) (bool, error) {
-		if err := n.procs.checkAlive(); err != nil {
+	return Poll(ctx, "kube-proxy healthz (rules synced)", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		if err := n.Procs.CheckAlive(); err != nil {
 			return false, err
 		}
-		return httpOK(ctx, url)
+		return HTTPOK(ctx, url)
 	})
 }
 
 // deployCoreDNS runs CoreDNS as kube-system's Deployment behind the kube-dns Service, as
 // kubeadm's add-on does (its RBAC, ConfigMap and Service shapes), and waits until the Service
 // has a ready endpoint.
-func (n *node) deployCoreDNS(ctx context.Context) error {
-	kube, ns := n.kube, metav1.NamespaceSystem
+func (n *Node) deployCoreDNS(ctx context.Context) error {
+	kube, ns := n.Kube, metav1.NamespaceSystem
 	labels := map[string]string{"k8s-app": "kube-dns"}
 	if _, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "coredns"}}, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("coredns service account: %w", err)
@@ -203,12 +203,12 @@ func (n *node) deployCoreDNS(ctx context.Context) error {
 
 // waitServiceReady waits until a Service has a ready endpoint in an EndpointSlice, which is what
 // kube-proxy routes to; a timeout names the Service's pods and their states.
-func (n *node) waitServiceReady(ctx context.Context, ns, svc string) error {
-	return poll(ctx, "Service "+ns+"/"+svc+" has a ready endpoint", 3*time.Minute, func(ctx context.Context) (bool, error) {
-		if err := n.procs.checkAlive(); err != nil {
+func (n *Node) waitServiceReady(ctx context.Context, ns, svc string) error {
+	return Poll(ctx, "Service "+ns+"/"+svc+" has a ready endpoint", 3*time.Minute, func(ctx context.Context) (bool, error) {
+		if err := n.Procs.CheckAlive(); err != nil {
 			return false, err
 		}
-		slices, err := n.kube.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=" + svc})
+		slices, err := n.Kube.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=" + svc})
 		if err != nil {
 			return false, err
 		}
@@ -219,6 +219,6 @@ func (n *node) waitServiceReady(ctx context.Context, ns, svc string) error {
 				}
 			}
 		}
-		return false, fmt.Errorf("no ready endpoint; pods: %s", n.podSummary(ctx, ns))
+		return false, fmt.Errorf("no ready endpoint; pods: %s", n.PodSummary(ctx, ns))
 	})
 }

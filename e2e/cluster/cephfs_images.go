@@ -1,4 +1,4 @@
-package e2e
+package cluster
 
 import (
 	"context"
@@ -89,9 +89,9 @@ func dedupeFiles(files []layerFile) []layerFile {
 	})
 }
 
-// cephfsLibrariesPresent says why examples/cephfs cannot be built here (it is cgo on librados and
+// CephFSLibrariesPresent says why examples/cephfs cannot be built here (it is cgo on librados and
 // libcephfs), or nil.
-func cephfsLibrariesPresent() error {
+func CephFSLibrariesPresent() error {
 	var missing []string
 	for _, h := range []string{"/usr/include/rados/librados.h", "/usr/include/cephfs/libcephfs.h"} {
 		if _, err := os.Stat(h); err != nil {
@@ -104,11 +104,11 @@ func cephfsLibrariesPresent() error {
 	return nil
 }
 
-// cephfsImages returns the images deploy/kubernetes/cephfs names, each under the exact name the
+// CephFSImages returns the images deploy/kubernetes/cephfs names, each under the exact name the
 // manifests use, and busybox for the test pods. The driver is built from this checkout with cgo,
 // as examples/cephfs/Dockerfile builds it.
-func cephfsImages(ctx context.Context, t *testing.T, work string, ms []manifest) func(map[string]string) ([]imageSpec, error) {
-	return func(tools map[string]string) ([]imageSpec, error) {
+func CephFSImages(ctx context.Context, t testing.TB, work string, ms []Manifest) func(map[string]string) ([]ImageSpec, error) {
+	return func(tools map[string]string) ([]ImageSpec, error) {
 		refs := containerImages(ms)
 		bin := filepath.Join(work, "cephfs")
 		// examples/cephfs is a workspace of its own (its go.work), outside the e2e one.
@@ -119,6 +119,6 @@ func cephfsImages(ctx context.Context, t *testing.T, work string, ms []manifest)
 	}
 }
 
-func sortSpecs(specs []imageSpec) {
-	slices.SortFunc(specs, func(a, b imageSpec) int { return strings.Compare(a.ref, b.ref) })
+func sortSpecs(specs []ImageSpec) {
+	slices.SortFunc(specs, func(a, b ImageSpec) int { return strings.Compare(a.ref, b.ref) })
 }

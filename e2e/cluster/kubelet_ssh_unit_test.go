@@ -1,4 +1,4 @@
-package e2e
+package cluster
 
 import (
 	"bytes"
@@ -29,8 +29,8 @@ type fakeKubelet struct {
 func newFakeKubelet(t *testing.T) *fakeKubelet {
 	t.Helper()
 	dir := t.TempDir()
-	ps := newProcs(t, dir)
-	p, err := ps.start("kubelet", "/bin/sleep", []string{"600"})
+	ps := NewProcs(t, dir)
+	p, err := ps.Start("kubelet", "/bin/sleep", []string{"600"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func newFakeKubelet(t *testing.T) *fakeKubelet {
 }
 
 // TestKubeletSwitchUnit drives the kubelet switch over its socket as kubelet-cluster.sh does: a
-// stop ends the process and is not a crash to checkAlive, a start runs the same command line
+// stop ends the process and is not a crash to CheckAlive, a start runs the same command line
 // again and waits for readiness, a crashed kubelet is "failed" and starts again, a readiness
 // failure is an error, and only the four requests are served.
 func TestKubeletSwitchUnit(t *testing.T) {
@@ -73,7 +73,7 @@ func TestKubeletSwitchUnit(t *testing.T) {
 			if ok, _ := first.exited(); !ok {
 				return errors.New("the kubelet process still runs")
 			}
-			return fk.sw.ps.checkAlive()
+			return fk.sw.ps.CheckAlive()
 		}},
 		{name: "stop again", method: "POST", path: "/kubelet/stop", code: 200, body: "inactive\n"},
 		{name: "state of a stopped kubelet", method: "GET", path: "/kubelet/state", code: 200, body: "inactive\n"},
@@ -103,7 +103,7 @@ func TestKubeletSwitchUnit(t *testing.T) {
 			if p := fk.sw.current(); p.cmd.Process.Pid == pids[0] {
 				return errors.New("the crashed process was not replaced")
 			}
-			return fk.sw.ps.checkAlive()
+			return fk.sw.ps.CheckAlive()
 		}},
 		{name: "restart that never gets ready", method: "POST", path: "/kubelet/restart", before: func() {
 			fk.notReady = errors.New("node NotReady")
@@ -140,10 +140,10 @@ func TestKubeletSwitchUnit(t *testing.T) {
 // the switch, the state reads back in systemd's words, and anything else is refused.
 func TestNodeSSHShimsUnit(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
-		skipOrFail(t, "kubelet-cluster.sh talks to the switch with curl: %v", err)
+		SkipOrFail(t, "kubelet-cluster.sh talks to the switch with curl: %v", err)
 	}
 	fk := newFakeKubelet(t)
-	shims, err := filepath.Abs("node-ssh")
+	shims, err := filepath.Abs("../node-ssh")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,24 +197,24 @@ func TestNodeSSHShimsUnit(t *testing.T) {
 // forced command's are refused.
 func TestNodeSSHUnit(t *testing.T) {
 	if os.Getuid() != 0 {
-		skipOrFail(t, "the node's sshd serves root's sessions: run as root")
+		SkipOrFail(t, "the node's sshd serves root's sessions: run as root")
 	}
 	for _, bin := range []string{"/usr/sbin/sshd", "ssh", "ssh-keygen", "curl"} {
 		if _, err := exec.LookPath(bin); err != nil {
-			skipOrFail(t, "%s (Debian: openssh-server, openssh-client, curl): %v", bin, err)
+			SkipOrFail(t, "%s (Debian: openssh-server, openssh-client, curl): %v", bin, err)
 		}
 	}
 	fk := newFakeKubelet(t)
-	shims, err := filepath.Abs("node-ssh")
+	shims, err := filepath.Abs("../node-ssh")
 	if err != nil {
 		t.Fatal(err)
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
 	work := t.TempDir()
-	ps := newProcs(t, work)
+	ps := NewProcs(t, work)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	listen := net.JoinHostPort("127.0.0.1", fmt.Sprint(port))

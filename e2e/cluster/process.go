@@ -1,4 +1,4 @@
-package e2e
+package cluster
 
 import (
 	"bytes"
@@ -14,33 +14,34 @@ import (
 	"time"
 )
 
-// proc is one program of the test cluster, its output in a log file.
-type proc struct {
+// Proc is one program of the test cluster, its output in a log file.
+type Proc struct {
 	name string
 	env  []string // what start added to the environment
 	cmd  *exec.Cmd
-	log  string
+	Log  string        // the path of its log file
 	done chan struct{} // closed when the process has exited
 	err  error         // its exit status, valid once done is closed
 }
 
-// procs starts programs and stops all of them, in reverse order, when the test ends.
-type procs struct {
-	t      *testing.T
+// Procs starts programs and stops all of them, in reverse order, when the test ends.
+type Procs struct {
+	t      testing.TB
 	logDir string
 	mu     sync.Mutex
-	list   []*proc
+	list   []*Proc
 }
 
-func newProcs(t *testing.T, logDir string) *procs {
-	ps := &procs{t: t, logDir: logDir}
+// NewProcs returns a Procs that writes logs under logDir and stops its processes in t's cleanup.
+func NewProcs(t testing.TB, logDir string) *Procs {
+	ps := &Procs{t: t, logDir: logDir}
 	t.Cleanup(ps.stopAll)
 	return ps
 }
 
-// start runs bin with args, stdout and stderr into <logDir>/<name>.log. The process gets
+// Start runs bin with args, stdout and stderr into <logDir>/<name>.log. The process gets
 // SIGKILL if the test binary dies first (Pdeathsig), so nothing outlives a crashed run.
-func (ps *procs) start(name, bin string, args []string, env ...string) (*proc, error) {
+func (ps *Procs) Start(name, bin string, args []string, env ...string) (*Proc, error) {
 	logPath := filepath.Join(ps.logDir, name+".log")
 	// Appended to: a restarted program (procs.restart) keeps its earlier log above the new one.
 	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
@@ -55,7 +56,7 @@ func (ps *procs) start(name, bin string, args []string, env ...string) (*proc, e
 		f.Close()
 		return nil, fmt.Errorf("%s: start %s: %w", name, bin, err)
 	}
-	p := &proc{name: name, env: env, cmd: cmd, log: logPath, done: make(chan struct{})}
+	p := &Proc{name: name, env: env, cmd: cmd, Log: logPath, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		f.Close()
@@ -69,7 +70,7 @@ func (ps *procs) start(name, bin string, args []string, env ...string) (*proc, e
 }
 
 // exited reports whether p has ended, and how.
-func (p *proc) exited() (bool, error) {
+func (p *Proc) exited() (bool, error) {
 	select {
 	case <-p.done:
 		return true, p.err
@@ -79,7 +80,7 @@ func (p *proc) exited() (bool, error) {
 }
 
 // stop sends SIGTERM to p's process group and SIGKILL after grace; it returns when p is gone.
-func (p *proc) stop(grace time.Duration) {
+func (p *Proc) stop(grace time.Duration) {
 	if ok, _ := p.exited(); ok {
 		return
 	}
@@ -92,7 +93,7 @@ func (p *proc) stop(grace time.Duration) {
 	}
 }
 
-func (ps *procs) stopAll() {
+func (ps *Procs) stopAll() {
 	ps.mu.Lock()
 	list := ps.list
 	ps.list = nil
@@ -102,16 +103,16 @@ func (ps *procs) stopAll() {
 	}
 }
 
-// restart stops p (SIGTERM, then SIGKILL after grace) and starts its program again with the
-// same command line, under the same name; checkAlive then watches the new process only.
-func (ps *procs) restart(p *proc, grace time.Duration) (*proc, error) {
+// Restart stops p (SIGTERM, then SIGKILL after grace) and starts its program again with the
+// same command line, under the same name; CheckAlive then watches the new process only.
+func (ps *Procs) Restart(p *Proc, grace time.Duration) (*Proc, error) {
 	ps.retire(p, grace)
 	return ps.again(p)
 }
 
-// retire stops p (SIGTERM, then SIGKILL after grace) and forgets it, so that checkAlive does
+// retire stops p (SIGTERM, then SIGKILL after grace) and forgets it, so that CheckAlive does
 // not take the stop for a crash.
-func (ps *procs) retire(p *proc, grace time.Duration) {
+func (ps *Procs) retire(p *Proc, grace time.Duration) {
 	p.stop(grace)
 	ps.mu.Lock()
 	for i, q := range ps.list {
@@ -124,18 +125,18 @@ func (ps *procs) retire(p *proc, grace time.Duration) {
 }
 
 // again starts the program of a retired p with the same command line, under the same name.
-func (ps *procs) again(p *proc) (*proc, error) {
-	return ps.start(p.name, p.cmd.Path, p.cmd.Args[1:], p.env...)
+func (ps *Procs) again(p *Proc) (*Proc, error) {
+	return ps.Start(p.name, p.cmd.Path, p.cmd.Args[1:], p.env...)
 }
 
-// checkAlive fails with the tail of the log of the first program that has exited: a crashed
+// CheckAlive fails with the tail of the log of the first program that has exited: a crashed
 // component otherwise shows up only as a timeout much later.
-func (ps *procs) checkAlive() error {
+func (ps *Procs) CheckAlive() error {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	for _, p := range ps.list {
 		if ok, err := p.exited(); ok {
-			return fmt.Errorf("%s exited (%v); its log ends:\n%s", p.name, err, tail(p.log, 30))
+			return fmt.Errorf("%s exited (%v); its log ends:\n%s", p.name, err, tail(p.Log, 30))
 		}
 	}
 	return nil
@@ -154,9 +155,9 @@ func tail(path string, n int) string {
 	return string(bytes.Join(lines, []byte("\n")))
 }
 
-// freePort asks the kernel for an unused TCP port on the loopback address. The port is free
+// FreePort asks the kernel for an unused TCP port on the loopback address. The port is free
 // when this returns; a program started right after binds it.
-func freePort() (int, error) {
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("free port: %w", err)

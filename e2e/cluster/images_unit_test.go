@@ -1,4 +1,4 @@
-package e2e
+package cluster
 
 import (
 	"archive/tar"
@@ -58,7 +58,7 @@ func TestOCIArchive(t *testing.T) {
 	if err := os.WriteFile(bin, []byte("#!/bin/true\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	img := imageSpec{ref: "registry.example/a/b:v1.2", entrypoint: []string{"/usr/bin/prog"},
+	img := ImageSpec{ref: "registry.example/a/b:v1.2", entrypoint: []string{"/usr/bin/prog"},
 		files: []layerFile{{name: "/usr/bin/prog", src: bin}, {name: "/bin/alias", link: "../usr/bin/prog"}, {name: "/tmp"}}}
 	out := filepath.Join(dir, "img.tar")
 	if err := writeOCIArchive(img, out); err != nil {
@@ -136,7 +136,7 @@ func TestOCIArchive(t *testing.T) {
 }
 
 func TestOCIArchiveRefusesRelativeNames(t *testing.T) {
-	err := writeOCIArchive(imageSpec{ref: "x:1", files: []layerFile{{name: "relative"}}}, filepath.Join(t.TempDir(), "img.tar"))
+	err := writeOCIArchive(ImageSpec{ref: "x:1", files: []layerFile{{name: "relative"}}}, filepath.Join(t.TempDir(), "img.tar"))
 	if err == nil || !strings.Contains(err.Error(), "not absolute") {
 		t.Fatalf("err = %v, want a refusal of the relative name", err)
 	}
@@ -242,17 +242,17 @@ func FuzzExtraImages(f *testing.F) {
 func TestExtraImageSpecsPrograms(t *testing.T) {
 	for _, tool := range []string{"busybox", "ldd"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			skipOrFail(t, "%s: %v", tool, err)
+			SkipOrFail(t, "%s: %v", tool, err)
 		}
 	}
 	bb, _ := exec.LookPath("busybox")
 	dd, err := filepath.EvalSymlinks("/usr/bin/dd")
 	if err != nil {
-		skipOrFail(t, "GNU dd: %v", err)
+		SkipOrFail(t, "GNU dd: %v", err)
 	}
 	dash, err := filepath.EvalSymlinks("/usr/bin/dash")
 	if err != nil {
-		skipOrFail(t, "dash: %v", err)
+		SkipOrFail(t, "dash: %v", err)
 	}
 	specs, err := extraImageSpecs("reg/glibc:2.0.0=" + bb + "," + dd + ",/bin/sh=" + dash)
 	if err != nil || len(specs) != 1 {

@@ -1,4 +1,4 @@
-package e2e
+package cluster
 
 import (
 	"fmt"
@@ -13,36 +13,36 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// podEnv is what the downward API would give a pod of the manifests.
-type podEnv struct {
-	name, namespace, node string
-	root                  string // stands for the node's / for hostPath volumes
-	podDir                string // holds the pod's emptyDir volumes
+// PodEnv is what the downward API would give a pod of the manifests.
+type PodEnv struct {
+	Name, Namespace, Node string // the pod's name and namespace, and the node it runs on
+	Root                  string // stands for the node's / for hostPath volumes
+	PodDir                string // holds the pod's emptyDir volumes
 }
 
-// container is one container of a manifest turned into a process: its arguments with the
+// Container is one container of a manifest turned into a process: its arguments with the
 // variables expanded and every path inside a volume mount rewritten to where that volume lives
 // on this machine.
-type container struct {
-	name string
-	args []string
-	env  []string
+type Container struct {
+	Name string   // the container's name in the pod spec
+	Args []string // command and args, expanded and rewritten
+	Env  []string // the container's environment, NAME=value
 }
 
 var varRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
 
-// containers translates a pod spec of the manifests into processes, so the suite runs the
+// Containers translates a pod spec of the manifests into processes, so the suite runs the
 // sidecars with the manifests' own flags rather than a copy of them.
-func containers(spec *corev1.PodSpec, pe podEnv) (map[string]container, error) {
+func Containers(spec *corev1.PodSpec, pe PodEnv) (map[string]Container, error) {
 	vols := map[string]string{}
 	for _, v := range spec.Volumes {
 		switch {
 		case v.HostPath != nil && v.HostPath.Path == "/dev":
 			vols[v.Name] = "/dev" // loop devices are the machine's own
 		case v.HostPath != nil:
-			vols[v.Name] = filepath.Join(pe.root, v.HostPath.Path)
+			vols[v.Name] = filepath.Join(pe.Root, v.HostPath.Path)
 		case v.EmptyDir != nil:
-			vols[v.Name] = filepath.Join(pe.podDir, v.Name)
+			vols[v.Name] = filepath.Join(pe.PodDir, v.Name)
 		default:
 			return nil, fmt.Errorf("volume %s: only hostPath and emptyDir can be run as processes", v.Name)
 		}
@@ -50,7 +50,7 @@ func containers(spec *corev1.PodSpec, pe podEnv) (map[string]container, error) {
 			return nil, err
 		}
 	}
-	out := map[string]container{}
+	out := map[string]Container{}
 	for _, c := range spec.Containers {
 		env := map[string]string{}
 		for _, e := range c.Env {
@@ -60,11 +60,11 @@ func containers(spec *corev1.PodSpec, pe podEnv) (map[string]container, error) {
 			case e.ValueFrom.FieldRef != nil:
 				switch e.ValueFrom.FieldRef.FieldPath {
 				case "spec.nodeName":
-					env[e.Name] = pe.node
+					env[e.Name] = pe.Node
 				case "metadata.namespace":
-					env[e.Name] = pe.namespace
+					env[e.Name] = pe.Namespace
 				case "metadata.name":
-					env[e.Name] = pe.name
+					env[e.Name] = pe.Name
 				default:
 					return nil, fmt.Errorf("container %s: env %s: field %s not supported", c.Name, e.Name, e.ValueFrom.FieldRef.FieldPath)
 				}
@@ -87,14 +87,14 @@ func containers(spec *corev1.PodSpec, pe podEnv) (map[string]container, error) {
 			}
 			return s
 		}
-		ct := container{name: c.Name}
+		ct := Container{Name: c.Name}
 		for _, a := range append(slices.Clone(c.Command), c.Args...) {
-			ct.args = append(ct.args, rewrite(a))
+			ct.Args = append(ct.Args, rewrite(a))
 		}
 		for k, v := range env {
-			ct.env = append(ct.env, k+"="+rewrite(v))
+			ct.Env = append(ct.Env, k+"="+rewrite(v))
 		}
-		sort.Strings(ct.env)
+		sort.Strings(ct.Env)
 		out[c.Name] = ct
 	}
 	return out, nil
@@ -122,8 +122,8 @@ func replacePath(s, from, to string) string {
 	}
 }
 
-// withFlag replaces every --name=value (or -name=value) in args by --name=value, or appends it.
-func withFlag(args []string, name, value string) []string {
+// WithFlag replaces every --name=value (or -name=value) in args by --name=value, or appends it.
+func WithFlag(args []string, name, value string) []string {
 	out := make([]string, 0, len(args)+1)
 	for _, a := range args {
 		t := strings.TrimLeft(a, "-")
@@ -135,8 +135,8 @@ func withFlag(args []string, name, value string) []string {
 	return append(out, "--"+name+"="+value)
 }
 
-// flagValue returns the value of --name=value in args.
-func flagValue(args []string, name string) (string, bool) {
+// FlagValue returns the value of --name=value in args.
+func FlagValue(args []string, name string) (string, bool) {
 	for _, a := range args {
 		t := strings.TrimLeft(a, "-")
 		if v, ok := strings.CutPrefix(t, name+"="); ok {
@@ -146,17 +146,17 @@ func flagValue(args []string, name string) (string, bool) {
 	return "", false
 }
 
-// localHTTP moves an --http-endpoint flag to a free loopback port: every container of a pod
+// LocalHTTP moves an --http-endpoint flag to a free loopback port: every container of a pod
 // has its own port there, but all processes here share one network namespace with the
 // machine's other programs.
-func localHTTP(args []string) ([]string, string, error) {
-	if _, ok := flagValue(args, "http-endpoint"); !ok {
+func LocalHTTP(args []string) ([]string, string, error) {
+	if _, ok := FlagValue(args, "http-endpoint"); !ok {
 		return args, "", nil
 	}
-	p, err := freePort()
+	p, err := FreePort()
 	if err != nil {
 		return nil, "", err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(p)
-	return withFlag(args, "http-endpoint", addr), addr, nil
+	return WithFlag(args, "http-endpoint", addr), addr, nil
 }

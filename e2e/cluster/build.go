@@ -1,4 +1,4 @@
-package e2e
+package cluster
 
 import (
 	"bytes"
@@ -25,20 +25,21 @@ const (
 	attacherVersion    = "v4.12.0"
 	resizerVersion     = "v2.3.0"
 	snapshotterVersion = "v8.4.0"
-	// cosiVersion is sigs.k8s.io/container-object-storage-interface (controller and sidecar
+	// COSIVersion is sigs.k8s.io/container-object-storage-interface (controller and sidecar
 	// logic, client and proto modules), built in tools/cosi with a runner of ours.
-	cosiVersion = "v0.2.2"
+	COSIVersion = "v0.2.2"
 	// corednsVersion is github.com/coredns/coredns, the kubelet cluster's DNS (the newest
 	// release when this was written; its go.mod asks for Go 1.26, which builds it).
 	corednsVersion = "v1.15.0"
 )
 
-// binaries are the paths of the built programs.
-type binaries struct {
+// Binaries are the paths of the built programs. The exported ones are those the lifecycle tests
+// start or replace themselves.
+type Binaries struct {
 	apiserver, controllerManager, scheduler string
-	provisioner, attacher, resizer          string
-	snapshotter, snapshotController         string
-	hostpath, etcd                          string
+	Provisioner, Attacher, Resizer          string // the external-* CSI sidecars
+	Snapshotter, SnapshotController         string // external-snapshotter's sidecar and controller
+	Hostpath, Etcd                          string // the example driver and etcd
 }
 
 // tool is one program built from the module proxy.
@@ -77,7 +78,7 @@ func tools() ([]tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	cosiKey := "cosi-" + cosiVersion + "-" + cosiSrc
+	cosiKey := "cosi-" + COSIVersion + "-" + cosiSrc
 	nodeSrc, err := sourceHash("tools/node")
 	if err != nil {
 		return nil, err
@@ -168,9 +169,9 @@ func goCommand() (string, error) {
 	return goBin, nil
 }
 
-// buildTools builds the named tools that are missing from the cache (minutes the first time:
+// BuildTools builds the named tools that are missing from the cache (minutes the first time:
 // kube-apiserver alone takes several) and returns the path of each by name.
-func buildTools(ctx context.Context, t *testing.T, names ...string) (map[string]string, error) {
+func BuildTools(ctx context.Context, t testing.TB, names ...string) (map[string]string, error) {
 	cache, err := cacheDir()
 	if err != nil {
 		return nil, err
@@ -212,7 +213,7 @@ func buildTools(ctx context.Context, t *testing.T, names ...string) (map[string]
 
 // pruneStale removes the cache directories named prefix* other than keep: builds of sources
 // that have changed since.
-func pruneStale(t *testing.T, cache, prefix, keep string) {
+func pruneStale(t testing.TB, cache, prefix, keep string) {
 	old, _ := filepath.Glob(filepath.Join(cache, prefix+"*"))
 	for _, d := range old {
 		if filepath.Base(d) == keep {
@@ -226,9 +227,9 @@ func pruneStale(t *testing.T, cache, prefix, keep string) {
 	}
 }
 
-// buildExample builds an example driver from this checkout into dir (always: it is the code
+// BuildExample builds an example driver from this checkout into dir (always: it is the code
 // under test).
-func buildExample(ctx context.Context, t *testing.T, dir, name string) (string, error) {
+func BuildExample(ctx context.Context, t testing.TB, dir, name string) (string, error) {
 	goBin, err := goCommand()
 	if err != nil {
 		return "", err
@@ -242,20 +243,20 @@ func buildExample(ctx context.Context, t *testing.T, dir, name string) (string, 
 	return out, nil
 }
 
-// buildAll builds what the CSI lifecycle needs: the control plane and the CSI sidecars (from
+// BuildAll builds what the CSI lifecycle needs: the control plane and the CSI sidecars (from
 // the cache when there) and hostpath.
-func buildAll(ctx context.Context, t *testing.T, work string) (*binaries, error) {
-	paths, err := buildTools(ctx, t, "csi-provisioner", "csi-attacher", "csi-resizer", "csi-snapshotter",
+func BuildAll(ctx context.Context, t testing.TB, work string) (*Binaries, error) {
+	paths, err := BuildTools(ctx, t, "csi-provisioner", "csi-attacher", "csi-resizer", "csi-snapshotter",
 		"snapshot-controller", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
 	if err != nil {
 		return nil, err
 	}
-	b := &binaries{
+	b := &Binaries{
 		apiserver: paths["kube-apiserver"], controllerManager: paths["kube-controller-manager"], scheduler: paths["kube-scheduler"],
-		provisioner: paths["csi-provisioner"], attacher: paths["csi-attacher"], resizer: paths["csi-resizer"],
-		snapshotter: paths["csi-snapshotter"], snapshotController: paths["snapshot-controller"],
+		Provisioner: paths["csi-provisioner"], Attacher: paths["csi-attacher"], Resizer: paths["csi-resizer"],
+		Snapshotter: paths["csi-snapshotter"], SnapshotController: paths["snapshot-controller"],
 	}
-	if b.hostpath, err = buildExample(ctx, t, work, "hostpath"); err != nil {
+	if b.Hostpath, err = BuildExample(ctx, t, work, "hostpath"); err != nil {
 		return nil, err
 	}
 	return b, nil

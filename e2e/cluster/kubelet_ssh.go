@@ -1,4 +1,4 @@
-package e2e
+package cluster
 
 import (
 	"context"
@@ -33,16 +33,16 @@ const kubeletStopGrace = 30 * time.Second
 // POST /kubelet/start, POST /kubelet/restart and GET /kubelet/state, each answering the
 // state afterwards (active, inactive or failed, systemd's ActiveState words).
 type kubeletSwitch struct {
-	ps    *procs
+	ps    *Procs
 	ready func(context.Context) error // waits until a started kubelet is healthy and its node Ready
 
 	mu      sync.Mutex
-	kubelet *proc // the last one started
+	kubelet *Proc // the last one started
 	stopped bool  // stopped on request (not crashed)
 }
 
 // current is the kubelet process last started.
-func (k *kubeletSwitch) current() *proc {
+func (k *kubeletSwitch) current() *Proc {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.kubelet
@@ -81,7 +81,7 @@ func (k *kubeletSwitch) stop() {
 func (k *kubeletSwitch) start(ctx context.Context) error {
 	k.mu.Lock()
 	if k.stateLocked() != "active" {
-		// A crashed kubelet is still in the list checkAlive watches.
+		// A crashed kubelet is still in the list CheckAlive watches.
 		k.ps.retire(k.kubelet, 0)
 		p, err := k.ps.again(k.kubelet)
 		if err != nil {
@@ -148,7 +148,7 @@ func serveControl(path string, h http.Handler) (stop func(), err error) {
 
 // sshdConfig is the configuration of the node's sshd: keys only, root only, and through
 // authorized_keys' command= the session script only (forced-commands-only).
-const sshdConfig = `# The csikit e2e node's sshd (kubelet_ssh_test.go): Kubernetes' disruptive storage specs run
+const sshdConfig = `# The csikit e2e node's sshd (e2e/cluster/kubelet_ssh.go): Kubernetes' disruptive storage specs run
 # their node commands through it.
 ListenAddress %[1]s
 HostKey %[2]s/host_ed25519
@@ -179,7 +179,7 @@ LogLevel VERBOSE
 // sessionScript runs the command an SSH client asked for, under a PATH that finds the shims of
 // node-ssh/ first, with the switch's socket for kubelet-cluster.sh.
 const sessionScript = `#!/bin/sh
-# authorized_keys runs this for every session of the e2e key (kubelet_ssh_test.go).
+# authorized_keys runs this for every session of the e2e key (e2e/cluster/kubelet_ssh.go).
 PATH='%s':/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 CSIKIT_E2E_CONTROL='%s'
 export PATH CSIKIT_E2E_CONTROL
@@ -190,7 +190,7 @@ exec /bin/bash -c "$SSH_ORIGINAL_COMMAND"
 type nodeSSH struct {
 	dir    string // keys, configuration, session script
 	key    string // the client's private key (KUBE_SSH_KEY_PATH)
-	sshd   *proc
+	sshd   *Proc
 	listen string // host:port
 }
 
@@ -198,7 +198,7 @@ type nodeSSH struct {
 // its own, generated into work/ssh with a host key, whose sessions run their command through
 // sessionScript (PATH with shims first, CSIKIT_E2E_CONTROL=control). It stops with the other
 // processes of the test.
-func startSSH(ctx context.Context, ps *procs, work, listen, shims, control string) (*nodeSSH, error) {
+func startSSH(ctx context.Context, ps *Procs, work, listen, shims, control string) (*nodeSSH, error) {
 	sshd, err := exec.LookPath("sshd")
 	if err != nil {
 		sshd = "/usr/sbin/sshd" // root's PATH may lack sbin; sshd must be run by its absolute path anyway
@@ -251,12 +251,12 @@ func startSSH(ctx context.Context, ps *procs, work, listen, shims, control strin
 	if out, err := exec.Command(sshd, "-t", "-f", config).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("sshd -t: %w: %s", err, out)
 	}
-	if s.sshd, err = ps.start("sshd", sshd, []string{"-D", "-e", "-f", config}); err != nil {
+	if s.sshd, err = ps.Start("sshd", sshd, []string{"-D", "-e", "-f", config}); err != nil {
 		return nil, err
 	}
-	if err := poll(ctx, "sshd on "+listen, 30*time.Second, func(ctx context.Context) (bool, error) {
+	if err := Poll(ctx, "sshd on "+listen, 30*time.Second, func(ctx context.Context) (bool, error) {
 		if ok, err := s.sshd.exited(); ok {
-			return false, fmt.Errorf("sshd exited (%v); its log ends:\n%s", err, tail(s.sshd.log, 10))
+			return false, fmt.Errorf("sshd exited (%v); its log ends:\n%s", err, tail(s.sshd.Log, 10))
 		}
 		c, err := net.DialTimeout("tcp", listen, time.Second)
 		if err != nil {
