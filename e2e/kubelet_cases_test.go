@@ -131,7 +131,14 @@ func (pc *podCase) onlineExpansion() {
 	pc.claim(claimName, class, corev1.PersistentVolumeFilesystem, "512Mi")
 	data := "expansion " + randomHex()
 	p := pc.startPod(sleeper(pc.prefix+"-pod", data, claimVolume(claimName, false)))
-	before := pc.lastSize(p.Name)
+	// A pod is ready before its script logs a first size; growth is measured from that line.
+	var before int64
+	if err := cluster.Poll(pc.ctx, "pod "+p.Name+" logs its file system's size", time.Minute, func(context.Context) (bool, error) {
+		before = pc.lastSize(p.Name)
+		return before > 0, nil
+	}); err != nil {
+		pc.t.Fatal(err)
+	}
 	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"resources": map[string]any{"requests": map[string]string{"storage": "1Gi"}}}})
 	if _, err := pc.n.Kube.CoreV1().PersistentVolumeClaims(testNS).Patch(pc.ctx, claimName, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		pc.t.Fatal(err)
