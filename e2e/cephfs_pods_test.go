@@ -53,7 +53,7 @@ func TestCephFSPods(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a cluster with a kubelet and a Ceph cluster; not in -short")
 	}
-	ctx := cluster.TestContext(t, 40*time.Minute)
+	ctx := cluster.SignalContext(t, 40*time.Minute)
 	if err := cluster.NodePreflight(ctx, t); err != nil {
 		cluster.SkipOrFail(t, "the kubelet cluster cannot run here: %v", err)
 	}

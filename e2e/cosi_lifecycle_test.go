@@ -34,7 +34,7 @@ func TestCOSILifecycle(t *testing.T) {
 	if err != nil {
 		cluster.SkipOrFail(t, "no etcd on PATH (Debian: apt-get install etcd-server): %v", err)
 	}
-	ctx := cluster.TestContext(t, 30*time.Minute)
+	ctx := cluster.SignalContext(t, 30*time.Minute)
 
 	// A short directory: unix socket paths must stay under 108 bytes.
 	work, err := os.MkdirTemp("", "csikit-cosi-")

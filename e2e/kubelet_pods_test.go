@@ -32,7 +32,7 @@ func TestPods(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a cluster with a kubelet; not in -short")
 	}
-	ctx := cluster.TestContext(t, 50*time.Minute)
+	ctx := cluster.SignalContext(t, 50*time.Minute)
 	if err := cluster.NodePreflight(ctx, t); err != nil {
 		cluster.SkipOrFail(t, "the kubelet cluster cannot run here: %v", err)
 	}

@@ -59,7 +59,7 @@ func TestLifecycle(t *testing.T) {
 	if err != nil {
 		cluster.SkipOrFail(t, "no etcd on PATH (Debian: apt-get install etcd-server): %v", err)
 	}
-	ctx := cluster.TestContext(t, 50*time.Minute)
+	ctx := cluster.SignalContext(t, 50*time.Minute)
 
 	// A short directory: unix socket paths must stay under 108 bytes.
 	work, err := os.MkdirTemp("", "csikit-e2e-")

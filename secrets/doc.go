@@ -22,7 +22,7 @@
 //     S3CredentialInfo.access_key_id and access_secret_key,
 //     AzureCredentialInfo.access_token, GcsCredentialInfo.access_id,
 //     access_secret and private_key_name (v1alpha2). A Redactor built
-//     WithSensitiveFields adds names for another protocol, for itself alone.
+//     WithSecretFields adds names for another protocol, for itself alone.
 //   - Mount options (csi.v1 mount_flags) are shown, but the value of every
 //     key=value option in them is secret, whatever its length; an element
 //     may hold a comma-separated list ("user=bob,password=x"), and an empty
@@ -45,7 +45,7 @@
 // built for it and every type reachable from it (recursive types included):
 // the fields in declaration order, which are secret, which subtrees can hold
 // secrets, enum value names. Plans are cached per descriptor, in the
-// built-in set or in the Redactor whose WithSensitiveFields they depend on.
+// built-in set or in the Redactor whose WithSecretFields they depend on.
 //
 // # Use
 //

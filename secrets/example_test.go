@@ -54,9 +54,10 @@ func ExampleScrub() {
 	// login "admin" with password "***stripped***" refused
 }
 
-func ExampleWithSensitiveFields() {
-	// A driver whose StorageClass parameters hold credentials hides them in its own logs.
-	r := secrets.NewRedactor(secrets.WithSensitiveFields("csi.v1.CreateVolumeRequest.parameters"))
+func ExampleWithSecretFields() {
+	// A Redactor of the driver's own hides these fields in what the driver logs itself. The
+	// plugin's logs use plugin.Config.RedactSecretLookingKeys instead.
+	r := secrets.NewRedactor(secrets.WithSecretFields("csi.v1.CreateVolumeRequest.parameters"))
 	req := &csi.CreateVolumeRequest{Name: "pvc-1", Parameters: map[string]string{"pool": "gold"}}
 	fmt.Println(r.String(req))
 	fmt.Println(secrets.String(req))

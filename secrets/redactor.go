@@ -28,12 +28,16 @@ func WithHeuristic(on bool) Option {
 	return func(r *Redactor) { r.heuristic = on }
 }
 
-// WithSensitiveFields makes the Redactor also treat as secret the fields
+// WithSecretFields makes the Redactor also treat as secret the fields
 // named, by full field name ("example.v1.Credentials.secret_key"), for a
 // protocol that does not annotate its secrets. They are the Redactor's
 // alone: IsSecretField, HasSecrets and the rest of the library keep the
 // built-in definition. The Redactor caches plans of its own for them.
-func WithSensitiveFields(fields ...protoreflect.FullName) Option {
+// Names are not checked: one that names no field hides nothing, so assert
+// each with r.IsSecretField in a test. To scrub errors with the same fields,
+// pass r.ScrubAny to sanitize.WithScrubber and recovery.WithScrubber, and r
+// to logging.WithRedactor.
+func WithSecretFields(fields ...protoreflect.FullName) Option {
 	return func(r *Redactor) { r.reg = r.registry().with(fields) }
 }
 
@@ -47,7 +51,7 @@ func NewRedactor(opts ...Option) *Redactor {
 }
 
 // registry is the set of sensitive fields r uses: builtin unless r was
-// built WithSensitiveFields.
+// built WithSecretFields.
 func (r *Redactor) registry() *registry {
 	if r == nil || r.reg == nil {
 		return builtin
@@ -56,7 +60,7 @@ func (r *Redactor) registry() *registry {
 }
 
 // IsSecretField is the package's IsSecretField, with the fields of
-// WithSensitiveFields secret too.
+// WithSecretFields secret too.
 func (r *Redactor) IsSecretField(fd protoreflect.FieldDescriptor) bool {
 	if fd == nil {
 		return false
@@ -65,7 +69,7 @@ func (r *Redactor) IsSecretField(fd protoreflect.FieldDescriptor) bool {
 }
 
 // HasSecrets is the package's HasSecrets, with the fields of
-// WithSensitiveFields secret too.
+// WithSecretFields secret too.
 func (r *Redactor) HasSecrets(md protoreflect.MessageDescriptor) bool {
 	if md == nil {
 		return false

@@ -67,7 +67,7 @@ func cosiCredential(fd protoreflect.FieldDescriptor) bool {
 }
 
 // registry is one immutable set of sensitive fields together with the caches derived from it.
-// builtin is the library's own; a Redactor built WithSensitiveFields has one of its own.
+// builtin is the library's own; a Redactor built WithSecretFields has one of its own.
 type registry struct {
 	marked map[protoreflect.FullName]struct{}
 	fields sync.Map // protoreflect.FieldDescriptor -> bool
@@ -98,11 +98,11 @@ func (r *registry) with(fields []protoreflect.FullName) *registry {
 // redaction, scrubbing and request fingerprints agree: a field is secret when
 // it carries one of the secret options (csi.v1.csi_secret = 1059,
 // volumegroup.vg_csi_secret = 1101, COSI's cosi_secret = 1115; recognised
-// with or without their Go packages linked in), when it is a COSI credential
+// with or without their Go packages linked in), or when it is a COSI credential
 // field (CredentialDetails.secrets, S3CredentialInfo.access_key_id and
 // access_secret_key, AzureCredentialInfo.access_token, GcsCredentialInfo
 // access_id, access_secret and private_key_name, in any COSI version's
-// package). The set is fixed: a Redactor built WithSensitiveFields adds
+// package). The set is fixed: a Redactor built WithSecretFields adds
 // fields for itself alone (see Redactor.IsSecretField). Mount options are
 // not secret fields as a whole: only their values are (see Values). The
 // answer is cached per descriptor.

@@ -105,7 +105,7 @@ func TestHasSecrets(t *testing.T) {
 	}
 }
 
-func TestWithSensitiveFields(t *testing.T) {
+func TestWithSecretFields(t *testing.T) {
 	params := fieldOf(&csi.CreateVolumeRequest{}, "parameters")
 	topo := (&csi.Topology{}).ProtoReflect().Descriptor()
 	req := &csi.CreateVolumeRequest{Parameters: map[string]string{"pool": "gold"}}
@@ -116,26 +116,26 @@ func TestWithSensitiveFields(t *testing.T) {
 		t.Fatalf("default: String = %s, want %s", got, want)
 	}
 
-	r := NewRedactor(WithSensitiveFields("csi.v1.CreateVolumeRequest.parameters", "csi.v1.Topology.segments"))
+	r := NewRedactor(WithSecretFields("csi.v1.CreateVolumeRequest.parameters", "csi.v1.Topology.segments"))
 	if !r.IsSecretField(params) {
-		t.Error("parameters not sensitive WithSensitiveFields")
+		t.Error("parameters not sensitive WithSecretFields")
 	}
 	if !r.HasSecrets(topo) {
-		t.Error("Topology has no secrets WithSensitiveFields")
+		t.Error("Topology has no secrets WithSecretFields")
 	}
 	if got, want := r.String(req), `{"parameters":{"pool":"***stripped***"}}`; got != want {
-		t.Errorf("WithSensitiveFields: String = %s, want %s (default plan used?)", got, want)
+		t.Errorf("WithSecretFields: String = %s, want %s (default plan used?)", got, want)
 	}
 	if got := r.Values(req); len(got) != 1 || got[0] != "gold" {
-		t.Errorf("WithSensitiveFields: Values = %q", got)
+		t.Errorf("WithSecretFields: Values = %q", got)
 	}
 
 	// The fields are the Redactor's alone: the built-in definition is unchanged.
 	if IsSecretField(params) || HasSecrets(topo) {
-		t.Error("WithSensitiveFields left parameters or Topology sensitive by default")
+		t.Error("WithSecretFields left parameters or Topology sensitive by default")
 	}
 	if got, want := String(req), `{"parameters":{"pool":"gold"}}`; got != want {
-		t.Errorf("default after WithSensitiveFields: String = %s, want %s", got, want)
+		t.Errorf("default after WithSecretFields: String = %s, want %s", got, want)
 	}
 }
 
@@ -226,7 +226,7 @@ func TestConcurrentSensitiveFields(t *testing.T) {
 			r := NewRedactor()
 			for i := range 200 {
 				if g == 0 && i%20 == 0 {
-					r = NewRedactor(WithSensitiveFields(protoreflect.FullName("test.unused.field" + string(rune('a'+i%26)))))
+					r = NewRedactor(WithSecretFields(protoreflect.FullName("test.unused.field" + string(rune('a'+i%26)))))
 				}
 				s := r.String(req)
 				if len(r.Values(req)) != 2 || r.Scrub("hunter2-s3cr3t", req) != Placeholder || len(s) == 0 {
@@ -246,7 +246,7 @@ func TestConcurrentSensitiveFields(t *testing.T) {
 func TestPlansBuiltOncePerType(t *testing.T) {
 	req := typicalCreateVolume()
 	// A set of its own: no plan cached yet.
-	r := NewRedactor(WithHeuristic(true), WithSensitiveFields("test.unused.plans.field"))
+	r := NewRedactor(WithHeuristic(true), WithSecretFields("test.unused.plans.field"))
 	use := func() {
 		_ = r.String(req)
 		_ = r.Values(req)

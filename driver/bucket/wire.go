@@ -19,7 +19,8 @@ import (
 // received, typed per version (V1 for cosi.v1alpha1, V2 for sigs.k8s.io.cosi.v1alpha2).
 // CreateBucketRequest, DeleteBucketRequest, GrantBucketAccessRequest and
 // RevokeBucketAccessRequest embed it, so req.Version, req.RawV1Alpha1 and req.RawV1Alpha2 read
-// the same on each. A backend only reads it; the plugin fills it.
+// the same on each. The plugin fills it. A test that builds a request sets the fields after
+// construction: req := &bucket.CreateBucketRequest{Name: "b"}; req.Version = bucket.V1Alpha2.
 type Wire[V1, V2 proto.Message] struct {
 	// Version is the wire version of the call.
 	Version Version

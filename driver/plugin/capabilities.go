@@ -31,7 +31,8 @@ type CapabilityOverrides struct {
 	// to report the same set. So a plugin whose controller and node run as separate processes
 	// sets the same list, and an explicit Features.Expansion, in each. Without it, the list is
 	// derived from the backends this process runs: right when one process serves everything. The
-	// list must include the services this process serves.
+	// list must include the services this process serves. The answer to GetPluginCapabilities is
+	// this list and the accessibility constraints of Features.
 	Plugin []csi.PluginCapability_Service_Type
 }
 

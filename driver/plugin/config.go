@@ -19,10 +19,10 @@ import (
 	"github.com/csikit/csikit/middleware/validation"
 )
 
-// Config assembles a plugin. Only Name, VendorVersion and one backend are required.
+// Config assembles a plugin. Only Name, VendorVersion and at least one backend are required.
 //
-// Its fields come in five groups: who the plugin is, what serves its calls, what it promises,
-// how it is served, and how it is observed.
+// Its fields come in six groups, each headed by a comment: identity, backends, capabilities,
+// serving, serving by Run, and observing.
 type Config struct {
 	// Identity.
 
@@ -84,7 +84,8 @@ type Config struct {
 	// deadline passed first. The call's locks stay held until the backend method returns. So a
 	// retry meanwhile is ABORTED rather than a second operation racing the first. A method that
 	// returns late is logged with its code, and a stop of Serve or Run waits for it within
-	// ShutdownTimeout. The bound covers the wait for a lock, which should be shorter. Zero means
+	// ShutdownTimeout. The bound covers the wait for a lock (idempotency.WithWait on Locker), which
+	// should be shorter. Zero means
 	// no bound but the CO's deadline: a CO that sets none (the COSI sidecar's reconcile context
 	// has none) then waits as long as the backend hangs.
 	BackendTimeout time.Duration

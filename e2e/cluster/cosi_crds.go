@@ -39,7 +39,7 @@ func COSICRDs(ctx context.Context) ([]*unstructured.Unstructured, error) {
 		return nil, fmt.Errorf("upstream kustomization.yaml: %w", err)
 	}
 	if k.CommonAnnotations["api-approved.kubernetes.io"] == "" {
-		return nil, errors.New("upstream kustomization.yaml no longer gives the CRDs api-approved.kubernetes.io")
+		return nil, errors.New("upstream kustomization.yaml gives the CRDs no api-approved.kubernetes.io annotation")
 	}
 	for _, crd := range crds {
 		a := crd.GetAnnotations()

@@ -28,14 +28,14 @@ func (n *Node) DeployHostpath(ctx context.Context, ms []Manifest) error {
 func (n *Node) DeployDriver(ctx context.Context, ms []Manifest, app, ns, driver string, controllerFlags []string, afterNamespace func(context.Context) error) error {
 	crds, err := SnapshotCRDs(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("snapshot CRDs: %w", err)
 	}
 	if err := n.InstallCRDs(ctx, crds); err != nil {
-		return err
+		return fmt.Errorf("install snapshot CRDs: %w", err)
 	}
 	args := append([]string{"--kubeconfig=" + n.AdminKC, "--leader-election=false", "--v=2"}, controllerFlags...)
 	if _, err := n.Procs.Start("snapshot-controller", n.bins.SnapshotController, args); err != nil {
-		return err
+		return fmt.Errorf("start snapshot-controller: %w", err)
 	}
 	for _, m := range ms {
 		if err := n.Apply(ctx, m); err != nil {
@@ -43,12 +43,12 @@ func (n *Node) DeployDriver(ctx context.Context, ms []Manifest, app, ns, driver 
 		}
 		if m.GVK.Kind == "Namespace" && afterNamespace != nil {
 			if err := afterNamespace(ctx); err != nil {
-				return err
+				return fmt.Errorf("after namespace %s: %w", ns, err)
 			}
 		}
 	}
 	if err := n.waitDriverPods(ctx, app, ns); err != nil {
-		return err
+		return fmt.Errorf("pods of %s in %s: %w", app, ns, err)
 	}
 	return Poll(ctx, "CSINode "+nodeName+" lists "+driver, 2*time.Minute, func(ctx context.Context) (bool, error) {
 		cn, err := n.Kube.StorageV1().CSINodes().Get(ctx, nodeName, metav1.GetOptions{})

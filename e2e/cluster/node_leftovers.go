@@ -43,11 +43,11 @@ type runRecord struct {
 	NetnsBefore []string `json:"netnsBefore"`
 }
 
-// TestContext is the context of a test that brings a cluster up: it ends after timeout, or when
+// SignalContext is the context of a test that brings a cluster up: it ends after timeout, or when
 // the test binary gets SIGINT or SIGTERM (CI's budget ends a stage with SIGINT). Without it, a
 // signal kills the binary before its clean-ups run, and the cluster's mounts, loop devices and
 // network stay behind.
-func TestContext(t testing.TB, timeout time.Duration) context.Context {
+func SignalContext(t testing.TB, timeout time.Duration) context.Context {
 	ctx, stopSignals := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	go func() {

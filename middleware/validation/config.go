@@ -8,8 +8,9 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 )
 
-// Config names what a Rules value checks beyond csi.v1. It is data only: every name is a proto
-// full name, looked up once by NewRules. Naming a message or field in any table also turns
+// Config names what a Rules value checks beyond csi.v1. It is data only: every key and list
+// entry is a proto full name (Required's values are field or oneof names), looked up once by
+// NewRules. Naming a message or field in any table also turns
 // checking on for its package, with csi.v1's generic rules (size limits, no negative integers,
 // secret maps, path fields).
 type Config struct {
@@ -20,12 +21,13 @@ type Config struct {
 	// field must be set.
 	Required map[protoreflect.FullName][]protoreflect.Name
 	// MaxLen replaces the general 128-byte limit of a string field (of each element, for a
-	// repeated one).
+	// repeated one). A field in DNSNames or ObjectIDs keeps that syntax's own limit instead.
 	MaxLen map[protoreflect.FullName]int
 	// DNSNames are string fields that hold a Kubernetes object name: a DNS subdomain (RFC 1123)
 	// of at most 253 characters. That is also their length limit.
 	DNSNames []protoreflect.FullName
-	// ObjectIDs are string fields that hold an ID the peer stores as given, checked by
+	// ObjectIDs are IDs with the COSI sidecar's syntax: string fields that hold an ID the peer
+	// stores as given, checked by
 	// COSIObjectIDProblem: at most 2048 characters of [A-Za-z0-9._/-]. That is also their
 	// length limit.
 	ObjectIDs []protoreflect.FullName

@@ -272,3 +272,25 @@ func TestRulesConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestEmptyRulesCheckAsCSI: a nil *Rules and the zero Rules both check as CSIRules does, so a
+// Rules value nobody built never lets every message through.
+func TestEmptyRulesCheckAsCSI(t *testing.T) {
+	bad := &csi.DeleteVolumeRequest{} // volume_id is REQUIRED
+	for _, tc := range []struct {
+		name  string
+		rules *Rules
+	}{
+		{"nil", nil},
+		{"zero", &Rules{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.rules.Request(bad); status.Code(err) != codes.InvalidArgument {
+				t.Fatalf("Request(DeleteVolume without volume_id) = %v, want INVALID_ARGUMENT", err)
+			}
+			if err := tc.rules.Request(&csi.DeleteVolumeRequest{VolumeId: "v"}); err != nil {
+				t.Fatalf("Request(a valid DeleteVolume) = %v", err)
+			}
+		})
+	}
+}

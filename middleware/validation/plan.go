@@ -89,7 +89,7 @@ type plan struct {
 
 // Rules is a compiled set of checks: csi.v1's rules, and those of the packages and fields a
 // Config names. It is immutable once built and safe for concurrent use. NewRules builds one;
-// CSIRules is csi.v1 alone. A nil *Rules checks as CSIRules does.
+// CSIRules is csi.v1 alone. A nil *Rules, like the zero Rules, checks as CSIRules does.
 type Rules struct {
 	packages   map[protoreflect.FullName]bool
 	required   map[protoreflect.FullName]map[protoreflect.Name]bool

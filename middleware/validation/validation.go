@@ -1,5 +1,7 @@
-// Package validation checks CSI messages against the field rules of the CSI spec and answers a
-// violation with a gRPC status whose message names the field path.
+// Package validation answers a message that breaks its protocol's field rules with a gRPC
+// status naming the field.
+//
+// Its built-in rules are the CSI spec's. A [Config] adds those of other protocols.
 //
 // It applies, to every field of every csi.v1 message, nested ones included:
 //
@@ -52,9 +54,9 @@ func Response(m proto.Message) error { return CSIRules().Response(m) }
 // (see Rules.ResponseSizes).
 func ResponseSizes(m proto.Message) error { return CSIRules().ResponseSizes(m) }
 
-// orCSI is r, or CSIRules when r is nil.
+// orCSI is r, or CSIRules when r is nil or the zero Rules, so that neither checks nothing.
 func (r *Rules) orCSI() *Rules {
-	if r == nil {
+	if r == nil || r.plans == nil {
 		return CSIRules()
 	}
 	return r

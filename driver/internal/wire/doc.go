@@ -1,5 +1,7 @@
-// Package wire converts between the wire messages the plugin serves (CSI, COSI v1alpha1, COSI
-// v1alpha2) and the contract types of packages driver and driver/bucket. Its functions are pure:
+// Package wire converts between wire messages and the contract types.
+//
+// The wire messages are those the plugin serves: CSI, COSI v1alpha1 and COSI v1alpha2. The
+// contract types are those of packages driver and driver/bucket. Its functions are pure:
 // no server state, no validation, no errors. Package plugin validates a request before it
 // converts it, and decides what an answer means after.
 //

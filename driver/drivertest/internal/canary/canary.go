@@ -1,5 +1,6 @@
-// Package canary puts a fresh random value into every secret field of every request, and reports each place one comes back.
+// Package canary seeds every secret a test sends and reports where one leaks.
 //
+// It puts a fresh random value into every secret field of every request.
 // A client interceptor does the injecting, so no call can be forgotten: whatever a spec calls
 // carries a canary. Each response and error is searched for every value sent so far. The
 // plugin's logs are searched with LogLeaks. The CSI specs and the volume-group specs of
@@ -30,8 +31,8 @@ import (
 // Key is the secrets key the canary adds. Keys are not secret; values are.
 const Key = "csikit-canary"
 
-// secretFields lists, per request type, the map fields annotated csi_secret. Computed once per
-// type.
+// secretFields caches, per request type, the string map fields SecretFieldsOf finds
+// (csi_secret or vg_csi_secret).
 var secretFields sync.Map // protoreflect.FullName -> []protoreflect.FieldDescriptor
 
 // SecretFieldsOf lists the string map fields of md that hold secrets (csi_secret or
@@ -221,8 +222,8 @@ func (c *Canary) AllValues() []string {
 	return out
 }
 
-// Found returns what the canary found in answers and errors, and the request types that
-// carried a canary, sorted.
+// Found returns what the canary found in answers and errors, in the order found, and the request
+// types that carried a canary, sorted.
 func (c *Canary) Found() (leaks, sent []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

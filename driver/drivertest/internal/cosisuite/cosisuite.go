@@ -1,5 +1,6 @@
-// Package cosisuite is the COSI conformance suite: plain subtests, one per wire version and rule, behind drivertest.COSI.
+// Package cosisuite is the COSI conformance suite behind drivertest.COSI.
 //
+// It runs plain subtests, one per wire version and rule.
 // drivertest owns the public types. Options and Result here have exactly the fields of
 // drivertest.COSIOptions and drivertest.Result, so drivertest converts between them, and a field
 // added to one side only fails to compile there.

@@ -1,5 +1,6 @@
-// Package csisuite holds csikit's own CSI specs, which join csi-sanity's suite behind drivertest.CSI.
+// Package csisuite holds csikit's own CSI specs, run inside csi-sanity's suite.
 //
+// They join that suite behind drivertest.CSI.
 // The specs are registered with csi-sanity once per process, and read the run they belong to
 // through an Active function when each spec starts. drivertest owns the run, its options and
 // the names of the spec groups; this package owns the specs, their fixture and their texts.

@@ -1,4 +1,4 @@
-// Package serve runs a plugin on a fresh unix socket for the length of one test, and keeps everything it logs.
+// Package serve serves a plugin on a fresh unix socket for one test and keeps its logs.
 //
 // It is the body of drivertest.NewServer, here so that the suites' own tests can serve a plugin
 // without importing drivertest.

@@ -1,4 +1,4 @@
-// Package vgsuite holds csikit's specs of the volume-group service, which join the CSI suite behind drivertest.CSI.
+// Package vgsuite holds csikit's volume-group specs, run inside the CSI suite.
 //
 // They build on csisuite's fixture and registration. drivertest owns the public
 // VolumeGroupOptions; Options here has exactly its fields, so drivertest converts one into the
